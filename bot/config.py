@@ -1,0 +1,276 @@
+"""Typed, validated configuration read once from ``config.toml``.
+
+Every section is a dataclass; an unknown key or a value of the wrong type is a
+``ConfigError`` that names the dotted key (``stt.beam_sise``), so a typo never
+silently falls back to a default. Secrets never live here: they come from the
+environment only (see ``Secrets``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "0.0.0.0"
+    port: int = 8765
+    # Host name Twilio reaches us at (no scheme); used for the stream URL and the signature check.
+    public_host: str = "localhost:8765"
+    max_calls: int = 8
+    # Seconds a webhook token stays valid before its media stream must arrive.
+    token_ttl_secs: float = 60.0
+
+
+@dataclass(frozen=True)
+class TwilioConfig:
+    validate_signature: bool = True
+    auto_hang_up: bool = True
+    # Override Twilio's REST base URL (tests point it at a fake API).
+    api_base_url: str = ""
+
+
+@dataclass(frozen=True)
+class CallConfig:
+    greeting: str = "안녕하세요, 시청 민원 안내 전화입니다. 무엇을 도와드릴까요?"
+    idle_timeout_secs: float = 300.0
+    # Drop the caller's speech while the greeting plays (barge-in stays on afterwards).
+    mute_during_greeting: bool = False
+
+
+@dataclass(frozen=True)
+class VADConfig:
+    confidence: float = 0.7
+    start_secs: float = 0.2
+    stop_secs: float = 0.2
+    min_volume: float = 0.6
+
+
+@dataclass(frozen=True)
+class TurnConfig:
+    # Wait after the caller's speech before the turn ends (speech-timeout strategy).
+    speech_timeout_secs: float = 0.6
+    # Resample Twilio's 8 kHz input with soxr "QQ" instead of the bursty VHQ stream resampler.
+    fast_input_resampler: bool = True
+
+
+@dataclass(frozen=True)
+class STTConfig:
+    # A local CTranslate2 directory, or a faster-whisper model name (downloaded by `run_bot.py models`).
+    model: str = "models/whisper-base"
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    compute_type: str = "int8"
+    language: str = "ko"
+    beam_size: int = 1
+    temperature: float = 0.0
+    hotwords: str = ""
+    initial_prompt: str = ""
+    no_speech_threshold: float = 0.6
+    log_prob_threshold: float = -1.0
+    compression_ratio_threshold: float = 2.4
+    max_segment_secs: float = 20.0
+    cpu_threads: int = 0
+    # Where `run_bot.py models` puts downloaded models.
+    download_root: str = "models"
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str = "http://localhost:8000/v1"
+    model: str = "Qwen/Qwen3.5-35B-A3B-FP8"
+    dialect: Literal["openai", "llama_cpp"] = "openai"
+    # Name of the environment variable holding the API key ("EMPTY" is sent when unset).
+    api_key_env: str = "LLM_API_KEY"
+    first_token_timeout_ms: int = 2000
+    total_timeout_ms: int = 10000
+    max_tokens: int = 256
+    temperature: float = 0.2
+    # Spoken answer length is a latency setting: the schema bounds the reply.
+    reply_max_chars: int = 160
+    history_turns: int = 8
+    prompt_file: str = "bot/data/prompt.md"
+    domain_file: str = "bot/data/domain.toml"
+    shortcuts_file: str = "bot/data/shortcuts.toml"
+    # vLLM was started with --enforce-eager (CUDA graphs off); shown as an escape hatch.
+    server_enforce_eager: bool = False
+
+
+@dataclass(frozen=True)
+class TTSConfig:
+    model_dir: str = "models/supertonic-3"
+    voice: str = "F1"
+    providers: list[str] = field(default_factory=lambda: ["cpu"])
+    require_provider: Literal["tensorrt", "cuda", "cpu"] = "cpu"
+    allow_fallback: bool = False
+    total_steps: int = 5
+    speed: float = 1.05
+    intra_op_threads: int = 0
+    trt_fp16: bool = True
+    trt_engine_cache_dir: str = "cache/trt/engines"
+    trt_timing_cache_dir: str = "cache/trt/timing"
+    trt_max_workspace_gb: float = 4.0
+    # Optimization-profile bounds for the dynamic dims (tokens, latent frames).
+    trt_max_text_length: int = 600
+    trt_max_latent_length: int = 400
+    cuda_device_id: int = 0
+    frame_ms: int = 20
+    # Sentence lengths (characters) synthesized at startup so no engine is built mid-call.
+    warmup_lengths: list[int] = field(default_factory=lambda: [5, 20, 60, 120])
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    stt_ms: int = 250
+    llm_ms: int = 250
+    tts_ms: int = 200
+    total_ms: int = 1200
+
+
+@dataclass(frozen=True)
+class RecordsConfig:
+    dir: str = "records"
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    twilio: TwilioConfig = field(default_factory=TwilioConfig)
+    call: CallConfig = field(default_factory=CallConfig)
+    vad: VADConfig = field(default_factory=VADConfig)
+    turn: TurnConfig = field(default_factory=TurnConfig)
+    stt: STTConfig = field(default_factory=STTConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    tts: TTSConfig = field(default_factory=TTSConfig)
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+    records: RecordsConfig = field(default_factory=RecordsConfig)
+
+    # Relative paths in the config resolve against this directory.
+    base_dir: Path = field(default=DEFAULT_CONFIG.parent, compare=False)
+
+    def path(self, value: str) -> Path:
+        """Resolve a path from the config relative to the config file's directory."""
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """Credentials, from the environment only."""
+
+    twilio_account_sid: str | None
+    twilio_auth_token: str | None
+    llm_api_key: str
+
+    @classmethod
+    def from_env(cls, config: Config) -> "Secrets":
+        return cls(
+            twilio_account_sid=os.environ.get("TWILIO_ACCOUNT_SID") or None,
+            twilio_auth_token=os.environ.get("TWILIO_AUTH_TOKEN") or None,
+            llm_api_key=os.environ.get(config.llm.api_key_env) or "EMPTY",
+        )
+
+
+REQUIRED_KEYS = (
+    "server.host", "server.port", "server.public_host", "twilio.validate_signature",
+    "stt.model", "stt.device", "stt.compute_type", "stt.language",
+    "llm.base_url", "llm.model", "llm.dialect",
+    "tts.model_dir", "tts.voice", "tts.require_provider",
+)  # fmt: skip
+
+
+def _check_type(key: str, value: Any, tp: Any) -> Any:
+    origin = get_origin(tp)
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise ConfigError(f"{key}: {value!r} is not one of {list(get_args(tp))}")
+        return value
+    if origin is list:
+        (item_tp,) = get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
+        return [_check_type(f"{key}[{i}]", v, item_tp) for i, v in enumerate(value)]
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (bool, int, float, str):
+        if type(value) is not tp:
+            raise ConfigError(f"{key}: expected {tp.__name__}, got {type(value).__name__} {value!r}")
+        return value
+    raise ConfigError(f"{key}: unsupported type {tp!r}")  # pragma: no cover - programming error
+
+
+def _build_section(name: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name}: expected a table, got {type(raw).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown config key {name}.{unknown[0]} (known keys in [{name}]: {', '.join(sorted(known))})"
+        )
+    values = {k: _check_type(f"{name}.{k}", v, hints[k]) for k, v in raw.items()}
+    return cls(**values)
+
+
+def _parse_override(item: str) -> tuple[str, str, Any]:
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected section.key=value")
+    key, _, text = item.partition("=")
+    section, dot, name = key.strip().partition(".")
+    if not dot or not section or not name:
+        raise ConfigError(f"--set {item!r}: expected section.key=value")
+    try:  # a TOML literal (number, bool, quoted string, list); else the bare text as a string
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return section, name, value
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read, override and validate a config file.
+
+    Args:
+        path: TOML file; ``config.toml`` beside ``run_bot.py`` when None.
+        overrides: ``section.key=value`` strings applied on top of the file.
+
+    Raises:
+        ConfigError: naming the offending key.
+    """
+    path = Path(path) if path else DEFAULT_CONFIG
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"config file not found: {path}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    for item in overrides:
+        section, name, value = _parse_override(item)
+        table = raw.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{section}: expected a table")
+        table[name] = value
+
+    sections = {f.name: f for f in dataclasses.fields(Config) if f.name != "base_dir"}
+    unknown = sorted(set(raw) - set(sections))
+    if unknown:
+        raise ConfigError(f"unknown config section [{unknown[0]}] (known: {', '.join(sections)})")
+    for key in REQUIRED_KEYS:
+        section, name = key.split(".")
+        if name not in raw.get(section, {}):
+            raise ConfigError(f"missing required config key {key} in {path}")
+    hints = typing.get_type_hints(Config)
+    built = {name: _build_section(name, hints[name], raw.get(name, {})) for name in sections}
+    return Config(**built, base_dir=path.resolve().parent)
