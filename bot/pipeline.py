@@ -1,0 +1,167 @@
+"""Builds one call's pipeline from the process-wide models: the same for phone and browser.
+
+transport in → STT → user aggregator (Silero VAD, VAD turn start with barge-in, speech-timeout
+turn stop) → structured LLM → TTS → transport out → assistant aggregator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loguru import logger
+from pipecat.frames.frames import TTSSpeakFrame
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMAssistantAggregatorParams,
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
+from pipecat.transports.base_transport import BaseTransport
+from pipecat.turns.user_mute import MuteUntilFirstBotCompleteUserMuteStrategy
+from pipecat.turns.user_start import VADUserTurnStartStrategy
+from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
+from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+from bot.config import Config, Secrets
+from bot.dialog import CannedReplies, DialogState
+from bot.domain import Domain, load_domain
+from bot.records import CallRecorder, TurnObserver
+from bot.shortcuts import ShortcutMatcher, load_shortcuts
+from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
+from processors.structured_llm import StructuredLLMService
+from processors.supertonic_tts import SupertonicEngine, SupertonicTTSService
+from processors.whisper_stt import WhisperEngine, WhisperSTTProcessor
+
+
+@dataclass
+class DialogAssets:
+    """Data files the dialog needs, read once."""
+
+    domain: Domain
+    shortcuts: ShortcutMatcher
+    prompt: str
+    canned: CannedReplies
+
+    @classmethod
+    def load(cls, config: Config) -> "DialogAssets":
+        return cls(
+            domain=load_domain(config.path(config.llm.domain_file)),
+            shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file)),
+            prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
+            canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml"),
+        )
+
+
+@dataclass
+class SharedModels:
+    """Loaded once per process at startup, shared by every call. Holds no per-call state."""
+
+    whisper: WhisperEngine
+    tts: SupertonicEngine
+    vad_session: object
+    assets: DialogAssets
+
+
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> StructuredLLMService:
+    return StructuredLLMService(
+        config=config.llm,
+        domain=assets.domain,
+        shortcuts=assets.shortcuts,
+        prompt_template=assets.prompt,
+        canned=assets.canned,
+        api_key=secrets.llm_api_key,
+        **kwargs,
+    )
+
+
+@dataclass
+class CallSession:
+    """One running call: its worker and what it records."""
+
+    worker: PipelineWorker
+    recorder: CallRecorder
+    dialog: DialogState
+    llm: StructuredLLMService
+    stt: WhisperSTTProcessor
+    tts: SupertonicTTSService
+
+
+def build_call(
+    *,
+    config: Config,
+    secrets: Secrets,
+    models: SharedModels,
+    transport: BaseTransport,
+    call_id: str,
+    in_rate: int = 16000,
+    out_rate: int = 8000,
+    qa: bool = False,
+    observers: list | None = None,
+) -> CallSession:
+    """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst)."""
+    recorder = CallRecorder(call_id, qa=qa)
+    dialog = DialogState()
+
+    def on_stt(result):
+        recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
+
+    def on_sentence(result):
+        recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))
+
+    stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt)
+    vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
+    mute = [MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else []
+    context = LLMContext()
+    user_agg, assistant_agg = LLMContextAggregatorPair(
+        context,
+        user_params=LLMUserAggregatorParams(
+            vad_analyzer=vad,
+            user_turn_strategies=UserTurnStrategies(
+                start=[VADUserTurnStartStrategy(enable_interruptions=True)],
+                # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
+                stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)],
+            ),
+            user_mute_strategies=mute,
+        ),
+        assistant_params=LLMAssistantAggregatorParams(),
+    )
+    llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)
+    tts = SupertonicTTSService(
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence
+    )
+    pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
+    worker = PipelineWorker(
+        pipeline,
+        params=PipelineParams(
+            audio_in_sample_rate=in_rate,
+            audio_out_sample_rate=out_rate,
+            enable_metrics=True,
+            enable_usage_metrics=True,
+        ),
+        observers=[TurnObserver(recorder), *(observers or [])],
+        idle_timeout_secs=config.call.idle_timeout_secs,
+        enable_rtvi=qa,
+    )
+    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts)
+
+
+async def speak_greeting(session: CallSession, greeting: str) -> None:
+    """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message."""
+    session.dialog.last_reply = greeting
+    session.recorder.current.mark("first_sentence")
+    await session.worker.queue_frames([TTSSpeakFrame(greeting)])
+
+
+def load_models(config: Config) -> SharedModels:
+    """Load every model once (blocking: run at startup, before serving calls)."""
+    from bot.models import resolve_whisper_model
+
+    logger.info("loading models (once per process)")
+    whisper = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir))
+    whisper.warmup()
+    tts = SupertonicEngine(config.tts, base_dir=config.base_dir)
+    tts.warmup(config.tts.warmup_lengths)
+    return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=DialogAssets.load(config))

@@ -1,0 +1,44 @@
+"""Silero VAD whose ONNX session is loaded once per process and shared by every call.
+
+Pipecat's ``SileroVADAnalyzer`` opens its own ONNX session per instance. The session is
+stateless (the recurrent state is passed in and out on every call), so all calls can share one
+and keep only their own state arrays.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import onnxruntime
+from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+
+from bot.config import VADConfig
+
+
+def load_silero_session() -> onnxruntime.InferenceSession:
+    """Load pipecat's bundled ``silero_vad.onnx`` (blocking; call once at startup)."""
+    path = str(resources.files("pipecat.audio.vad.data").joinpath("silero_vad.onnx"))
+    opts = onnxruntime.SessionOptions()
+    opts.inter_op_num_threads = 1
+    opts.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"], sess_options=opts)
+
+
+class SharedSileroVADAnalyzer(SileroVADAnalyzer):
+    """A per-call Silero analyzer (own state) over a process-wide ONNX session."""
+
+    def __init__(self, *, session: onnxruntime.InferenceSession, config: VADConfig, sample_rate: int | None = None):
+        params = VADParams(
+            confidence=config.confidence, start_secs=config.start_secs,
+            stop_secs=config.stop_secs, min_volume=config.min_volume,
+        )  # fmt: skip
+        # Skip SileroVADAnalyzer.__init__ (it would load another session); set what it sets.
+        VADAnalyzer.__init__(self, sample_rate=sample_rate, params=params)
+        model = SileroOnnxModel.__new__(SileroOnnxModel)
+        model.session = session
+        model.sample_rates = [8000, 16000]
+        model.reset_states()
+        self._model = model
+        self._windows_since_reset = 0
+        self._low_confidence_windows = 0

@@ -1,0 +1,290 @@
+"""One structured-output LLM call per caller turn, with Korean regex shortcuts in front.
+
+The model answers a JSON object (reply, intent, category, location, time, flow). The ``reply``
+string is streamed to TTS sentence by sentence while the JSON is still being generated; nothing
+else of the JSON is ever spoken. Shortcut turns (greetings, thanks, "say again", "a person,
+please") are answered from the rules file and never touch the model. Any failure (unreachable
+server, slow first token, HTTP error, invalid or cut-off JSON) ends in a short canned apology:
+never dead air, never an error read aloud.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+from loguru import logger
+from openai import APIConnectionError, APITimeoutError, AsyncOpenAI, DefaultAsyncHttpxClient
+from pipecat.frames.frames import AggregatedTextFrame, EndWorkerFrame
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.services.openai.llm import OpenAILLMService
+from pipecat.utils.text.base_text_aggregator import TextType
+
+from bot.config import LLMConfig
+from bot.dialog import CannedReplies, DialogState
+from bot.domain import Domain, render_system_prompt
+from bot.latency import TurnRecord
+from bot.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
+from bot.shortcuts import ShortcutMatcher
+
+
+class LLMTurnError(Exception):
+    """Why a model turn failed; ``kind`` goes into the turn record."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+@dataclass
+class TurnResult:
+    """What one caller turn produced (the ``chat`` command prints this)."""
+
+    route: str  # shortcut | llm | error
+    reply: str
+    flow: str
+    intent: str | None
+    llm_calls: int
+    error: str | None = None
+
+
+class StructuredLLMService(OpenAILLMService):
+    """Pipecat LLM stage: shortcut rules first, else one streamed JSON-schema completion."""
+
+    def __init__(
+        self,
+        *,
+        config: LLMConfig,
+        domain: Domain,
+        shortcuts: ShortcutMatcher,
+        prompt_template: str,
+        canned: CannedReplies,
+        api_key: str,
+        dialog: DialogState | None = None,
+        current_record: Callable[[], TurnRecord | None] = lambda: None,
+        on_turn: Callable[[TurnResult], Awaitable[None] | None] | None = None,
+        end_call_on_end_flow: bool = True,
+        **kwargs,
+    ):
+        super().__init__(
+            api_key=api_key,
+            base_url=config.base_url,
+            settings=OpenAILLMService.Settings(
+                model=config.model,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                system_instruction="",
+            ),
+            **kwargs,
+        )
+        self._cfg = config
+        self._domain = domain
+        self._shortcuts = shortcuts
+        self._template = prompt_template
+        self._canned = canned
+        self.dialog = dialog or DialogState()
+        self._current_record = current_record
+        self._on_turn = on_turn
+        self._end_call = end_call_on_end_flow
+        self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
+        self.last_result: TurnResult | None = None
+
+    def create_client(self, api_key=None, base_url=None, organization=None, project=None, default_headers=None, **kw):
+        # max_retries=0: a retry would be a second model call the caller waits for.
+        return AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=httpx.Timeout(self._timeout_total(), connect=2.0),
+            http_client=DefaultAsyncHttpxClient(),
+            default_headers=default_headers,
+        )
+
+    def _timeout_total(self) -> float:
+        cfg = getattr(self, "_cfg", None)
+        return (cfg.total_timeout_ms if cfg else 10000) / 1000.0
+
+    def build_chat_completion_params(self, params_from_context) -> dict:
+        params = super().build_chat_completion_params(params_from_context)
+        params["response_format"] = self._response_format
+        return params
+
+    # --- the turn -----------------------------------------------------------------------------
+
+    async def _process_context(self, context: LLMContext):
+        record = self._current_record()
+        user_text = _last_user_text(context)
+        shortcut = self._shortcuts.match(user_text) if user_text else None
+        if shortcut is not None:
+            await self._answer_shortcut(shortcut, record)
+            return
+        await self._answer_with_model(context, record)
+
+    async def _answer_shortcut(self, shortcut, record: TurnRecord | None):
+        if shortcut.action == "repeat":
+            reply = self.dialog.last_reply or self._canned.nothing_to_repeat
+        else:
+            reply = shortcut.reply
+        if record:
+            record.route, record.intent, record.flow = "shortcut", shortcut.intent, shortcut.flow
+            record.mark("first_sentence")
+        logger.info("turn route=shortcut rule={} flow={}", shortcut.name, shortcut.flow)
+        await self._speak(reply)
+        if shortcut.action != "repeat":
+            self.dialog.last_reply = reply
+        if shortcut.action == "transfer":
+            self.dialog.transfer_requested = True
+        if shortcut.flow == "end":
+            self.dialog.ended = True
+        await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record)
+
+    async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None):
+        self._settings.system_instruction = render_system_prompt(
+            self._template, self._domain, self.dialog.known_slots()
+        )
+        trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
+        spoken: list[str] = []
+        try:
+            turn = await self._stream_turn(trimmed, record, spoken)
+        except LLMTurnError as e:
+            logger.error("LLM turn failed ({}): {} - speaking the apology", e.kind, e)
+            if record:
+                record.route, record.error = "error", str(e)
+                record.mark("first_sentence")
+            await self._speak(self._canned.apology)
+            await self._finish_turn(TurnResult("error", self._canned.apology, "continue", None, 1, str(e)), record)
+            return
+        reply = " ".join(spoken)
+        self.dialog.apply_turn(turn)
+        self.dialog.last_reply = reply
+        if turn["intent"] == "transfer":
+            self.dialog.transfer_requested = True
+        if record:
+            record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
+            record.slots = self.dialog.known_slots()
+        logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(record.slots) if record else "")
+        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record)
+
+    async def _stream_turn(self, context: LLMContext, record: TurnRecord | None, spoken: list[str]) -> dict:
+        """Make the one model call; speak reply sentences as they complete; return the parsed turn."""
+        extractor = ReplyFieldExtractor()
+        splitter = KoreanSentenceSplitter()
+        raw: list[str] = []
+        finish_reason = None
+        if record:
+            record.llm_calls += 1
+            record.mark("llm_request")
+        t0 = time.monotonic()
+        await self.start_ttfb_metrics()
+        stream = None
+        try:
+            async with asyncio.timeout(self._cfg.first_token_timeout_ms / 1000.0):
+                stream = await self.get_chat_completions(context)
+                chunks = stream.__aiter__()
+                chunk = await _next_content_chunk(chunks)
+            await self.stop_ttfb_metrics()
+            if record:
+                record.mark("llm_first_token")
+            logger.debug("LLM first token after {:.0f} ms", (time.monotonic() - t0) * 1000)
+            async with asyncio.timeout(self._timeout_total()):
+                while chunk is not None:
+                    if chunk.usage:
+                        await self.start_llm_usage_metrics(self._token_usage(chunk.usage))
+                    if chunk.choices:
+                        choice = chunk.choices[0]
+                        text = choice.delta.content if choice.delta else None
+                        if text:
+                            raw.append(text)
+                            for sentence in splitter.push(extractor.feed(text)):
+                                await self._speak_sentence(sentence, record, spoken)
+                        finish_reason = choice.finish_reason or finish_reason
+                    chunk = await anext(chunks, None)
+        except LLMTurnError:
+            raise
+        except TimeoutError as e:
+            phase = "first_token_timeout" if not raw else "total_timeout"
+            raise LLMTurnError(phase, f"no {'first token' if not raw else 'complete answer'} in time") from e
+        except APITimeoutError as e:
+            raise LLMTurnError("total_timeout", repr(e)) from e
+        except (httpx.HTTPError, APIConnectionError) as e:
+            raise LLMTurnError("unreachable", f"{type(e).__name__}: {e} ({self._cfg.base_url})") from e
+        except Exception as e:  # openai.APIError and friends carry the HTTP status
+            status = getattr(e, "status_code", None)
+            kind = f"http_{status}" if status else type(e).__name__
+            raise LLMTurnError(kind, str(e)[:300]) from e
+        finally:
+            # Also on interruption (CancelledError): release the HTTP stream so vLLM stops generating.
+            if stream is not None:
+                await stream.close()
+
+        text = "".join(raw)
+        if finish_reason == "length":
+            raise LLMTurnError("cut_off", f"finish_reason=length after {len(text)} chars (raise llm.max_tokens?)")
+        try:
+            turn = parse_turn(text)
+        except TurnParseError as e:
+            raise LLMTurnError("invalid_json", str(e)) from e
+        errors = self._domain.validate(turn)
+        if errors:
+            raise LLMTurnError("schema", "; ".join(errors)[:300])
+        # Whatever the splitter still holds is the last sentence of the reply.
+        for sentence in splitter.flush():
+            await self._speak_sentence(sentence, record, spoken)
+        if not spoken:
+            raise LLMTurnError("empty_reply", "the reply field was empty")
+        return turn
+
+    async def _speak_sentence(self, sentence: str, record: TurnRecord | None, spoken: list[str]):
+        sentence = sentence.strip()
+        if not sentence:
+            return
+        if record:
+            record.mark("first_sentence")
+            record.reply_chars += len(sentence)
+        spoken.append(sentence)
+        await self._speak(sentence)
+
+    async def _speak(self, text: str):
+        await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
+
+    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None):
+        self.last_result = result
+        if record and result.route != "llm":
+            record.reply_chars = record.reply_chars or len(result.reply)
+        if self._on_turn:
+            maybe = self._on_turn(result)
+            if asyncio.iscoroutine(maybe):
+                await maybe
+        if self.dialog.ended and self._end_call:
+            # Queued behind the closing sentence: the caller hears it, then the call ends.
+            await self.push_frame(EndWorkerFrame(reason="dialog ended"))
+
+
+async def _next_content_chunk(chunks):
+    """Wait for the first chunk that carries content or a finish reason (the 'first token')."""
+    async for chunk in chunks:
+        if chunk.choices and chunk.choices[0].delta and (chunk.choices[0].delta.content or chunk.choices[0].finish_reason):
+            return chunk
+        if chunk.choices and chunk.choices[0].finish_reason:
+            return chunk
+    raise LLMTurnError("empty_stream", "the stream ended before any token")
+
+
+def _last_user_text(context: LLMContext) -> str:
+    for msg in reversed(context.get_messages()):
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            content = msg.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _recent_messages(messages: list, turns: int) -> list:
+    """The last ``turns`` user/assistant exchanges (the system prompt is rebuilt each turn)."""
+    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    return convo[-2 * turns :] if turns > 0 else convo

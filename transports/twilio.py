@@ -1,0 +1,178 @@
+"""Twilio phone path: the signed voice webhook, one-time stream tokens, and the media serializer.
+
+Nobody opens a call on our GPU without going through the signed webhook: the webhook issues a
+one-time token bound to the CallSid, and the media stream must present it in ``customParameters``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from loguru import logger
+from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
+from pipecat.frames.frames import AudioRawFrame, CancelFrame, EndFrame, Frame, InterruptionFrame
+from pipecat.serializers.twilio import TwilioFrameSerializer
+from twilio.request_validator import RequestValidator
+from twilio.twiml.voice_response import Connect, Parameter, Stream, VoiceResponse
+
+from bot.privacy import mask
+
+TWILIO_RATE = 8000
+EXPECTED_FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
+
+
+def build_stream_twiml(public_host: str, token: str) -> str:
+    """TwiML that connects the call to our media-stream WebSocket, carrying the call's token."""
+    response = VoiceResponse()
+    connect = Connect()
+    stream = Stream(url=f"wss://{public_host}/twilio/media")
+    stream.append(Parameter(name="token", value=token))
+    connect.append(stream)
+    response.append(connect)
+    return str(response)
+
+
+def signature_is_valid(auth_token: str, url: str, params: dict[str, str], signature: str | None) -> bool:
+    """Check ``X-Twilio-Signature`` against the URL Twilio called and the form fields."""
+    if not signature:
+        return False
+    return RequestValidator(auth_token).validate(url, params, signature)
+
+
+@dataclass
+class _Issued:
+    call_sid: str
+    expires: float
+
+
+class StreamTokenStore:
+    """One-time tokens issued by the signed webhook, each bound to one CallSid."""
+
+    def __init__(self, ttl_secs: float):
+        self._ttl = ttl_secs
+        self._tokens: dict[str, _Issued] = {}
+
+    def issue(self, call_sid: str) -> str:
+        self._expire()
+        token = secrets.token_urlsafe(24)
+        self._tokens[token] = _Issued(call_sid, time.monotonic() + self._ttl)
+        return token
+
+    def redeem(self, token: str | None, call_sid: str | None) -> str | None:
+        """Use up a token. Returns None when accepted, else the reason it was refused."""
+        self._expire()
+        if not token:
+            return "no token in customParameters"
+        issued = self._tokens.get(token)
+        if issued is None:
+            return "unknown, used or expired token"
+        if issued.call_sid != call_sid:
+            return "token was issued for another call"
+        del self._tokens[token]
+        return None
+
+    def _expire(self):
+        now = time.monotonic()
+        for token in [t for t, i in self._tokens.items() if i.expires < now]:
+            del self._tokens[token]
+
+
+@dataclass
+class StreamStart:
+    """What a Twilio media stream says about itself in its ``start`` message."""
+
+    stream_sid: str
+    call_sid: str
+    account_sid: str
+    media_format: dict
+    custom_parameters: dict = field(default_factory=dict)
+
+
+class StreamProtocolError(ValueError):
+    """The first messages of a media stream are not what Twilio sends."""
+
+
+def parse_stream_start(messages: list[str]) -> StreamStart:
+    """Parse Twilio's ``connected`` + ``start`` messages (the first two on the socket)."""
+    parsed = []
+    for raw in messages:
+        try:
+            msg = json.loads(raw)
+        except (json.JSONDecodeError, TypeError) as e:
+            raise StreamProtocolError(f"malformed JSON message: {str(raw)[:80]!r}") from e
+        if not isinstance(msg, dict):
+            raise StreamProtocolError("message is not a JSON object")
+        parsed.append(msg)
+    start = next((m for m in parsed if m.get("event") == "start"), None)
+    if start is None:
+        events = [m.get("event") for m in parsed]
+        raise StreamProtocolError(f"expected connected/start, got events {events}")
+    body = start.get("start")
+    if not isinstance(body, dict):
+        raise StreamProtocolError("start message has no 'start' object")
+    stream_sid = start.get("streamSid") or body.get("streamSid")
+    call_sid = body.get("callSid")
+    if not stream_sid or not call_sid:
+        raise StreamProtocolError("start message lacks streamSid or callSid")
+    return StreamStart(
+        stream_sid=stream_sid,
+        call_sid=call_sid,
+        account_sid=body.get("accountSid", ""),
+        media_format=body.get("mediaFormat") or {},
+        custom_parameters=body.get("customParameters") or {},
+    )
+
+
+def media_format_problem(media_format: dict) -> str | None:
+    """None when the stream is 8 kHz mono mu-law, else what is wrong with it."""
+    for key, want in EXPECTED_FORMAT.items():
+        if media_format.get(key) != want:
+            return f"unsupported mediaFormat {key}={media_format.get(key)!r} (want {want!r})"
+    return None
+
+
+class PhoneSerializer(TwilioFrameSerializer):
+    """Twilio serializer that sends ``clear`` only when bot audio is actually playing.
+
+    Stock Pipecat sends a ``clear`` on every user turn start, even to a silent line. We keep a
+    clock of the audio handed to Twilio (the output transport sends faster than real time, so
+    Twilio buffers it) and clear only while some of it is still unplayed: one ``clear`` per
+    interruption. The input resampler is soxr "QQ", which returns 20 ms for 20 ms instead of the
+    default VHQ stream resampler's ~100 ms bursts.
+    """
+
+    def __init__(self, *args, fast_input_resampler: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if fast_input_resampler:
+            self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
+        self._playing_until = 0.0
+        self.clears_sent = 0
+        self.hang_up_requested = False
+
+    def bot_audio_pending(self) -> bool:
+        return time.monotonic() < self._playing_until
+
+    async def serialize(self, frame: Frame) -> str | bytes | None:
+        if isinstance(frame, InterruptionFrame):
+            if not self.bot_audio_pending():
+                return None
+            self._playing_until = 0.0
+            self.clears_sent += 1
+            return await super().serialize(frame)
+        if isinstance(frame, (EndFrame, CancelFrame)):
+            self.hang_up_requested = True
+            if not self._params.auto_hang_up:
+                logger.info(
+                    "call {}: no Twilio credentials (or auto hang-up off); skipping the REST hang-up, "
+                    "closing the stream instead",
+                    mask(self._call_sid or ""),
+                )
+                return None
+        payload = await super().serialize(frame)
+        if payload and isinstance(frame, AudioRawFrame):
+            secs = len(frame.audio) / 2 / frame.sample_rate / max(frame.num_channels, 1)
+            self._playing_until = max(self._playing_until, time.monotonic()) + secs
+        return payload
