@@ -111,9 +111,11 @@ def cmd_serve(config, args) -> int:
 
 
 def cmd_models(config, args) -> int:
+    from bot.errors import startup_errors
     from bot.models import ensure_models
 
-    ensure_models(config, offline=args.offline)
+    with startup_errors():
+        ensure_models(config, offline=args.offline)
     return 0
 
 
@@ -123,7 +125,7 @@ def cmd_transcribe(config, args) -> int:
     from processors.whisper_stt import WhisperEngine, transcribe_file
 
     with startup_errors():
-        engine = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir))
+        engine = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir), min_avg_logprob=config.stt.min_avg_logprob)
     result = asyncio.run(transcribe_file(engine, args.file))
     print(json.dumps(result, ensure_ascii=False) if args.json else result["text"])
     return 0

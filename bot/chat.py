@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from pipecat.frames.frames import AggregatedTextFrame, LLMContextFrame, LLMFullResponseEndFrame
@@ -23,62 +25,101 @@ from bot.pipeline import DialogAssets, make_llm
 
 
 class _ReplyCollector(FrameProcessor):
-    """Collects the sentences the TTS would speak; signals the end of each answer."""
+    """Stands where the TTS stands: collects the sentences it would speak, with arrival times."""
 
     def __init__(self):
         super().__init__()
-        self.sentences: list[str] = []
+        self.sentences: list[tuple[float, str]] = []
+        self.ended_at = 0.0
         self.done = asyncio.Event()
 
     async def process_frame(self, frame, direction: FrameDirection):
         await super().process_frame(frame, direction)
         if isinstance(frame, AggregatedTextFrame):
-            self.sentences.append(frame.text)
+            self.sentences.append((time.monotonic(), frame.text))
         elif isinstance(frame, LLMFullResponseEndFrame):
+            self.ended_at = time.monotonic()
             self.done.set()
         await self.push_frame(frame, direction)
 
 
+@dataclass
+class ChatTurn:
+    """One caller line and everything the dialog stage did with it."""
+
+    record: TurnRecord
+    sentences: list[tuple[float, str]] = field(default_factory=list)
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+    @property
+    def reply(self) -> str:
+        return " ".join(text for _, text in self.sentences)
+
+
+class DialogSession:
+    """A text-only call: ``async with DialogSession(config) as s: await s.turn("...")``."""
+
+    def __init__(self, config: Config, secrets: Secrets | None = None):
+        self._config = config
+        self._records: list[TurnRecord] = []
+        self.llm = make_llm(
+            config, secrets or Secrets.from_env(config), DialogAssets.load(config),
+            current_record=lambda: self._records[-1] if self._records else None, end_call_on_end_flow=False,
+        )  # fmt: skip
+        self._collector = _ReplyCollector()
+        self._worker = PipelineWorker(Pipeline([self.llm, self._collector]), params=PipelineParams(), enable_rtvi=False)
+        self._context = LLMContext()
+        self._task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> "DialogSession":
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(self._worker)
+        self._task = asyncio.create_task(runner.run())
+        return self
+
+    async def __aexit__(self, *exc):
+        await self._worker.cancel()
+        if self._task:
+            await self._task
+
+    async def turn(self, text: str) -> ChatTurn:
+        rec = TurnRecord(call_id="chat", index=len(self._records))
+        self._records.append(rec)
+        rec.mark("turn_end")
+        self._collector.sentences = []
+        self._collector.done.clear()
+        turn = ChatTurn(record=rec, started_at=time.monotonic())
+        self._context.add_message({"role": "user", "content": text})
+        await self._worker.queue_frame(LLMContextFrame(self._context))
+        await self._collector.done.wait()
+        rec.mark("first_audio_out")  # no audio here: the answer is complete
+        turn.sentences, turn.ended_at = list(self._collector.sentences), self._collector.ended_at
+        self._context.add_message({"role": "assistant", "content": turn.reply})
+        return turn
+
+
 async def run_chat(config: Config, stdin: TextIO, stdout: TextIO) -> int:
-    assets = DialogAssets.load(config)
-    record: list[TurnRecord] = []
-    llm = make_llm(config, Secrets.from_env(config), assets, current_record=lambda: record[-1] if record else None,
-                   end_call_on_end_flow=False)
-    collector = _ReplyCollector()
-    worker = PipelineWorker(Pipeline([llm, collector]), params=PipelineParams(), enable_rtvi=False)
-    runner = WorkerRunner(handle_sigint=False)
-    run_task = asyncio.create_task(runner.run(worker))
-    context = LLMContext()
     loop = asyncio.get_running_loop()
-    try:
+    async with DialogSession(config) as session:
         while True:
             line = await loop.run_in_executor(None, stdin.readline)
             if not line:
                 break
-            text = line.strip()
-            if not text:
+            if not line.strip():
                 continue
-            record.append(TurnRecord(call_id="chat", index=len(record), turn_end=None))
-            rec = record[-1]
-            rec.mark("turn_end")
-            collector.sentences.clear()
-            collector.done.clear()
-            context.add_message({"role": "user", "content": text})
-            await worker.queue_frame(LLMContextFrame(context))
-            await collector.done.wait()
-            rec.mark("first_audio_out")  # no audio here: the answer is complete
-            reply = " ".join(collector.sentences)
-            context.add_message({"role": "assistant", "content": reply})
-            result = llm.last_result
-            stages = {k: v for k, v in rec.stages_ms().items() if k.startswith("llm")}
+            turn = await session.turn(line.strip())
+            result, rec = session.llm.last_result, turn.record
+            ms = {k: v for k, v in rec.stages_ms().items() if k.startswith("llm")}
+            ms["total"] = round((turn.ended_at - turn.started_at) * 1000, 1)
             out = {
                 "route": result.route if result else "error",
-                "reply": reply,
-                "slots": llm.dialog.known_slots(),
+                "reply": turn.reply,
+                "slots": session.llm.dialog.known_slots(),
                 "flow": result.flow if result else "continue",
                 "intent": result.intent if result else None,
                 "llm_calls": rec.llm_calls,
-                "ms": {**stages, "total": round(((rec.first_audio_out or 0) - (rec.turn_end or 0)) * 1000, 1)},
+                "ms": ms,
             }
             if result and result.error:
                 out["error"] = result.error
@@ -86,7 +127,4 @@ async def run_chat(config: Config, stdin: TextIO, stdout: TextIO) -> int:
             stdout.flush()
             if result and result.flow == "end":
                 break
-    finally:
-        await worker.cancel()
-        await run_task
     return 0

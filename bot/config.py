@@ -80,6 +80,9 @@ class STTConfig:
     no_speech_threshold: float = 0.6
     log_prob_threshold: float = -1.0
     compression_ratio_threshold: float = 2.4
+    # Reject a transcript whose mean token log-probability is below this (hotwords weaken the
+    # no-speech guard: noise came out as "아" at -3.3; espeak Korean stayed above -2.0 on base).
+    min_avg_logprob: float = -2.5
     max_segment_secs: float = 20.0
     cpu_threads: int = 0
     # Where `run_bot.py models` puts downloaded models.

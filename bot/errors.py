@@ -12,10 +12,10 @@ class StartupError(RuntimeError):
 @contextmanager
 def startup_errors():
     """Turn the model loaders' typed errors into a ``StartupError`` with their message."""
-    from bot.models import ModelMissingError
+    from bot.models import ModelIntegrityError, ModelMissingError
     from processors.supertonic_tts import TTSModelMissingError, TTSProviderError
 
     try:
         yield
-    except (ModelMissingError, TTSModelMissingError, TTSProviderError) as e:
+    except (ModelMissingError, ModelIntegrityError, TTSModelMissingError, TTSProviderError) as e:
         raise StartupError(str(e)) from e

@@ -160,7 +160,7 @@ def load_models(config: Config) -> SharedModels:
     from bot.models import resolve_whisper_model
 
     logger.info("loading models (once per process)")
-    whisper = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir))
+    whisper = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir), min_avg_logprob=config.stt.min_avg_logprob)
     whisper.warmup()
     tts = SupertonicEngine(config.tts, base_dir=config.base_dir)
     tts.warmup(config.tts.warmup_lengths)

@@ -104,12 +104,17 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
             base_url=config.twilio.api_base_url or None,
             params=PhoneSerializer.InputParams(auto_hang_up=creds and config.twilio.auto_hang_up),
             fast_input_resampler=config.turn.fast_input_resampler,
+            on_stop=lambda: stop_call(),
         )
         transport = FastAPIWebsocketTransport(
             websocket,
             FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer),
         )
         session = build_call(config=config, secrets=secrets, models=models, transport=transport, call_id=start.call_sid)
+
+        async def stop_call():
+            # Cancel from a separate task: we are inside the input transport's receive loop.
+            asyncio.create_task(session.worker.cancel())
         calls.active[start.call_sid] = time.time()
         metrics.call_started()
 
@@ -124,7 +129,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
 
         logger.info("call {}: pipeline starting ({} active)", mask(start.call_sid), len(calls))
         try:
-            await WorkerRunner(handle_sigint=False).run(session.worker)
+            runner = WorkerRunner(handle_sigint=False)
+            await runner.add_workers(session.worker)
+            await runner.run()
         finally:
             calls.active.pop(start.call_sid, None)
             finish_call(session)

@@ -125,7 +125,8 @@ class StructuredLLMService(OpenAILLMService):
 
     async def _answer_shortcut(self, shortcut, record: TurnRecord | None):
         if shortcut.action == "repeat":
-            reply = self.dialog.last_reply or self._canned.nothing_to_repeat
+            last = self.dialog.last_reply
+            reply = f"{shortcut.reply} {last}" if last else self._canned.nothing_to_repeat
         else:
             reply = shortcut.reply
         if record:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from loguru import logger
@@ -144,8 +145,10 @@ class PhoneSerializer(TwilioFrameSerializer):
     default VHQ stream resampler's ~100 ms bursts.
     """
 
-    def __init__(self, *args, fast_input_resampler: bool = True, **kwargs):
+    def __init__(self, *args, fast_input_resampler: bool = True, on_stop: Callable[[], Awaitable[None]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self._on_stop = on_stop
+        self.caller_hung_up = False
         if fast_input_resampler:
             self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
         self._playing_until = 0.0
@@ -164,6 +167,8 @@ class PhoneSerializer(TwilioFrameSerializer):
             return await super().serialize(frame)
         if isinstance(frame, (EndFrame, CancelFrame)):
             self.hang_up_requested = True
+            if self.caller_hung_up:
+                return None  # Twilio already ended the call; nothing to hang up
             if not self._params.auto_hang_up:
                 logger.info(
                     "call {}: no Twilio credentials (or auto hang-up off); skipping the REST hang-up, "
@@ -176,3 +181,18 @@ class PhoneSerializer(TwilioFrameSerializer):
             secs = len(frame.audio) / 2 / frame.sample_rate / max(frame.num_channels, 1)
             self._playing_until = max(self._playing_until, time.monotonic()) + secs
         return payload
+
+    async def deserialize(self, data: str | bytes) -> Frame | None:
+        # Twilio's `stop` (the caller hung up) is ignored by stock Pipecat; we end the call on it.
+        if isinstance(data, str) and '"stop"' in data:
+            try:
+                event = json.loads(data).get("event")
+            except (json.JSONDecodeError, AttributeError):
+                event = None
+            if event == "stop":
+                self.caller_hung_up = True
+                logger.info("call {}: Twilio sent stop (caller hung up)", mask(self._call_sid or ""))
+                if self._on_stop:
+                    await self._on_stop()
+                return None
+        return await super().deserialize(data)

@@ -1,0 +1,522 @@
+"""Speech-to-text with faster-whisper for Korean phone audio.
+
+Three pieces:
+
+* ``WhisperEngine``: one faster-whisper model per process, shared by every call. Its
+  ``transcribe`` is blocking and guarded (forced language, a single temperature, no-speech,
+  repetition, confidence and length guards); ``transcribe_async`` runs it on the engine's own
+  worker threads so the event loop (and every other call's audio) keeps flowing.
+* ``WhisperSTTProcessor``: a Pipecat ``SegmentedSTTService`` that sends each VAD segment to the
+  engine and emits a ``TranscriptionFrame`` only for an accepted, non-empty transcript.
+* ``read_wav`` / ``transcribe_file``: any WAV file (PCM, float, 8 kHz mu-law or A-law, mono or
+  stereo) through the same engine, for ``run_bot.py transcribe``.
+
+Transcripts are personal data: they are logged at DEBUG only, never at INFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+import struct
+import time
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import soxr
+from loguru import logger
+from pipecat.frames.frames import ErrorFrame, Frame, TranscriptionFrame
+from pipecat.services.settings import STTSettings
+from pipecat.services.stt_service import SegmentedSTTService
+from pipecat.transcriptions.language import Language
+from pipecat.utils.time import time_now_iso8601
+
+from bot.config import STTConfig
+
+WHISPER_SAMPLE_RATE = 16000
+
+RejectReason = Literal["no_speech", "repetitive", "low_confidence", "too_long", "empty"]
+
+# Decoding budget: Korean is about 1.1 Whisper tokens per syllable and fast speech about 8
+# syllables a second, so 25 tokens a second (plus a small floor) never cuts real speech short,
+# while a hallucination loop on a 1.5 s noise burst stops after ~50 tokens instead of ~220
+# (measured: 0.65 s instead of 2.3 s on 2 CPU cores; the loop is still caught as repetitive).
+_TOKENS_PER_SEC = 25
+_MIN_NEW_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class TranscriptResult:
+    """The outcome of transcribing one segment.
+
+    Attributes:
+        text: The accepted transcript, stripped; "" when rejected.
+        audio_secs: Length of the audio given, in seconds.
+        transcribe_ms: Wall time of ``transcribe`` (resampling, features, decoding), in ms.
+        rtf: Real-time factor, ``transcribe_ms / 1000 / audio_secs`` (0 for empty audio).
+        rejected_reason: None when accepted; else why nothing was produced: ``no_speech``
+            (Whisper's no-speech rule), ``repetitive`` (compression ratio above the threshold: a
+            decoding loop), ``low_confidence`` (average log-probability below the engine's
+            ``min_avg_logprob``), ``too_long`` (longer than ``max_segment_secs``: not
+            transcribed), ``empty`` (no audio, or the model produced no text).
+        language: The language the model was forced to (a Whisper code such as "ko").
+        avg_logprob: Average token log-probability of the first decoded segment (diagnostics).
+        no_speech_prob: No-speech probability of the first decoded segment (diagnostics).
+        queue_ms: Time ``transcribe_async`` waited for a free worker before ``transcribe``
+            started (other calls' segments ahead of it), in ms; 0 for a direct call.
+    """
+
+    text: str
+    audio_secs: float
+    transcribe_ms: float
+    rtf: float
+    rejected_reason: RejectReason | None
+    language: str
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    queue_ms: float = 0.0
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the result carries a transcript."""
+        return self.rejected_reason is None and bool(self.text)
+
+
+def pcm16_to_float32(pcm16: bytes, sample_rate: int) -> np.ndarray:
+    """Convert mono 16-bit PCM to float32 in [-1, 1] at 16 kHz (soxr, HQ), as Whisper wants."""
+    n = len(pcm16) // 2  # a stray odd byte is dropped
+    audio = np.frombuffer(pcm16[: n * 2], dtype="<i2").astype(np.float32) / 32768.0
+    if sample_rate != WHISPER_SAMPLE_RATE and audio.size:
+        audio = soxr.resample(audio, sample_rate, WHISPER_SAMPLE_RATE, quality="HQ")
+    return np.ascontiguousarray(audio, dtype=np.float32)
+
+
+class WhisperEngine:
+    """A faster-whisper model shared by all calls in the process.
+
+    Construction loads the model and is **blocking** (about 1 s for Whisper base on 2 CPU
+    cores): do it once at startup, then call ``warmup()``, also blocking, before the first call.
+
+    Concurrency: CTranslate2 models are thread-safe, and ``transcribe`` keeps no state between
+    calls. ``transcribe_async`` runs it on a dedicated pool of ``num_workers`` threads, which is
+    also the number of CTranslate2 replicas (``WhisperModel(num_workers=...)``), so transcriptions
+    never occupy asyncio's default executor that TTS and file I/O also use. Default: 1 worker on
+    CPU (parallel decodes would split the same cores, so both calls finish later than one after
+    the other), 2 on CUDA (one call's decoding overlaps another's feature extraction and the GPU
+    has room). More calls queue in FIFO order.
+
+    Args:
+        cfg: The ``[stt]`` config section.
+        model_path: Model directory or name (``bot.models.resolve_whisper_model``).
+        num_workers: CTranslate2 replicas and transcription threads; None picks by device.
+        min_avg_logprob: Reject a segment whose average token log-probability is below this
+            (``low_confidence``); None disables the guard. Hotwords lower Whisper's no-speech
+            probability, so noise can slip past the no-speech rule as a short garbage word
+            ("아", avg log-prob about -3); real speech, even badly recognised 8 kHz Korean,
+            stayed above -2.0 with Whisper base.
+    """
+
+    def __init__(
+        self,
+        cfg: STTConfig,
+        model_path: str,
+        *,
+        num_workers: int | None = None,
+        min_avg_logprob: float | None = None,
+    ):
+        from faster_whisper import WhisperModel
+
+        self.cfg = cfg
+        self.model_path = model_path
+        self.min_avg_logprob = min_avg_logprob
+        device = cfg.device
+        if device == "auto":
+            import ctranslate2
+
+            device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.device = device
+        self.num_workers = num_workers or (2 if device == "cuda" else 1)
+        # 0 lets CTranslate2 pick (4 threads), which oversubscribes a 2-core box.
+        self.cpu_threads = cfg.cpu_threads or min(4, len(os.sched_getaffinity(0)))
+        t0 = time.perf_counter()
+        self.model = WhisperModel(
+            model_path,
+            device=device,
+            compute_type=cfg.compute_type,
+            cpu_threads=self.cpu_threads,
+            num_workers=self.num_workers,
+            local_files_only=True,
+        )
+        self.load_ms = (time.perf_counter() - t0) * 1000
+        self.warmup_ms: float | None = None
+        self._max_new_tokens_cap = self._decoding_budget()
+        self._executor = ThreadPoolExecutor(max_workers=self.num_workers, thread_name_prefix="whisper")
+        logger.info(
+            f"Whisper loaded from {model_path} in {self.load_ms:.0f} ms "
+            f"(device={device}, compute_type={cfg.compute_type}, cpu_threads={self.cpu_threads}, "
+            f"num_workers={self.num_workers}, language={cfg.language})"
+        )
+
+    def _decoding_budget(self) -> int | None:
+        """Largest ``max_new_tokens`` that fits beside the prompt in Whisper's 448-token window."""
+        tok = self.model.hf_tokenizer
+        half = self.model.max_length // 2 - 1
+        prompt = 5  # sot_prev, sot, language, task, no_timestamps
+        for text in (self.cfg.hotwords, self.cfg.initial_prompt):
+            if text.strip():
+                prompt += min(len(tok.encode(" " + text.strip()).ids), half)
+        room = self.model.max_length - prompt - 1
+        return room if room >= _MIN_NEW_TOKENS else None
+
+    def warmup(self) -> float:
+        """Transcribe 1 s of silence so the first call doesn't pay for lazy initialisation.
+
+        Blocking. Returns the time it took in ms (also kept as ``warmup_ms``).
+        """
+        result = self.transcribe(bytes(2 * WHISPER_SAMPLE_RATE), WHISPER_SAMPLE_RATE)
+        self.warmup_ms = result.transcribe_ms
+        logger.info(f"Whisper warm-up: {self.warmup_ms:.0f} ms")
+        return self.warmup_ms
+
+    def transcribe(
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None
+    ) -> TranscriptResult:
+        """Transcribe one segment of mono 16-bit PCM. Blocking: call it from a worker thread.
+
+        The segment generator faster-whisper returns is lazy (decoding happens as it is
+        iterated), so it is exhausted here, in the calling thread.
+
+        Args:
+            pcm16: Mono 16-bit little-endian PCM.
+            sample_rate: Its rate; anything but 16 kHz is resampled.
+            language: Whisper language code; ``cfg.language`` when None. Always forced, never
+                detected.
+        """
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        language = language or cfg.language
+        audio_secs = (len(pcm16) // 2) / sample_rate if sample_rate > 0 else 0.0
+
+        def done(reason: RejectReason | None, text: str = "", seg: Any = None) -> TranscriptResult:
+            ms = (time.perf_counter() - t0) * 1000
+            return TranscriptResult(
+                text=text,
+                audio_secs=audio_secs,
+                transcribe_ms=ms,
+                rtf=(ms / 1000 / audio_secs) if audio_secs > 0 else 0.0,
+                rejected_reason=reason,
+                language=language,
+                avg_logprob=seg.avg_logprob if seg is not None else None,
+                no_speech_prob=seg.no_speech_prob if seg is not None else None,
+            )
+
+        if audio_secs <= 0:
+            return done("empty")
+        if audio_secs > cfg.max_segment_secs:
+            return done("too_long")
+
+        audio = pcm16_to_float32(pcm16, sample_rate)
+        max_new_tokens = _MIN_NEW_TOKENS + math.ceil(_TOKENS_PER_SEC * audio_secs)
+        if self._max_new_tokens_cap is not None:
+            max_new_tokens = min(max_new_tokens, self._max_new_tokens_cap)
+        segments, _info = self.model.transcribe(
+            audio,
+            language=language,
+            beam_size=cfg.beam_size,
+            # One temperature: no fallback ladder, whose retries took 15-35 s on hallucinating clips.
+            temperature=cfg.temperature,
+            hotwords=cfg.hotwords.strip() or None,
+            initial_prompt=cfg.initial_prompt.strip() or None,
+            # The no-speech rule is applied below instead, so a skipped segment has a reason
+            # (faster-whisper would drop it silently). With a single temperature this is the
+            # same decision: its fallback logic has nothing to fall back to.
+            no_speech_threshold=None,
+            log_prob_threshold=cfg.log_prob_threshold,
+            compression_ratio_threshold=cfg.compression_ratio_threshold,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            without_timestamps=True,
+            max_new_tokens=max_new_tokens,
+        )
+        segments = list(segments)  # decode here, in this thread
+
+        kept: list[str] = []
+        dropped: list[RejectReason] = []
+        for seg in segments:
+            reason = self._segment_reject_reason(seg)
+            if reason is None:
+                kept.append(seg.text)
+            else:
+                dropped.append(reason)
+        first = segments[0] if segments else None
+        text = "".join(kept).strip()
+        if text:
+            return done(None, text, first)
+        return done(dropped[0] if dropped else "empty", "", first)
+
+    def _segment_reject_reason(self, seg: Any) -> RejectReason | None:
+        cfg = self.cfg
+        # Whisper's rule: likely silence, unless the decoder was confident anyway.
+        if (
+            cfg.no_speech_threshold is not None
+            and seg.no_speech_prob > cfg.no_speech_threshold
+            and seg.avg_logprob < cfg.log_prob_threshold
+        ):
+            return "no_speech"
+        if seg.compression_ratio > cfg.compression_ratio_threshold:
+            return "repetitive"
+        if self.min_avg_logprob is not None and seg.avg_logprob < self.min_avg_logprob:
+            return "low_confidence"
+        return None
+
+    async def transcribe_async(
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None
+    ) -> TranscriptResult:
+        """``transcribe`` on the engine's worker threads; the event loop stays free."""
+        loop = asyncio.get_running_loop()
+        submitted = time.perf_counter()
+
+        def run() -> TranscriptResult:
+            queue_ms = (time.perf_counter() - submitted) * 1000
+            result = self.transcribe(pcm16, sample_rate, language=language)
+            return dataclasses.replace(result, queue_ms=queue_ms)
+
+        return await loop.run_in_executor(self._executor, run)
+
+    def close(self) -> None:
+        """Stop the worker threads (waits for running transcriptions)."""
+        self._executor.shutdown(wait=True)
+
+
+def _whisper_language(language: Language | str) -> str:
+    """``Language.KO`` / "ko-KR" / "ko" -> "ko" (Whisper takes base codes only)."""
+    return str(language.value if isinstance(language, Language) else language).split("-")[0].lower()
+
+
+class WhisperSTTProcessor(SegmentedSTTService):
+    """Segmented STT on a shared ``WhisperEngine``.
+
+    Each VAD segment arrives as raw 16-bit PCM at ``self.sample_rate`` and is transcribed on
+    the engine's worker threads, so this call's audio (and every other call's) keeps flowing.
+    A ``TranscriptionFrame`` is pushed only for an accepted, non-empty transcript; rejected
+    segments are logged at INFO with their reason (never their text) and counted in
+    ``rejected_counts``. A failed transcription becomes a non-fatal ``ErrorFrame``.
+
+    Args:
+        engine: The process-wide engine (already loaded and warmed up).
+        language: Language to force, e.g. "ko".
+        on_result: Called on the event loop with every ``TranscriptResult``, accepted or not
+            (latency records hook in here). Its exceptions are logged, not raised.
+        ttfs_p99_latency: Seconds from speech end to final transcript, broadcast to the turn
+            stop strategies (their wait for a late transcript). Default: VAD ``stop_secs``
+            (0.2) plus twice the engine's measured warm-up time, at least 0.5 s; 1.5 s when
+            the engine was not warmed up.
+        **kwargs: Passed to ``SegmentedSTTService`` (``sample_rate``, ``trailing_silence_secs``...).
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: WhisperEngine,
+        language: str,
+        on_result: Callable[[TranscriptResult], None] | None = None,
+        ttfs_p99_latency: float | None = None,
+        **kwargs,
+    ):
+        if ttfs_p99_latency is None:
+            if engine.warmup_ms is None:
+                ttfs_p99_latency = 1.5
+            else:
+                ttfs_p99_latency = max(0.5, round(0.2 + 2 * engine.warmup_ms / 1000, 2))
+        try:
+            lang: Language | str = Language(language)
+        except ValueError:
+            lang = language
+        super().__init__(
+            settings=STTSettings(model=engine.model_path, language=lang),
+            ttfs_p99_latency=ttfs_p99_latency,
+            **kwargs,
+        )
+        self._engine = engine
+        self._on_result = on_result
+        self.rejected_counts: Counter[str] = Counter()
+
+    @property
+    def wants_wav_segments(self) -> bool:
+        """Segments come as raw PCM16 at ``self.sample_rate`` (no WAV header)."""
+        return False
+
+    def can_generate_metrics(self) -> bool:
+        """Processing-time metrics are reported for each segment."""
+        return True
+
+    def language_to_service_language(self, language: Language) -> str | None:
+        """Whisper takes base language codes: ``Language.KO_KR`` -> "ko"."""
+        return _whisper_language(language)
+
+    def _frame_language(self, code: str) -> Language | None:
+        try:
+            return Language(code)
+        except ValueError:
+            return None
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
+        """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
+        language = _whisper_language(self._settings.language or self._engine.cfg.language)
+        await self.start_processing_metrics()
+        try:
+            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language)
+        except Exception as e:
+            # No traceback: loguru's would print local variables (the audio) into the log.
+            logger.error(f"{self}: transcription failed: {type(e).__name__}: {e}")
+            yield ErrorFrame(error=f"Whisper transcription failed: {type(e).__name__}: {e}", exception=e)
+            return
+        finally:
+            await self.stop_processing_metrics()
+
+        if self._on_result is not None:
+            try:
+                self._on_result(result)
+            except Exception as e:
+                logger.error(f"{self}: on_result callback failed: {type(e).__name__}: {e}")
+
+        if not result.accepted:
+            reason = result.rejected_reason or "empty"
+            self.rejected_counts[reason] += 1
+            logger.info(
+                f"{self}: segment rejected ({reason}): {result.audio_secs:.2f} s of audio, "
+                f"{result.transcribe_ms:.0f} ms; rejected so far: {dict(self.rejected_counts)}"
+            )
+            return
+        logger.debug(
+            f"{self}: transcript in {result.transcribe_ms:.0f} ms "
+            f"(rtf {result.rtf:.2f}): [{result.text}]"
+        )
+        yield TranscriptionFrame(
+            result.text, self._user_id, time_now_iso8601(), self._frame_language(result.language)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+_WAVE_FORMAT_PCM = 0x0001
+_WAVE_FORMAT_FLOAT = 0x0003
+_WAVE_FORMAT_ALAW = 0x0006
+_WAVE_FORMAT_MULAW = 0x0007
+_WAVE_FORMAT_EXTENSIBLE = 0xFFFE
+
+
+def _mulaw_table() -> np.ndarray:
+    """G.711 mu-law byte -> 16-bit linear PCM."""
+    u = ~np.arange(256, dtype=np.int32) & 0xFF
+    exponent = (u >> 4) & 0x07
+    mantissa = u & 0x0F
+    magnitude = (((mantissa << 3) + 0x84) << exponent) - 0x84
+    return np.where(u & 0x80, -magnitude, magnitude).astype(np.int16)
+
+
+def _alaw_table() -> np.ndarray:
+    """G.711 A-law byte -> 16-bit linear PCM."""
+    a = np.arange(256, dtype=np.int32) ^ 0x55
+    exponent = (a >> 4) & 0x07
+    mantissa = a & 0x0F
+    magnitude = np.where(
+        exponent == 0, (mantissa << 4) + 8, ((mantissa << 4) + 0x108) << np.maximum(exponent - 1, 0)
+    )
+    return np.where(a & 0x80, magnitude, -magnitude).astype(np.int16)
+
+
+_MULAW = _mulaw_table()
+_ALAW = _alaw_table()
+
+
+def read_wav(path: str | Path) -> tuple[bytes, int]:
+    """Read a WAV file as mono 16-bit PCM.
+
+    Handles PCM (8/16/24/32-bit), 32/64-bit float, G.711 mu-law and A-law (Twilio
+    recordings), including WAVE_FORMAT_EXTENSIBLE; stereo and more channels are averaged.
+
+    Returns:
+        (pcm16 mono bytes, sample rate)
+
+    Raises:
+        ValueError: Not a WAV file, or an encoding it can't decode.
+    """
+    data = Path(path).read_bytes()
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ValueError(f"{path}: not a RIFF/WAVE file")
+    fmt: tuple[int, int, int, int] | None = None
+    samples: bytes | None = None
+    pos = 12
+    while pos + 8 <= len(data):
+        chunk_id, size = data[pos : pos + 4], struct.unpack("<I", data[pos + 4 : pos + 8])[0]
+        body = data[pos + 8 : pos + 8 + size]
+        if chunk_id == b"fmt ":
+            tag, channels, rate, _byte_rate, _align, bits = struct.unpack("<HHIIHH", body[:16])
+            if tag == _WAVE_FORMAT_EXTENSIBLE and len(body) >= 26:
+                tag = struct.unpack("<H", body[24:26])[0]  # first two bytes of the sub-format GUID
+            fmt = (tag, channels, rate, bits)
+        elif chunk_id == b"data":
+            samples = body
+        pos += 8 + size + (size & 1)
+    if fmt is None or samples is None:
+        raise ValueError(f"{path}: WAV file without fmt or data chunk")
+    tag, channels, rate, bits = fmt
+    if channels < 1 or rate <= 0:
+        raise ValueError(f"{path}: bad WAV header ({channels} channels, {rate} Hz)")
+
+    if tag == _WAVE_FORMAT_MULAW and bits == 8:
+        x = _MULAW[np.frombuffer(samples, dtype=np.uint8)].astype(np.float64)
+    elif tag == _WAVE_FORMAT_ALAW and bits == 8:
+        x = _ALAW[np.frombuffer(samples, dtype=np.uint8)].astype(np.float64)
+    elif tag == _WAVE_FORMAT_PCM and bits == 8:
+        x = (np.frombuffer(samples, dtype=np.uint8).astype(np.float64) - 128) * 256
+    elif tag == _WAVE_FORMAT_PCM and bits == 16:
+        x = np.frombuffer(samples[: len(samples) // 2 * 2], dtype="<i2").astype(np.float64)
+    elif tag == _WAVE_FORMAT_PCM and bits == 24:
+        raw = np.frombuffer(samples[: len(samples) // 3 * 3], dtype=np.uint8).reshape(-1, 3)
+        v = raw[:, 0].astype(np.int32) | (raw[:, 1].astype(np.int32) << 8) | (raw[:, 2].astype(np.int32) << 16)
+        x = (np.where(v >= 1 << 23, v - (1 << 24), v) / 256).astype(np.float64)
+    elif tag == _WAVE_FORMAT_PCM and bits == 32:
+        x = np.frombuffer(samples[: len(samples) // 4 * 4], dtype="<i4").astype(np.float64) / 65536
+    elif tag == _WAVE_FORMAT_FLOAT and bits in (32, 64):
+        dt = "<f4" if bits == 32 else "<f8"
+        n = len(samples) // (bits // 8) * (bits // 8)
+        x = np.frombuffer(samples[:n], dtype=dt).astype(np.float64) * 32768
+    else:
+        raise ValueError(f"{path}: unsupported WAV encoding (format tag {tag:#06x}, {bits} bits)")
+    if channels > 1:
+        x = x[: x.size // channels * channels].reshape(-1, channels).mean(axis=1)
+    pcm = np.clip(np.round(x), -32768, 32767).astype("<i2")
+    return pcm.tobytes(), rate
+
+
+async def transcribe_file(
+    engine: WhisperEngine, path: str | Path, *, language: str | None = None
+) -> dict[str, Any]:
+    """Transcribe a WAV file with the engine (for ``run_bot.py transcribe FILE.wav``).
+
+    The whole file is one segment, so the engine's guards apply: a file longer than
+    ``stt.max_segment_secs`` comes back rejected as ``too_long``.
+
+    Args:
+        engine: A loaded engine.
+        path: Any WAV file ``read_wav`` decodes.
+        language: Whisper language code; the engine's ``stt.language`` when None.
+
+    Returns:
+        ``{"text", "audio_secs", "transcribe_ms", "rtf", "rejected_reason"}``.
+    """
+    pcm, rate = await asyncio.to_thread(read_wav, path)
+    result = await engine.transcribe_async(pcm, rate, language=language)
+    d = asdict(result)
+    return {k: d[k] for k in ("text", "audio_secs", "transcribe_ms", "rtf", "rejected_reason")}

