@@ -28,6 +28,7 @@ class ProcessMetrics:
         self.llm_calls = Counter("voice_llm_calls", "LLM requests made", registry=r)
         self.over_budget = Counter("voice_turns_over_budget", "Turns whose stage exceeded its budget", ["stage"], registry=r)
         self.stage_ms = Histogram("voice_stage_latency_ms", "Per-stage latency (ms)", ["stage"], buckets=BUCKETS_MS, registry=r)
+        self.loop_lag_ms = Gauge("voice_event_loop_lag_ms", "Event-loop timer lateness (ms)", ["quantile"], registry=r)
         self.quantile_ms = Gauge(
             "voice_stage_latency_recent_ms", f"Exact percentiles over the last {window} turns", ["stage", "quantile"], registry=r
         )
@@ -50,7 +51,10 @@ class ProcessMetrics:
                 if stage in budgets and ms > budgets[stage]:
                     self.over_budget.labels(stage).inc()
 
-    def render(self) -> tuple[bytes, str]:
+    def render(self, loop_lag: dict | None = None) -> tuple[bytes, str]:
+        if loop_lag and loop_lag.get("n"):
+            self.loop_lag_ms.labels("0.5").set(loop_lag["p50_ms"])
+            self.loop_lag_ms.labels("0.99").set(loop_lag["p99_ms"])
         for row in summarize(list(self._recent), self._budgets):
             if row.n:
                 for q, v in (("0.5", row.p50), ("0.9", row.p90), ("0.99", row.p99)):

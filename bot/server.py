@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import suppress
+from collections import deque
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -19,6 +20,7 @@ from pipecat.workers.runner import WorkerRunner
 from bot.config import Config, Secrets
 from bot.hatches import escape_hatches
 from bot.latency import call_report
+from bot.looplag import LoopLagMonitor
 from bot.metrics import ProcessMetrics
 from bot.pipeline import SharedModels, build_call, speak_greeting
 from bot.privacy import mask
@@ -46,12 +48,21 @@ class CallRegistry:
 
 
 def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAPI:
-    app = FastAPI(title="Korean public-service voice agent")
+    lag = LoopLagMonitor()
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        lag.start()
+        yield
+        await lag.stop()
+
+    app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan)
     tokens = StreamTokenStore(config.server.token_ttl_secs)
     calls = CallRegistry()
     metrics = ProcessMetrics(config.latency)
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper)
-    app.state.calls, app.state.metrics, app.state.tokens = calls, metrics, tokens
+    app.state.calls, app.state.metrics, app.state.tokens, app.state.loop_lag = calls, metrics, tokens, lag
+    recent_turns: deque[dict] = deque(maxlen=5000)
 
     @app.post("/twilio/voice")
     async def twilio_voice(request: Request):
@@ -140,6 +151,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
         rec = session.recorder
         rec.close()
         metrics.call_finished(rec.records)
+        recent_turns.extend(r.to_dict() for r in rec.records)
         logger.info("call {} ended; latency:\n{}", mask(rec.call_id), call_report(rec.records, config.latency, report_header()))
         if config.records.enabled:
             rec.write_jsonl(config.path(config.records.dir))
@@ -158,7 +170,28 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
 
     @app.get("/metrics")
     async def prometheus_metrics():
-        body, content_type = metrics.render()
+        body, content_type = metrics.render(loop_lag=lag.summary())
         return Response(body, media_type=content_type)
+
+    @app.get("/api/turns")
+    async def api_turns(since: float = 0.0):
+        """Turn records of finished calls (for `run_bot.py bench --url`), with the server's environment."""
+        return JSONResponse({
+            "turns": [t for t in recent_turns if (t.get("turn_end") or t.get("first_audio_out") or 0) >= since],
+            "environment": environment(),
+            "loop_lag": lag.summary(),
+        })
+
+    def environment() -> dict:
+        return {
+            "stt": {"model": config.stt.model, "device": models.whisper.device,
+                    "compute_type": config.stt.compute_type, "beam_size": config.stt.beam_size},
+            "tts": {"providers": models.tts.session_providers, "voice": config.tts.voice, "steps": config.tts.total_steps,
+                    "standin": getattr(models.tts, "is_standin", False)},
+            "llm": {"model": config.llm.model, "dialect": config.llm.dialect, "base_url": config.llm.base_url},
+            "escape_hatches": hatches,
+        }
+
+    app.state.environment = environment
 
     return app

@@ -1,0 +1,44 @@
+"""Event-loop lag: how late a timer fires. A blocking call on the loop shows up here first."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+from bot.latency import percentile
+
+
+class LoopLagMonitor:
+    """Samples how late a ``sleep(interval)`` wakes up, in ms, over a sliding window."""
+
+    def __init__(self, interval: float = 0.02, window: int = 3000):
+        self.interval = interval
+        self.samples: deque[float] = deque(maxlen=window)
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            t0 = time.perf_counter()
+            await asyncio.sleep(self.interval)
+            self.samples.append(max(0.0, (time.perf_counter() - t0 - self.interval) * 1000.0))
+
+    def reset(self) -> None:
+        self.samples.clear()
+
+    def summary(self) -> dict[str, float]:
+        xs = list(self.samples)
+        return {"n": len(xs), "p50_ms": percentile(xs, 50), "p99_ms": percentile(xs, 99), "max_ms": max(xs, default=0.0)}
