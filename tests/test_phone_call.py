@@ -219,5 +219,5 @@ async def test_health_and_metrics(bot):
     health = bot.healthz()
     assert health["status"] == "ok" and "active_calls" in health
     metrics = httpx.get(f"{bot.base_url}/metrics", timeout=5).text
-    assert "voice_active_calls" in metrics and "voice_stage_latency_ms_bucket" in metrics
+    assert "voice_active_calls" in metrics and "voice_event_loop_lag_ms" in metrics
     json.dumps(health)
