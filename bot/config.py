@@ -106,6 +106,9 @@ class LLMConfig:
     prompt_file: str = "bot/data/prompt.md"
     domain_file: str = "bot/data/domain.toml"
     shortcuts_file: str = "bot/data/shortcuts.toml"
+    # Qwen3-family chat templates think before answering unless told not to: seconds of hidden
+    # tokens before the first spoken word. Sent as chat_template_kwargs (vLLM; ignored elsewhere).
+    enable_thinking: bool = False
     # vLLM was started with --enforce-eager (CUDA graphs off); shown as an escape hatch.
     server_enforce_eager: bool = False
 

@@ -110,6 +110,8 @@ class StructuredLLMService(OpenAILLMService):
     def build_chat_completion_params(self, params_from_context) -> dict:
         params = super().build_chat_completion_params(params_from_context)
         params["response_format"] = self._response_format
+        if self._cfg.dialect == "openai":
+            self._merge_extra_body(params, {"chat_template_kwargs": {"enable_thinking": self._cfg.enable_thinking}})
         return params
 
     # --- the turn -----------------------------------------------------------------------------

@@ -9,8 +9,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 req=requirements.txt
 [ "${1:-}" = "--dev" ] && req=requirements-dev.txt
+[ "${1:-}" = "--gpu" ] && req=requirements-gpu.txt
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q -r "$req"
+if [ "$req" = requirements-gpu.txt ]; then
+  # Both onnxruntime wheels provide the module `onnxruntime`: keep only the GPU one.
+  .venv/bin/pip uninstall -y -q onnxruntime onnxruntime-gpu || true
+  .venv/bin/pip install -q --no-deps onnxruntime-gpu==1.31.1
+  .venv/bin/python - <<'PY'
+import onnxruntime as ort
+have = ort.get_available_providers()
+missing = [p for p in ("TensorrtExecutionProvider", "CUDAExecutionProvider") if p not in have]
+if missing:
+    raise SystemExit(f"onnxruntime-gpu is missing {missing} (has {have}): check CUDA/TensorRT libraries")
+print("onnxruntime providers:", have)
+PY
+fi
 if [ "$req" = requirements-dev.txt ]; then
   .venv/bin/python run_bot.py models --offline
 elif ! .venv/bin/python run_bot.py models; then

@@ -47,6 +47,7 @@ async def test_schema_is_sent_in_the_openai_dialect(fake, config):
     assert list(props)[0] == "reply"
     assert "waste" in props["category"]["enum"] and set(props["flow"]["enum"]) == {"continue", "end", "new_topic"}
     assert body["stream"] is True
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}  # no hidden reasoning tokens
 
 
 async def test_schema_is_sent_in_the_llama_cpp_dialect(fake, config):
