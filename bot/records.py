@@ -17,12 +17,12 @@ from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     InterruptionFrame,
-    TranscriptionFrame,
     TTSAudioRawFrame,
     UserStoppedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
 
 from bot.latency import TurnRecord
 
@@ -39,6 +39,7 @@ class CallRecorder:
         self._pending_vad_stop: float | None = None
         self._pending_speech_end: float | None = None
         self._pending_stt: dict = {}
+        self.stt_rejects: list[str] = []
         self.bot_speaking = False
         self.current = self._new("greeting")
 
@@ -53,11 +54,12 @@ class CallRecorder:
         self._pending_vad_stop = timestamp
         self._pending_speech_end = timestamp - stop_secs
 
-    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float) -> None:
-        self._pending_stt = {"stt_audio_secs": audio_secs, "stt_ms": transcribe_ms, "stt_rtf": rtf}
-
-    def transcript(self, t: float) -> None:
-        self._pending_stt["stt_done"] = t
+    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float, rejected: str | None = None) -> None:
+        """A VAD segment was transcribed (or rejected): the latest one times the turn's STT."""
+        self._pending_stt = {"stt_done": time.time(), "stt_audio_secs": audio_secs, "stt_ms": transcribe_ms,
+                             "stt_rtf": rtf}
+        if rejected:
+            self.stt_rejects.append(rejected)
 
     def user_turn_ended(self, t: float) -> TurnRecord:
         """The caller's turn is over: open the record for the bot's answer."""
@@ -100,9 +102,8 @@ class TurnObserver(BaseObserver):
         rec = self._rec
         if isinstance(frame, VADUserStoppedSpeakingFrame):
             rec.vad_stopped(frame.timestamp, frame.stop_secs)
-        elif isinstance(frame, TranscriptionFrame):
-            rec.transcript(now)
-        elif isinstance(frame, UserStoppedSpeakingFrame):
+        elif isinstance(frame, UserStoppedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
+            # The aggregator broadcasts it both ways: one turn end, one record.
             rec.user_turn_ended(now)
         elif isinstance(frame, TTSAudioRawFrame):
             rec.current.mark("tts_first_audio", now)

@@ -33,6 +33,7 @@ from transports.twilio import (
     parse_stream_start,
     signature_is_valid,
 )
+from transports.webrtc import mount_webrtc
 
 START_TIMEOUT_SECS = 10.0
 
@@ -47,7 +48,8 @@ class CallRegistry:
         return len(self.active)
 
 
-def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAPI:
+def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call) -> FastAPI:
+    """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own)."""
     lag = LoopLagMonitor()
 
     @asynccontextmanager
@@ -121,7 +123,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
             websocket,
             FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer),
         )
-        session = build_call(config=config, secrets=secrets, models=models, transport=transport, call_id=start.call_sid)
+        session = call_builder(config=config, secrets=secrets, models=models, transport=transport, call_id=start.call_sid)
 
         async def stop_call():
             # Cancel from a separate task: we are inside the input transport's receive loop.
@@ -194,4 +196,5 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels) -> FastAP
 
     app.state.environment = environment
 
+    mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics, finish_call=finish_call)
     return app

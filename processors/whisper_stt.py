@@ -34,7 +34,8 @@ import soxr
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame, TranscriptionFrame
 from pipecat.services.settings import STTSettings
-from pipecat.services.stt_service import SegmentedSTTService
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.stt_service import SegmentedSTTService, STTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
@@ -347,6 +348,20 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._engine = engine
         self._on_result = on_result
         self.rejected_counts: Counter[str] = Counter()
+
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
+        """Mark a transcript final only when no later speech is pending.
+
+        Stock ``SegmentedSTTService`` marks every segment's transcript final. When the caller
+        pauses mid-sentence, segment 1's transcript arrives after segment 2 has started; the
+        speech-timeout strategy then takes it as "STT has nothing more to send" and ends the
+        turn before segment 2 is transcribed, so the caller's last words leak into the next turn.
+        """
+        if isinstance(frame, TranscriptionFrame):
+            frame.finalized = not self._user_speaking and self._segment_queue.empty()
+            await STTService.push_frame(self, frame, direction)
+            return
+        await super().push_frame(frame, direction)
 
     @property
     def wants_wav_segments(self) -> bool:

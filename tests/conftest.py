@@ -79,7 +79,7 @@ class FakeTwilioAPI:
 class BotProcess:
     """``python run_bot.py`` started as a separate process, as a user runs it."""
 
-    def __init__(self, overrides: list[str], env: dict[str, str], log_path: Path):
+    def __init__(self, overrides: list[str], env: dict[str, str], log_path: Path, extra_args: tuple[str, ...] = ()):
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/twilio/media"
@@ -87,6 +87,7 @@ class BotProcess:
                 "--set", "server.host='127.0.0.1'"]
         for item in overrides:
             args += ["--set", item]
+        args += list(extra_args)
         self._log = log_path.open("w")
         self.log_path = log_path
         self.proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env}, stdout=self._log, stderr=subprocess.STDOUT)

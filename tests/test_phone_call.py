@@ -152,12 +152,18 @@ async def test_call_greets_answers_a_spoken_turn_and_stop_ends_it(bot, fake_llm)
         assert bot.healthz()["active_calls"] == 1
         greeting_audio = call.media_audio()
         assert len(greeting_audio) > 8000  # > 0.5 s at 8 kHz, 16-bit
-        await call.send_wav(HELLO)
-        await call.wait_for_media(timeout=20, after=time.monotonic())
-        await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-        assert fake_llm.calls == 1
-        user_msgs = [m for m in fake_llm.requests[0]["messages"] if m["role"] == "user"]
-        assert "hello" in user_msgs[-1]["content"].lower()
+        for _ in range(2):
+            await call.send_wav(HELLO)
+            await call.wait_for_media(timeout=20, after=time.monotonic())
+            await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+        # One model call per turn, and each utterance (two VAD segments: "hello," / "how are you
+        # today") lands whole in its own turn: the tail of turn 1 must not leak into turn 2.
+        assert fake_llm.calls == 2
+        turn1 = [m["content"] for m in fake_llm.requests[0]["messages"] if m["role"] == "user"]
+        turn2 = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
+        assert len(turn1) == 1 and "hello" in turn1[0].lower() and len(turn1[0].split()) >= 3
+        assert turn2[0] == turn1[0] and len(turn2) == 2
+        assert "hello" in turn2[1].lower() and len(turn2[1].split()) <= 6
         assert len(call.media_audio()) > len(greeting_audio) + 8000
         # The bot was silent when the caller spoke: no clear was sent.
         assert call.clears == []
