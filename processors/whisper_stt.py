@@ -348,6 +348,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._engine = engine
         self._on_result = on_result
         self.rejected_counts: Counter[str] = Counter()
+        # VAD segments queued behind the one being transcribed (see push_frame).
+        self._segments_waiting = 0
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
         """Mark a transcript final only when no later speech is pending.
@@ -358,7 +360,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         turn before segment 2 is transcribed, so the caller's last words leak into the next turn.
         """
         if isinstance(frame, TranscriptionFrame):
-            frame.finalized = not self._user_speaking and self._segment_queue.empty()
+            frame.finalized = not self._user_speaking and self._segments_waiting == 0
             await STTService.push_frame(self, frame, direction)
             return
         await super().push_frame(frame, direction)
@@ -382,8 +384,14 @@ class WhisperSTTProcessor(SegmentedSTTService):
         except ValueError:
             return None
 
+    async def _handle_user_stopped_speaking(self, frame):
+        queued = self._segment_queue.qsize()
+        await super()._handle_user_stopped_speaking(frame)
+        self._segments_waiting += self._segment_queue.qsize() - queued
+
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
+        self._segments_waiting = max(0, self._segments_waiting - 1)
         language = _whisper_language(self._settings.language or self._engine.cfg.language)
         await self.start_processing_metrics()
         try:

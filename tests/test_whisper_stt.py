@@ -337,3 +337,20 @@ async def test_processor_reports_a_failed_transcription_as_a_non_fatal_error(eng
     frames = [f async for f in stt.run_stt(bytes(3200))]
     assert len(frames) == 1 and isinstance(frames[0], ErrorFrame)
     assert not frames[0].fatal and "CUDA out of memory" in frames[0].error
+
+
+async def test_a_transcript_is_final_only_when_no_later_speech_is_pending(engine):
+    # The caller pauses mid-sentence: segment 2 starts while segment 1 is being transcribed.
+    # Segment 1's transcript must not tell the turn-stop strategy "STT is done".
+    pcm, rate = fixture_pcm("en_hello")
+    stt = WhisperSTTProcessor(engine=engine, language="en", sample_rate=rate)
+    chunk = rate * 2 // 50
+    frames = [InputAudioRawFrame(audio=pcm[i : i + chunk], sample_rate=rate, num_channels=1)
+              for i in range(0, len(pcm), chunk)]
+    down, _ = await run_test(
+        stt,
+        frames_to_send=[VADUserStartedSpeakingFrame(), *frames, VADUserStoppedSpeakingFrame(),
+                        VADUserStartedSpeakingFrame(), *frames, VADUserStoppedSpeakingFrame(), SleepFrame(2.5)],
+    )
+    transcripts = [f for f in down if isinstance(f, TranscriptionFrame)]
+    assert [t.finalized for t in transcripts] == [False, True]
