@@ -60,8 +60,16 @@ class VADConfig:
 
 @dataclass(frozen=True)
 class TurnConfig:
-    # Wait after the caller's speech before the turn ends (speech-timeout strategy).
+    # Wait after the caller's speech before the turn ends (speech-timeout strategy); with
+    # korean_endpointing this is the wait for endings that are neither final nor continuing.
     speech_timeout_secs: float = 0.6
+    # Choose the wait from the transcript's ending (bot/data/endpointing.toml).
+    korean_endpointing: bool = True
+    final_wait_secs: float = 0.25
+    continuing_wait_secs: float = 1.0
+    endpointing_file: str = "bot/data/endpointing.toml"
+    # Start the model call on the final transcript while the wait runs (held until the turn ends).
+    speculative_reply: bool = True
     # Resample Twilio's 8 kHz input with soxr "QQ" instead of the bursty VHQ stream resampler.
     fast_input_resampler: bool = True
 
@@ -132,6 +140,8 @@ class TTSConfig:
     trt_max_latent_length: int = 400
     cuda_device_id: int = 0
     frame_ms: int = 20
+    # Synthesize the greeting, canned shortcut replies and the apology once at startup.
+    canned_audio: bool = True
     # Sentence lengths (characters) synthesized at startup so no engine is built mid-call.
     warmup_lengths: list[int] = field(default_factory=lambda: [5, 20, 60, 120])
 

@@ -20,7 +20,7 @@ STAGES: tuple[tuple[str, str, str, str | None], ...] = (
     ("stt", "vad_stop", "stt_done", "stt_ms"),
     ("llm_first_token", "llm_request", "llm_first_token", None),
     ("llm", "llm_request", "first_sentence", "llm_ms"),
-    ("tts", "first_sentence", "tts_first_audio", "tts_ms"),
+    ("tts", "tts_start", "tts_first_audio", "tts_ms"),
     ("transport", "tts_first_audio", "first_audio_out", None),
     ("voice_to_voice", "speech_end", "first_audio_out", "total_ms"),
 )
@@ -44,7 +44,9 @@ class TurnRecord:
     tts_first_audio: float | None = None
     first_audio_out: float | None = None  # first audio frame written to the transport
     llm_calls: int = 0
-    llm_cancelled_calls: int = 0
+    llm_cancelled_calls: int = 0  # speculative calls withdrawn because the caller kept talking
+    endpoint_kind: str | None = None  # final | continuing | default: how the turn-stop wait was chosen
+    endpoint_wait_ms: float | None = None
     reply_chars: int = 0
     interrupted: bool = False
     error: str | None = None
@@ -56,6 +58,13 @@ class TurnRecord:
     stt_rtf: float | None = None
     tts_synth_ms: list[float] = field(default_factory=list)
     qa: bool = False
+
+    @property
+    def tts_start(self) -> float | None:
+        """When TTS could start: the first sentence, or the turn end if a speculative reply was held."""
+        if self.first_sentence is None:
+            return None
+        return max(self.first_sentence, self.turn_end or self.first_sentence)
 
     def mark(self, name: str, t: float | None = None, *, overwrite: bool = False) -> None:
         """Set a timestamp once (the first event wins unless ``overwrite``)."""

@@ -32,7 +32,8 @@ from bot.records import CallRecorder, TurnObserver
 from bot.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from processors.structured_llm import StructuredLLMService
-from processors.supertonic_tts import SupertonicEngine, SupertonicTTSService
+from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
+from processors.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
 from processors.whisper_stt import WhisperEngine, WhisperSTTProcessor
 
 
@@ -44,15 +45,23 @@ class DialogAssets:
     shortcuts: ShortcutMatcher
     prompt: str
     canned: CannedReplies
+    endpointing: EndOfTurnRules
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
+        domain = load_domain(config.path(config.llm.domain_file))
         return cls(
-            domain=load_domain(config.path(config.llm.domain_file)),
-            shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file)),
+            domain=domain,
+            shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
             canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml"),
+            endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
         )
+
+    def fixed_sentences(self, greeting: str) -> list[str]:
+        """Everything the bot says without the model: worth synthesizing once at startup."""
+        return [greeting, self.canned.apology, self.canned.nothing_to_repeat,
+                *(s.reply for s in self.shortcuts.shortcuts)]
 
 
 @dataclass
@@ -63,6 +72,7 @@ class SharedModels:
     tts: SupertonicEngine
     vad_session: object
     assets: DialogAssets
+    canned_audio: CannedAudio | None = None
 
 
 def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> StructuredLLMService:
@@ -113,6 +123,18 @@ def build_call(
 
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
+    if config.turn.korean_endpointing:
+        waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
+                 "default": config.turn.speech_timeout_secs}
+
+        def on_decision(kind: str, wait: float):
+            recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
+
+        stop = KoreanEndOfTurnStopStrategy(rules=models.assets.endpointing, waits=waits,
+                                           speculate=config.turn.speculative_reply, on_decision=on_decision)
+    else:
+        # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
+        stop = SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
     mute = [MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else []
     context = LLMContext()
     user_agg, assistant_agg = LLMContextAggregatorPair(
@@ -121,8 +143,7 @@ def build_call(
             vad_analyzer=vad,
             user_turn_strategies=UserTurnStrategies(
                 start=[VADUserTurnStartStrategy(enable_interruptions=True)],
-                # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
-                stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)],
+                stop=[stop],
             ),
             user_mute_strategies=mute,
         ),
@@ -130,7 +151,8 @@ def build_call(
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)
     tts = SupertonicTTSService(
-        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence,
+        canned=models.canned_audio,
     )
     pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
     worker = PipelineWorker(
@@ -164,4 +186,13 @@ def load_models(config: Config) -> SharedModels:
     whisper.warmup()
     tts = SupertonicEngine(config.tts, base_dir=config.base_dir)
     tts.warmup(config.tts.warmup_lengths)
-    return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=DialogAssets.load(config))
+    assets = DialogAssets.load(config)
+    canned = None
+    if config.tts.canned_audio:
+        canned = CannedAudio().build(tts, assets.fixed_sentences(config.call.greeting), voice=config.tts.voice,
+                                     sample_rates=list(CANNED_RATES))
+    return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=assets, canned_audio=canned)
+
+
+# Output rates of the phone path (8 kHz) and the WebRTC QA page.
+CANNED_RATES = (8000, 24000)

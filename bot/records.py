@@ -12,12 +12,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from loguru import logger
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
-    InterruptionFrame,
     TTSAudioRawFrame,
+    UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
@@ -28,7 +27,11 @@ from bot.latency import TurnRecord
 
 
 class CallRecorder:
-    """Holds one call's turn records; turn 0 is the greeting."""
+    """Holds one call's turn records; turn 0 is the greeting.
+
+    A record opens when the caller's turn starts, so everything that happens for that turn
+    (VAD stops, STT, a speculative model call that starts before the turn ends) lands in it.
+    """
 
     def __init__(self, call_id: str, *, qa: bool = False, on_turn_done: Callable[[TurnRecord], None] | None = None):
         self.call_id = call_id
@@ -36,9 +39,6 @@ class CallRecorder:
         self.started = time.time()
         self.records: list[TurnRecord] = []
         self._on_turn_done = on_turn_done
-        self._pending_vad_stop: float | None = None
-        self._pending_speech_end: float | None = None
-        self._pending_stt: dict = {}
         self.stt_rejects: list[str] = []
         self.bot_speaking = False
         self.current = self._new("greeting")
@@ -50,31 +50,35 @@ class CallRecorder:
 
     # --- events -------------------------------------------------------------------------------
 
+    def user_turn_started(self) -> TurnRecord:
+        """The caller started a turn: close the previous record (interrupted if the bot was talking)."""
+        if self.bot_speaking:
+            self.current.interrupted = True
+        self._finish(self.current)
+        self.current = self._new("pending")
+        return self.current
+
     def vad_stopped(self, timestamp: float, stop_secs: float) -> None:
-        self._pending_vad_stop = timestamp
-        self._pending_speech_end = timestamp - stop_secs
+        # The last pause of the turn is the one the caller waits after.
+        self.current.mark("vad_stop", timestamp, overwrite=True)
+        self.current.mark("speech_end", timestamp - stop_secs, overwrite=True)
 
     def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float, rejected: str | None = None) -> None:
         """A VAD segment was transcribed (or rejected): the latest one times the turn's STT."""
-        self._pending_stt = {"stt_done": time.time(), "stt_audio_secs": audio_secs, "stt_ms": transcribe_ms,
-                             "stt_rtf": rtf}
+        rec = self.current
+        rec.mark("stt_done", overwrite=True)
+        rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
         if rejected:
             self.stt_rejects.append(rejected)
 
     def user_turn_ended(self, t: float) -> TurnRecord:
-        """The caller's turn is over: open the record for the bot's answer."""
-        self._finish(self.current)
-        rec = self._new("pending")
-        rec.speech_end, rec.vad_stop = self._pending_speech_end, self._pending_vad_stop
-        for k, v in self._pending_stt.items():
-            setattr(rec, k, v)
-        rec.turn_end = t
-        self._pending_stt = {}
-        self.current = rec
-        return rec
+        self.current.mark("turn_end", t, overwrite=True)
+        return self.current
 
     def _finish(self, rec: TurnRecord) -> None:
-        if self._on_turn_done and rec.route != "pending":
+        if rec.route == "pending":
+            rec.route = "no_reply"  # e.g. every segment was rejected by the STT guards
+        if self._on_turn_done:
             self._on_turn_done(rec)
 
     def close(self) -> None:
@@ -102,8 +106,10 @@ class TurnObserver(BaseObserver):
         rec = self._rec
         if isinstance(frame, VADUserStoppedSpeakingFrame):
             rec.vad_stopped(frame.timestamp, frame.stop_secs)
+        elif isinstance(frame, UserStartedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
+            # The aggregator broadcasts turn frames both ways: count one.
+            rec.user_turn_started()
         elif isinstance(frame, UserStoppedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
-            # The aggregator broadcasts it both ways: one turn end, one record.
             rec.user_turn_ended(now)
         elif isinstance(frame, TTSAudioRawFrame):
             rec.current.mark("tts_first_audio", now)
@@ -112,6 +118,3 @@ class TurnObserver(BaseObserver):
             rec.current.mark("first_audio_out", now)
         elif isinstance(frame, BotStoppedSpeakingFrame):
             rec.bot_speaking = False
-        elif isinstance(frame, InterruptionFrame) and rec.bot_speaking:
-            rec.current.interrupted = True
-            logger.debug("call {}: turn {} interrupted by the caller", rec.call_id, rec.current.index)

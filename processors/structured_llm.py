@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import httpx
 from loguru import logger
 from openai import APIConnectionError, APITimeoutError, AsyncOpenAI, DefaultAsyncHttpxClient
-from pipecat.frames.frames import AggregatedTextFrame, EndWorkerFrame
+from pipecat.frames.frames import AggregatedTextFrame, EagerEndOfTurnCancelFrame, EndWorkerFrame, Frame, UserStoppedSpeakingFrame
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.utils.text.base_text_aggregator import TextType
@@ -91,6 +92,12 @@ class StructuredLLMService(OpenAILLMService):
         self._end_call = end_call_on_end_flow
         self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
         self.last_result: TurnResult | None = None
+        # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
+        self._run_speculative = False
+        self._run_active = False
+        self._run_made_call = False
+        self._turn_confirmed = False
+        self._pending_commit: tuple | None = None
 
     def create_client(self, api_key=None, base_url=None, organization=None, project=None, default_headers=None, **kw):
         # max_retries=0: a retry would be a second model call the caller waits for.
@@ -116,33 +123,74 @@ class StructuredLLMService(OpenAILLMService):
 
     # --- the turn -----------------------------------------------------------------------------
 
-    async def _process_context(self, context: LLMContext):
-        record = self._current_record()
-        user_text = _last_user_text(context)
-        shortcut = self._shortcuts.match(user_text) if user_text else None
-        if shortcut is not None:
-            await self._answer_shortcut(shortcut, record)
+    async def process_frame(self, frame: Frame, direction: FrameDirection):
+        if isinstance(frame, EagerEndOfTurnCancelFrame):
+            self._withdraw_speculation()
+        elif isinstance(frame, UserStoppedSpeakingFrame):
+            await self._confirm_speculation()
+        await super().process_frame(frame, direction)
+
+    def _withdraw_speculation(self):
+        """The caller kept talking: the speculative answer is discarded and never committed."""
+        if not (self._run_speculative and (self._run_active or self._pending_commit)):
             return
-        await self._answer_with_model(context, record)
+        record = self._current_record()
+        if record and self._run_made_call:
+            record.llm_calls -= 1
+            record.llm_cancelled_calls += 1
+        self._pending_commit = None
+        self._run_speculative = False
+        logger.debug("speculative answer withdrawn (the caller went on speaking)")
+
+    async def _confirm_speculation(self):
+        """The turn really ended: a held speculative answer becomes the answer."""
+        self._turn_confirmed = True
+        if self._pending_commit:
+            pending, self._pending_commit = self._pending_commit, None
+            await self._commit(*pending)
+
+    async def _process_context(self, context: LLMContext):
+        # A speculative run answers a turn that has not ended yet: the gate holds its frames,
+        # and the dialog state changes only once the turn is confirmed.
+        self._run_speculative = self._speculation_gate.is_speculating
+        self._turn_confirmed = False
+        self._run_made_call = False
+        self._run_active = True
+        try:
+            record = self._current_record()
+            user_text = _last_user_text(context)
+            shortcut = self._shortcuts.match(user_text) if user_text else None
+            if shortcut is not None:
+                await self._answer_shortcut(shortcut, record)
+            else:
+                await self._answer_with_model(context, record)
+        finally:
+            self._run_active = False
 
     async def _answer_shortcut(self, shortcut, record: TurnRecord | None):
         if shortcut.action == "repeat":
             last = self.dialog.last_reply
-            reply = f"{shortcut.reply} {last}" if last else self._canned.nothing_to_repeat
+            sentences = [shortcut.reply, last] if last else [self._canned.nothing_to_repeat]
         else:
-            reply = shortcut.reply
+            sentences = [shortcut.reply]
         if record:
-            record.route, record.intent, record.flow = "shortcut", shortcut.intent, shortcut.flow
-            record.mark("first_sentence")
-        logger.info("turn route=shortcut rule={} flow={}", shortcut.name, shortcut.flow)
-        await self._speak(reply)
-        if shortcut.action != "repeat":
-            self.dialog.last_reply = reply
-        if shortcut.action == "transfer":
-            self.dialog.transfer_requested = True
-        if shortcut.flow == "end":
-            self.dialog.ended = True
-        await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record)
+            record.mark("first_sentence", overwrite=True)
+        for sentence in sentences:  # separately: each canned sentence is pre-synthesized
+            await self._speak(sentence)
+        reply = " ".join(sentences)
+
+        def commit():
+            if shortcut.action != "repeat":
+                self.dialog.last_reply = reply
+            if shortcut.action == "transfer":
+                self.dialog.transfer_requested = True
+            if shortcut.flow == "end":
+                self.dialog.ended = True
+            if record:
+                record.route, record.intent, record.flow = "shortcut", shortcut.intent, shortcut.flow
+            logger.info("turn route=shortcut rule={} flow={}", shortcut.name, shortcut.flow)
+
+        await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record, commit)
 
     async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None):
         self._settings.system_instruction = render_system_prompt(
@@ -155,21 +203,29 @@ class StructuredLLMService(OpenAILLMService):
         except LLMTurnError as e:
             logger.error("LLM turn failed ({}): {} - speaking the apology", e.kind, e)
             if record:
-                record.route, record.error = "error", str(e)
-                record.mark("first_sentence")
+                record.mark("first_sentence", overwrite=not spoken)
             await self._speak(self._canned.apology)
-            await self._finish_turn(TurnResult("error", self._canned.apology, "continue", None, 1, str(e)), record)
+
+            def commit_error():
+                if record:
+                    record.route, record.error = "error", str(e)
+
+            result = TurnResult("error", self._canned.apology, "continue", None, 1, str(e))
+            await self._finish_turn(result, record, commit_error)
             return
         reply = " ".join(spoken)
-        self.dialog.apply_turn(turn)
-        self.dialog.last_reply = reply
-        if turn["intent"] == "transfer":
-            self.dialog.transfer_requested = True
-        if record:
-            record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
-            record.slots = self.dialog.known_slots()
-        logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(record.slots) if record else "")
-        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record)
+
+        def commit():
+            self.dialog.apply_turn(turn)
+            self.dialog.last_reply = reply
+            if turn["intent"] == "transfer":
+                self.dialog.transfer_requested = True
+            if record:
+                record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
+                record.slots = self.dialog.known_slots()
+            logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
+
+        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit)
 
     async def _stream_turn(self, context: LLMContext, record: TurnRecord | None, spoken: list[str]) -> dict:
         """Make the one model call; speak reply sentences as they complete; return the parsed turn."""
@@ -177,9 +233,10 @@ class StructuredLLMService(OpenAILLMService):
         splitter = KoreanSentenceSplitter()
         raw: list[str] = []
         finish_reason = None
+        self._run_made_call = True
         if record:
             record.llm_calls += 1
-            record.mark("llm_request")
+            record.mark("llm_request", overwrite=True)
         t0 = time.monotonic()
         await self.start_ttfb_metrics()
         stream = None
@@ -190,7 +247,7 @@ class StructuredLLMService(OpenAILLMService):
                 chunk = await _next_content_chunk(chunks)
             await self.stop_ttfb_metrics()
             if record:
-                record.mark("llm_first_token")
+                record.mark("llm_first_token", overwrite=True)
             logger.debug("LLM first token after {:.0f} ms", (time.monotonic() - t0) * 1000)
             async with asyncio.timeout(self._timeout_total()):
                 while chunk is not None:
@@ -245,25 +302,32 @@ class StructuredLLMService(OpenAILLMService):
         if not sentence:
             return
         if record:
-            record.mark("first_sentence")
-            record.reply_chars += len(sentence)
+            record.mark("first_sentence", overwrite=not spoken)
         spoken.append(sentence)
         await self._speak(sentence)
 
     async def _speak(self, text: str):
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
 
-    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None):
+    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
+        if result.flow == "end" and self._end_call:
+            # Queued behind the closing sentence (and held with it while speculative): the caller
+            # hears it, then the call ends.
+            await self.push_frame(EndWorkerFrame(reason="dialog ended"))
+        if self._run_speculative and not self._turn_confirmed:
+            self._pending_commit = (result, record, commit)
+            return
+        await self._commit(result, record, commit)
+
+    async def _commit(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
+        commit()
         self.last_result = result
-        if record and result.route != "llm":
-            record.reply_chars = record.reply_chars or len(result.reply)
+        if record:
+            record.reply_chars = len(result.reply)
         if self._on_turn:
             maybe = self._on_turn(result)
             if asyncio.iscoroutine(maybe):
                 await maybe
-        if self.dialog.ended and self._end_call:
-            # Queued behind the closing sentence: the caller hears it, then the call ends.
-            await self.push_frame(EndWorkerFrame(reason="dialog ended"))
 
 
 async def _next_content_chunk(chunks):

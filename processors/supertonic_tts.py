@@ -25,6 +25,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -682,6 +683,36 @@ class SupertonicEngine:
 OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
 
 
+class CannedAudio:
+    """Sentences synthesized once at startup and played from memory (greeting, shortcuts, apology).
+
+    Keyed by the exact text the dialog pushes, the output rate and the voice. Synthesis is
+    seeded, so a cached sentence sounds exactly like a fresh one.
+    """
+
+    def __init__(self):
+        self._items: dict[tuple[str, int, str], SynthResult] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def build(self, engine: "SupertonicEngine", texts: list[str], *, voice: str, sample_rates: list[int]) -> "CannedAudio":
+        """Synthesize every text at every rate (blocking; startup only)."""
+        t0 = time.perf_counter()
+        for rate in sample_rates:
+            for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
+                self._items[(text, rate, voice)] = engine.synthesize(text, rate, voice=voice)
+        logger.info(
+            f"canned audio: {len(self._items)} sentences ({len(texts)} texts x {sample_rates} Hz, voice {voice}) "
+            f"in {(time.perf_counter() - t0) * 1000:.0f} ms"
+        )
+        return self
+
+    def get(self, text: str, sample_rate: int, voice: str) -> SynthResult | None:
+        hit = self._items.get((text.strip(), sample_rate, voice))
+        return dataclasses.replace(hit, synth_ms=0.0) if hit else None
+
+
 class SupertonicTTSService(TTSService):
     """Pipecat TTS service speaking through a shared ``SupertonicEngine``.
 
@@ -696,6 +727,7 @@ class SupertonicTTSService(TTSService):
         voice: str,
         frame_ms: int = 20,
         on_sentence: OnSentence | None = None,
+        canned: CannedAudio | None = None,
         **kwargs,
     ):
         """Create the service.
@@ -706,6 +738,7 @@ class SupertonicTTSService(TTSService):
             frame_ms: Length of each pushed audio frame; a barge-in cuts within one frame.
             on_sentence: Called with each sentence's ``SynthResult`` (sync or async), e.g. for
                 latency records. Errors in it are logged, never raised.
+            canned: Pre-synthesized sentences, played from memory instead of synthesized.
             **kwargs: Passed to ``TTSService`` (e.g. ``sample_rate``).
         """
         if voice not in engine.voices:
@@ -721,6 +754,7 @@ class SupertonicTTSService(TTSService):
         self._engine = engine
         self._frame_ms = frame_ms
         self._on_sentence = on_sentence
+        self._canned = canned
 
     def can_generate_metrics(self) -> bool:
         """TTFB, processing and usage metrics are supported."""
@@ -746,21 +780,23 @@ class SupertonicTTSService(TTSService):
         voice = str(self._settings.voice)
         cancel = threading.Event()
         await self.start_tts_usage_metrics(text)
-        try:
-            # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
-            result = await asyncio.to_thread(
-                self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel
-            )
-        except asyncio.CancelledError:
-            cancel.set()  # interrupted: let the worker thread stop at its next session run
-            raise
-        except SynthesisCancelled:
-            return
-        except Exception as e:
-            logger.exception(f"{self}: synthesis failed")
-            await self.stop_ttfb_metrics()
-            yield ErrorFrame(error=f"{self}: synthesis failed: {e}")
-            return
+        result = self._canned.get(text, self.sample_rate, voice) if self._canned else None
+        if result is None:
+            try:
+                # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
+                result = await asyncio.to_thread(
+                    self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel
+                )
+            except asyncio.CancelledError:
+                cancel.set()  # interrupted: let the worker thread stop at its next session run
+                raise
+            except SynthesisCancelled:
+                return
+            except Exception as e:
+                logger.exception(f"{self}: synthesis failed")
+                await self.stop_ttfb_metrics()
+                yield ErrorFrame(error=f"{self}: synthesis failed: {e}")
+                return
         await self.stop_ttfb_metrics()
 
         rtf = f"{result.rtf:.3f}" if result.duration_s > 0 else "n/a"

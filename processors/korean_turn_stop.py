@@ -1,0 +1,154 @@
+"""Korean end-of-turn: the wait after the caller stops is chosen from how their words end.
+
+"…접수하고 싶습니다" is complete: answer after a short wait. "쓰레기랑…" or "그리고…" is not: wait
+longer so the caller is not cut off. Everything else gets the normal speech timeout. While the
+wait runs, the model call can start speculatively on the final transcript (Pipecat's speculation
+gate holds its answer until the turn really ends, and discards it if the caller goes on).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from loguru import logger
+from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
+from pipecat.turns.types import UserTurnSpeculation
+from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
+
+_TRAILING = re.compile(r"[\s.,!…~·]+$")
+
+
+@dataclass(frozen=True)
+class EndingRule:
+    kind: str  # final | continuing
+    name: str
+    pattern: re.Pattern
+
+
+class EndOfTurnRules:
+    """Ordered ending rules from ``bot/data/endpointing.toml``."""
+
+    def __init__(self, rules: list[EndingRule]):
+        self.rules = rules
+
+    @classmethod
+    def load(cls, path: Path) -> "EndOfTurnRules":
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        rules = []
+        for i, raw in enumerate(data.get("rules", [])):
+            unknown = set(raw) - {"kind", "name", "pattern"}
+            if unknown or raw.get("kind") not in ("final", "continuing"):
+                raise ValueError(f"{path}: rule {i}: need kind final|continuing, name, pattern (got {sorted(raw)})")
+            rules.append(EndingRule(raw["kind"], raw.get("name", f"rule{i}"), re.compile(raw["pattern"])))
+        return cls(rules)
+
+    def classify(self, text: str) -> tuple[str, str | None]:
+        """("final" | "continuing" | "default", the rule's name)."""
+        tail = _TRAILING.sub("", text.strip())
+        for rule in self.rules:
+            if rule.pattern.search(tail):
+                return rule.kind, rule.name
+        return "default", None
+
+
+class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
+    """Speech-timeout turn stop whose wait depends on the transcript's ending, with speculation.
+
+    Args:
+        rules: The ending rules.
+        waits: Seconds to wait after speech for "final", "continuing" and "default" endings.
+        speculate: Start the model call on the final transcript while the wait still runs.
+        on_decision: Called with (kind, wait_secs) whenever the wait is chosen (turn records).
+    """
+
+    def __init__(
+        self,
+        *,
+        rules: EndOfTurnRules,
+        waits: dict[str, float],
+        speculate: bool = True,
+        on_decision: Callable[[str, float], None] | None = None,
+        **kwargs,
+    ):
+        super().__init__(user_speech_timeout=waits["default"], **kwargs)
+        self._rules = rules
+        self._waits = waits
+        self._speculate = speculate
+        self._on_decision = on_decision
+        self._segments: list[str] = []
+        self._vad_stopped_at: float | None = None
+        self._speculated_text: str | None = None
+
+    async def _reset(self, *, clear_vad_user_speaking: bool):
+        self._segments = []
+        self._vad_stopped_at = None
+        self._speculated_text = None
+        self._user_speech_timeout = self._waits["default"]
+        await super()._reset(clear_vad_user_speaking=clear_vad_user_speaking)
+
+    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame):
+        # The caller goes on: an answer prepared for the shorter turn must not be spoken.
+        await self._withdraw_speculation()
+        self._vad_stopped_at = None
+        await super()._handle_vad_user_started_speaking(frame)
+
+    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame):
+        self._vad_stopped_at = time.monotonic()
+        await super()._handle_vad_user_stopped_speaking(frame)
+
+    async def _handle_transcription(self, frame: TranscriptionFrame):
+        self._segments.append(frame.text.strip())
+        text = " ".join(s for s in self._segments if s)
+        kind, rule = self._rules.classify(text)
+        wait = self._waits[kind]
+        self._user_speech_timeout = wait
+        if self._on_decision:
+            self._on_decision(kind, wait)
+        logger.debug(f"{self}: ending {kind} ({rule}) -> wait {wait:.2f}s")
+        if self._vad_stopped_at is not None and not self._vad_user_speaking:
+            # Re-arm the policy timer: this ending's wait, counted from when speech stopped.
+            remaining = wait - (time.monotonic() - self._vad_stopped_at)
+            if self._user_speech_timeout_task:
+                await self.task_manager.cancel_task(self._user_speech_timeout_task)
+                self._user_speech_timeout_task = None
+            if remaining > 0:
+                self._user_speech_wait_done = False
+                self._user_speech_timeout_task = self.task_manager.create_task(
+                    self._user_speech_timeout_handler(remaining), f"{self}::_user_speech_timeout_handler"
+                )
+                if self._speculate and frame.finalized:
+                    await self._start_speculation(text)
+            else:
+                self._user_speech_wait_done = True
+        await super()._handle_transcription(frame)
+
+    async def _start_speculation(self, text: str):
+        if self._speculated_text == text:
+            return
+        await self._withdraw_speculation()
+        self._speculated_text = text
+        await self.trigger_user_turn_inference_triggered(speculation=UserTurnSpeculation(text=text))
+
+    async def _withdraw_speculation(self):
+        if self._speculated_text is not None:
+            self._speculated_text = None
+            await self.trigger_user_turn_speculation_cancelled()
+
+    async def _maybe_trigger_user_turn_stopped(self):
+        if self._vad_user_speaking or (self._wait_for_transcript and not self._text):
+            return
+        if not (self._user_speech_wait_done and self._stt_wait_done):
+            return
+        text = " ".join(s for s in self._segments if s)
+        if self._speculated_text is not None and self._speculated_text == text:
+            # The answer already being prepared is for exactly this turn: release it.
+            self._speculated_text = None
+            await self.trigger_user_turn_finalized(confirms_speculation=True)
+            return
+        await self._withdraw_speculation()
+        await self.trigger_user_turn_stopped()
