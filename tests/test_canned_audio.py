@@ -1,0 +1,38 @@
+"""Canned sentences are synthesized once at startup and played from memory."""
+
+import dataclasses
+
+from pipecat.frames.frames import AggregatedTextFrame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, TTSAudioRawFrame
+from pipecat.tests.utils import run_test
+from pipecat.utils.text.base_text_aggregator import TextType
+
+from bot.config import TTSConfig, load_config
+from bot.pipeline import DialogAssets
+from processors.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
+
+
+async def test_canned_sentences_play_from_memory_and_match_fresh_synthesis(standin_tts_dir):
+    engine = SupertonicEngine(dataclasses.replace(TTSConfig(), model_dir=str(standin_tts_dir)))
+    config = load_config()
+    assets = DialogAssets.load(config)
+    texts = assets.fixed_sentences(config.call.greeting)
+    assert assets.canned.apology in texts and any("감사" in t for t in texts)
+    canned = CannedAudio().build(engine, texts, voice="F1", sample_rates=[8000])
+    greeting = canned.get(config.call.greeting, 8000, "F1")
+    assert greeting is not None and greeting.synth_ms == 0.0
+    assert greeting.pcm == engine.synthesize(config.call.greeting, 8000, voice="F1").pcm  # same voice, same audio
+    assert canned.get(config.call.greeting, 24000, "F1") is None  # other rate: not prepared
+
+    calls = []
+    real = engine.synthesize
+    engine.synthesize = lambda *a, **kw: calls.append(a[0]) or real(*a, **kw)
+    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000)
+    down, _ = await run_test(tts, frames_to_send=[
+        LLMFullResponseStartFrame(),
+        AggregatedTextFrame(assets.canned.apology, TextType.SENTENCE),
+        AggregatedTextFrame("처음 듣는 문장입니다.", TextType.SENTENCE),
+        LLMFullResponseEndFrame(),
+    ], expected_down_frames=None)
+    assert calls == ["처음 듣는 문장입니다."]  # only the new sentence was synthesized
+    audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
+    assert audio.startswith(canned.get(assets.canned.apology, 8000, "F1").pcm[:1600])

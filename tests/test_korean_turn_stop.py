@@ -1,0 +1,181 @@
+"""Korean end-of-turn waits and the speculative reply, through Pipecat's real user aggregator."""
+
+from __future__ import annotations
+
+import pytest
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    LLMContextFrame,
+    TranscriptionFrame,
+    UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair, LLMUserAggregatorParams
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.tests.utils import SleepFrame, run_test
+from pipecat.turns.user_start import VADUserTurnStartStrategy
+from pipecat.turns.user_turn_strategies import UserTurnStrategies
+from pipecat.utils.time import time_now_iso8601
+
+from bot.config import load_config
+from bot.pipeline import DialogAssets, make_llm
+from bot.records import CallRecorder, TurnObserver
+from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
+from tests.fake_llm import FakeLLM
+
+CONFIG = load_config()
+RULES = EndOfTurnRules.load(CONFIG.path(CONFIG.turn.endpointing_file))
+WAITS = {"final": 0.25, "continuing": 1.0, "default": 0.6}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("쓰레기 수거 문의드리려고요.", "final"),
+        ("접수하고 싶습니다", "final"),
+        ("언제 수거하나요?", "final"),
+        ("확인할 수 있습니까", "final"),
+        ("네 맞아요", "final"),
+        ("그렇죠", "final"),
+        ("내일 가능할까요", "final"),
+        ("여기 가로등이 고장 났네요", "final"),
+        ("Hello, how are you today?", "final"),
+        ("어제부터 소음이 심한데", "continuing"),
+        ("집 앞에 가로등이 고장 나서", "continuing"),
+        ("불법 주차 신고하려고", "continuing"),
+        ("쓰레기랑", "continuing"),
+        ("대형 폐기물을 버리고", "continuing"),
+        ("주차장에서", "continuing"),
+        ("그리고", "continuing"),
+        ("음...", "continuing"),
+        ("저기", "continuing"),
+        ("역삼동 123", "default"),
+        ("hello", "default"),
+    ],
+)
+def test_endings_choose_the_wait(text, kind):
+    assert RULES.classify(text)[0] == kind
+
+
+class _Sink(FrameProcessor):
+    """Records what reaches TTS and when the caller's turn ended."""
+
+    def __init__(self):
+        super().__init__()
+        self.sentences: list[str] = []
+        self.turn_ends = 0
+
+    async def process_frame(self, frame, direction: FrameDirection):
+        await super().process_frame(frame, direction)
+        if isinstance(frame, AggregatedTextFrame):
+            self.sentences.append(frame.text)
+        elif isinstance(frame, UserStoppedSpeakingFrame) and direction == FrameDirection.DOWNSTREAM:
+            self.turn_ends += 1
+        await self.push_frame(frame, direction)
+
+
+def _transcript(text: str) -> TranscriptionFrame:
+    frame = TranscriptionFrame(text, "caller", time_now_iso8601())
+    frame.finalized = True
+    return frame
+
+
+def _pipeline(llm=None, speculate=True):
+    decisions: list[tuple[str, float]] = []
+    stop = KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=speculate,
+                                       on_decision=lambda k, w: decisions.append((k, w)))
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
+        user_turn_strategies=UserTurnStrategies(start=[VADUserTurnStartStrategy()], stop=[stop])))
+    sink = _Sink()
+    stages = [user_agg, *([llm] if llm else []), sink]
+    return Pipeline(stages), sink, decisions, context
+
+
+async def _speak(text: str, pause_after: float) -> list:
+    return [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+            SleepFrame(0.05), _transcript(text), SleepFrame(pause_after)]
+
+
+async def test_a_final_ending_ends_the_turn_after_the_short_wait():
+    pipeline, sink, decisions, _ = _pipeline(speculate=False)
+    down, _ = await run_test(pipeline, frames_to_send=await _speak("접수하고 싶습니다.", 0.4), expected_down_frames=None)
+    assert decisions == [("final", 0.25)]
+    assert sink.turn_ends == 1
+
+
+async def test_a_continuing_ending_waits_longer_than_the_default():
+    # 0.7 s after speech: past the default 0.6 s wait, inside the 1.0 s one.
+    pipeline, sink, decisions, _ = _pipeline(speculate=False)
+    await run_test(pipeline, frames_to_send=await _speak("어제부터 소음이 심한데", 0.6), expected_down_frames=None)
+    assert decisions == [("continuing", 1.0)]
+    assert sink.turn_ends == 0
+    pipeline, sink, _, _ = _pipeline(speculate=False)
+    await run_test(pipeline, frames_to_send=await _speak("어제부터 소음이 심한데", 1.2), expected_down_frames=None)
+    assert sink.turn_ends == 1
+
+
+def _turn(reply: str) -> dict:
+    return {"reply": reply, "intent": "report_problem", "category": "noise", "location": None, "time": None,
+            "flow": "continue"}
+
+
+@pytest.fixture
+def fake():
+    with FakeLLM(first_token_delay=0.05, token_delay=0.005) as server:
+        yield server
+
+
+def _llm(fake, recorder):
+    config = load_config(overrides=[f"llm.base_url='{fake.base_url}'"])
+    return make_llm(config, _secrets(), DialogAssets.load(config), current_record=lambda: recorder.current,
+                    end_call_on_end_flow=False)
+
+
+def _secrets():
+    from bot.config import Secrets
+
+    return Secrets(None, None, "EMPTY")
+
+
+async def test_speculative_reply_starts_before_the_turn_ends_and_is_used_as_is(fake):
+    recorder = CallRecorder("CAtest")
+    fake.script(_turn("네, 소음 민원 접수해 드릴게요."))
+    llm = _llm(fake, recorder)
+    pipeline, sink, _, context = _pipeline(llm)
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("어제부터 소음이 심한데"),
+              SleepFrame(0.4)]  # the 1.0 s wait is still running...
+    await run_test(pipeline, frames_to_send=frames + [SleepFrame(1.0)], expected_down_frames=None,
+                   observers=[TurnObserver(recorder)])
+    assert fake.calls == 1  # ...and the model call was made during it
+    assert sink.sentences == ["네, 소음 민원 접수해 드릴게요."]
+    rec = recorder.records[-1]
+    assert rec.llm_calls == 1 and rec.llm_cancelled_calls == 0 and rec.route == "llm"
+    assert rec.llm_request < rec.turn_end  # speculative: requested before the turn ended
+    assert llm.dialog.known_slots() == {"category": "noise"}
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["어제부터 소음이 심한데"]
+
+
+async def test_caller_going_on_withdraws_the_speculative_reply(fake):
+    recorder = CallRecorder("CAtest")
+    fake.script(_turn("첫 번째 답은 말하면 안 됩니다."), first_token_delay=0.2, token_delay=0.05)
+    fake.script(_turn("네, 밤마다 소음이 심하시군요."))
+    llm = _llm(fake, recorder)
+    pipeline, sink, _, context = _pipeline(llm)
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("어제부터 소음이 심한데"), SleepFrame(0.3),
+              # the caller goes on before the 1.0 s wait ends
+              VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("밤마다 그래요."), SleepFrame(1.5)]
+    await run_test(pipeline, frames_to_send=frames, expected_down_frames=None, observers=[TurnObserver(recorder)])
+    assert fake.calls == 2
+    assert sink.sentences == ["네, 밤마다 소음이 심하시군요."]  # the withdrawn text never reached TTS
+    rec = recorder.records[-1]
+    assert rec.llm_calls == 1 and rec.llm_cancelled_calls == 1
+    user_turns = [m["content"] for m in context.get_messages() if m["role"] == "user"]
+    assert user_turns == ["어제부터 소음이 심한데 밤마다 그래요."]
+    assert llm.dialog.last_reply == "네, 밤마다 소음이 심하시군요."
