@@ -61,6 +61,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan)
     tokens = StreamTokenStore(config.server.token_ttl_secs)
     calls = CallRegistry()
+    background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper)
     app.state.calls, app.state.metrics, app.state.tokens, app.state.loop_lag = calls, metrics, tokens, lag
@@ -127,7 +128,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
         async def stop_call():
             # Cancel from a separate task: we are inside the input transport's receive loop.
-            asyncio.create_task(session.worker.cancel())
+            task = asyncio.create_task(session.worker.cancel())
+            background.add(task)
+            task.add_done_callback(background.discard)
         calls.active[start.call_sid] = time.time()
         metrics.call_started()
 
@@ -168,7 +171,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @app.get("/healthz")
     async def healthz():
-        return JSONResponse({"status": "ok", "active_calls": len(calls), "max_calls": config.server.max_calls})
+        # asyncio_tasks: a number that must come back down after calls end (leak check).
+        return JSONResponse({"status": "ok", "active_calls": len(calls), "max_calls": config.server.max_calls,
+                             "asyncio_tasks": len(asyncio.all_tasks())})
 
     @app.get("/metrics")
     async def prometheus_metrics():

@@ -227,3 +227,28 @@ async def test_health_and_metrics(bot):
     metrics = httpx.get(f"{bot.base_url}/metrics", timeout=5).text
     assert "voice_active_calls" in metrics and "voice_event_loop_lag_ms" in metrics
     json.dumps(health)
+
+
+async def test_concurrent_calls_are_independent_and_leave_nothing_behind(bot, fake_llm):
+    fake_llm.reset()
+    baseline = bot.healthz()["asyncio_tasks"]
+    first, second = await open_call(bot), await open_call(bot)
+    async with first, second:
+        await asyncio.gather(wait_for_greeting(first), wait_for_greeting(second))
+        assert bot.healthz()["active_calls"] == 2
+        # The first caller hangs up while the second is mid-turn.
+        speak = asyncio.create_task(second.send_wav(HELLO))
+        assert await first.stop() is True
+        await speak
+        await second.wait_for_media(timeout=20, after=time.monotonic())
+        await second.wait_for_silence_from_bot(gap=0.6, timeout=30)
+        assert fake_llm.calls == 1  # the second call's turn was answered
+        assert second.clears == []
+        await second.stop()
+    for _ in range(40):
+        health = bot.healthz()
+        if health["active_calls"] == 0 and health["asyncio_tasks"] <= baseline:
+            break
+        await asyncio.sleep(0.25)
+    assert health["active_calls"] == 0
+    assert health["asyncio_tasks"] <= baseline, f"{health['asyncio_tasks'] - baseline} tasks leaked"
