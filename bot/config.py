@@ -48,6 +48,9 @@ class CallConfig:
     idle_timeout_secs: float = 300.0
     # Drop the caller's speech while the greeting plays (barge-in stays on afterwards).
     mute_during_greeting: bool = False
+    # Where "a person, please" goes (E.164, e.g. "+8221200000"): the call is redirected there with
+    # TwiML <Dial> through Twilio's REST API. Empty: the bot says no agent can take the call.
+    transfer_number: str = ""
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ class CannedReplies:
 
     apology: str
     nothing_to_repeat: str
+    transfer_unavailable: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         try:
-            return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat")})
+            return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat", "transfer_unavailable")})
         except KeyError as e:
             raise ValueError(f"{path}: missing canned reply {e}") from e
 

@@ -60,7 +60,7 @@ class DialogAssets:
 
     def fixed_sentences(self, greeting: str) -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
-        return [greeting, self.canned.apology, self.canned.nothing_to_repeat,
+        return [greeting, self.canned.apology, self.canned.nothing_to_repeat, self.canned.transfer_unavailable,
                 *(s.reply for s in self.shortcuts.shortcuts)]
 
 
@@ -83,6 +83,7 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
         prompt_template=assets.prompt,
         canned=assets.canned,
         api_key=secrets.llm_api_key,
+        can_transfer=bool(config.call.transfer_number),
         **kwargs,
     )
 

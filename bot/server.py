@@ -119,6 +119,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             params=PhoneSerializer.InputParams(auto_hang_up=creds and config.twilio.auto_hang_up),
             fast_input_resampler=config.turn.fast_input_resampler,
             on_stop=lambda: stop_call(),
+            transfer_target=lambda: config.call.transfer_number if session.dialog.transfer_requested else None,
         )
         transport = FastAPIWebsocketTransport(
             websocket,

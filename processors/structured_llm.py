@@ -68,6 +68,7 @@ class StructuredLLMService(OpenAILLMService):
         current_record: Callable[[], TurnRecord | None] = lambda: None,
         on_turn: Callable[[TurnResult], Awaitable[None] | None] | None = None,
         end_call_on_end_flow: bool = True,
+        can_transfer: bool = False,
         **kwargs,
     ):
         super().__init__(
@@ -90,6 +91,7 @@ class StructuredLLMService(OpenAILLMService):
         self._current_record = current_record
         self._on_turn = on_turn
         self._end_call = end_call_on_end_flow
+        self._can_transfer = can_transfer
         self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
         self.last_result: TurnResult | None = None
         # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
@@ -171,6 +173,9 @@ class StructuredLLMService(OpenAILLMService):
         if shortcut.action == "repeat":
             last = self.dialog.last_reply
             sentences = [shortcut.reply, last] if last else [self._canned.nothing_to_repeat]
+        elif shortcut.action == "transfer" and not self._can_transfer:
+            logger.warning("caller asked for a person but call.transfer_number is not set")
+            sentences = [self._canned.transfer_unavailable]
         else:
             sentences = [shortcut.reply]
         if record:
@@ -182,7 +187,7 @@ class StructuredLLMService(OpenAILLMService):
         def commit():
             if shortcut.action != "repeat":
                 self.dialog.last_reply = reply
-            if shortcut.action == "transfer":
+            if shortcut.action == "transfer" and self._can_transfer:
                 self.dialog.transfer_requested = True
             if shortcut.flow == "end":
                 self.dialog.ended = True
@@ -213,12 +218,15 @@ class StructuredLLMService(OpenAILLMService):
             result = TurnResult("error", self._canned.apology, "continue", None, 1, str(e))
             await self._finish_turn(result, record, commit_error)
             return
+        if turn["intent"] == "transfer" and not self._can_transfer:
+            logger.warning("the model chose transfer but call.transfer_number is not set")
+            await self._speak_sentence(self._canned.transfer_unavailable, record, spoken)
         reply = " ".join(spoken)
 
         def commit():
             self.dialog.apply_turn(turn)
             self.dialog.last_reply = reply
-            if turn["intent"] == "transfer":
+            if turn["intent"] == "transfer" and self._can_transfer:
                 self.dialog.transfer_requested = True
             if record:
                 record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
@@ -310,10 +318,11 @@ class StructuredLLMService(OpenAILLMService):
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
 
     async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
-        if result.flow == "end" and self._end_call:
+        transfer = result.intent == "transfer" and self._can_transfer
+        if (result.flow == "end" or transfer) and self._end_call:
             # Queued behind the closing sentence (and held with it while speculative): the caller
-            # hears it, then the call ends.
-            await self.push_frame(EndWorkerFrame(reason="dialog ended"))
+            # hears it, then the call ends, or is handed to a person (see PhoneSerializer).
+            await self.push_frame(EndWorkerFrame(reason="transfer" if transfer else "dialog ended"))
         if self._run_speculative and not self._turn_confirmed:
             self._pending_commit = (result, record, commit)
             return

@@ -25,6 +25,7 @@ ACCOUNT_SID = "AC" + "1" * 32
 PUBLIC_HOST = "voice.example.org"
 PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
 HELLO = FIXTURES / "en_hello.wav"
+DESK = "+8221200000"
 
 LONG_REPLY = {
     "reply": "네, 안내해 드릴게요. 첫째, 대형 폐기물은 미리 신고하셔야 합니다. 둘째, 수수료를 내셔야 합니다. "
@@ -60,6 +61,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
             "tts.warmup_lengths=[5]",
             f"llm.base_url='{fake_llm.base_url}'",
             f"twilio.api_base_url='{twilio_api.base_url}'",
+            f"call.transfer_number='{DESK}'",
             f"records.dir='{tmp / 'records'}'",
         ],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
@@ -252,3 +254,18 @@ async def test_concurrent_calls_are_independent_and_leave_nothing_behind(bot, fa
         await asyncio.sleep(0.25)
     assert health["active_calls"] == 0
     assert health["asyncio_tasks"] <= baseline, f"{health['asyncio_tasks'] - baseline} tasks leaked"
+
+
+async def test_asking_for_a_person_redirects_the_call_to_the_desk(bot, fake_llm, twilio_api):
+    fake_llm.reset()
+    fake_llm.script({"reply": "상담원에게 연결해 드리겠습니다. 잠시만 기다려 주세요.", "intent": "transfer",
+                     "category": "none", "location": None, "time": None, "flow": "continue"})
+    call = await open_call(bot)
+    async with call:
+        await wait_for_greeting(call)
+        await call.send_wav(HELLO)
+        await call.wait_closed(timeout=30)
+    updates = [h for h in twilio_api.hangups if call.call_sid in h["path"]]
+    assert len(updates) == 1, updates
+    twiml = updates[0]["form"]["Twiml"]
+    assert f"<Dial>{DESK}</Dial>" in twiml and "Status" not in updates[0]["form"]

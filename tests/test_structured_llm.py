@@ -108,8 +108,18 @@ async def test_shortcut_turns_make_zero_model_calls(fake, config):
     assert [t.record.route for t in (greet, again, person, bye)] == ["shortcut"] * 4
     assert all(t.record.llm_calls == 0 for t in (greet, again, person, bye))
     assert greet.reply in again.reply  # repeat replays the last reply
-    assert s.llm.dialog.transfer_requested
+    # No transfer number configured: the bot says so instead of promising a person.
+    assert person.reply.startswith("죄송합니다, 지금은 상담원 연결이 어렵습니다")
+    assert not s.llm.dialog.transfer_requested
     assert s.llm.last_result.flow == "end"
+
+
+async def test_a_person_is_promised_only_when_a_transfer_number_is_set(fake, config):
+    config = dataclasses.replace(config, call=dataclasses.replace(config.call, transfer_number="+8221200000"))
+    async with DialogSession(config) as s:
+        person = await s.turn("상담원 연결해 주세요")
+    assert person.reply.startswith("상담원에게 연결해 드리겠습니다")
+    assert s.llm.dialog.transfer_requested and fake.calls == 0
 
 
 async def test_a_greeting_with_a_request_goes_to_the_model(fake, config):

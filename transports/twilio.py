@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from loguru import logger
 from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
 from pipecat.frames.frames import AudioRawFrame, CancelFrame, EndFrame, Frame, InterruptionFrame
-from pipecat.serializers.twilio import TwilioFrameSerializer
+from pipecat.serializers.twilio import TwilioFrameSerializer, _build_call_resource_url
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Parameter, Stream, VoiceResponse
 
@@ -145,8 +145,16 @@ class PhoneSerializer(TwilioFrameSerializer):
     default VHQ stream resampler's ~100 ms bursts.
     """
 
-    def __init__(self, *args, fast_input_resampler: bool = True, on_stop: Callable[[], Awaitable[None]] | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        fast_input_resampler: bool = True,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
+        transfer_target: Callable[[], str | None] = lambda: None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
+        self._transfer_target = transfer_target
         self._on_stop = on_stop
         self.caller_hung_up = False
         if fast_input_resampler:
@@ -169,6 +177,11 @@ class PhoneSerializer(TwilioFrameSerializer):
             self.hang_up_requested = True
             if self.caller_hung_up:
                 return None  # Twilio already ended the call; nothing to hang up
+            number = self._transfer_target() if isinstance(frame, EndFrame) else None
+            if number and self._params.auto_hang_up and not self._hangup_attempted:
+                self._hangup_attempted = True
+                await self._redirect_call(build_dial_twiml(number))
+                return None
             if not self._params.auto_hang_up:
                 logger.info(
                     "call {}: no Twilio credentials (or auto hang-up off); skipping the REST hang-up, "
@@ -196,3 +209,31 @@ class PhoneSerializer(TwilioFrameSerializer):
                     await self._on_stop()
                 return None
         return await super().deserialize(data)
+
+    async def _redirect_call(self, twiml: str) -> None:
+        """Hand the call to new TwiML (a <Dial> to a person) through Twilio's REST API."""
+        import aiohttp
+
+        url = _build_call_resource_url(
+            self._account_sid, self._call_sid, base_url=self._base_url, region=self._region, edge=self._edge
+        )
+        auth = aiohttp.BasicAuth(self._account_sid, self._auth_token) if self._auth_token else aiohttp.BasicAuth(
+            self._api_key_sid, self._api_key_secret
+        )
+        try:
+            async with aiohttp.ClientSession() as session:
+                async with session.post(url, auth=auth, data={"Twiml": twiml}) as response:
+                    if response.status == 200:
+                        logger.info("call {}: transferred to a person", mask(self._call_sid or ""))
+                    else:
+                        logger.error("call {}: transfer failed: HTTP {} {}", mask(self._call_sid or ""),
+                                     response.status, (await response.text())[:200])
+        except Exception as e:
+            logger.error("call {}: transfer failed: {}", mask(self._call_sid or ""), e)
+
+
+def build_dial_twiml(number: str) -> str:
+    """TwiML that connects the caller to a person at ``number``."""
+    response = VoiceResponse()
+    response.dial(number)
+    return str(response)
