@@ -6,6 +6,7 @@
     python run_bot.py transcribe FILE.wav [--json]
     python run_bot.py say "텍스트" --out FILE.wav
     python run_bot.py chat               # text conversation through the same dialog stage
+    python run_bot.py bench [--calls N] [--baseline stock]  # latency distribution, N simulated callers
 
 Every command takes --config PATH and repeatable --set section.key=value.
 """
@@ -49,6 +50,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=int, default=24000, help="output sample rate")
     p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
     _common(p)
+    p = sub.add_parser("bench", help="N simulated Twilio callers at once: latency distributions and a report")
+    _common(p)
+    p.add_argument("--turns", default=None, help="turn set TOML (default: bench/turns.toml)")
+    p.add_argument("--calls", type=int, default=1, help="concurrent calls (default 1)")
+    p.add_argument("--out", default="bench-out", help="output directory (default bench-out/)")
+    p.add_argument("--url", default=None, help="bench a running server (http://host:port) instead of starting one")
+    p.add_argument("--public-host", default=None, help="with --url: the host the webhook signature covers "
+                   "(default: server.public_host of the config)")
+    p.add_argument("--fake-llm", action=argparse.BooleanOptionalAction, default=None,
+                   help="start a fake vLLM (first token 150 ms) for the server; default: on unless --url")
+    p.add_argument("--baseline", choices=["stock"], default=None,
+                   help="also run the same calls through stock Pipecat parts (bot/stock.py); report ours/stock")
+    p.add_argument("--features-off", action="store_true",
+                   help="also run our server with Korean end-of-turn, speculation and canned audio off")
+    p.add_argument("--baseline-url", default=None, help="with --url: a running `python -m bot.stock` server")
+    p.add_argument("--auth-token", default=None, help="with --url: Twilio auth token to sign webhooks "
+                   "(default: env TWILIO_AUTH_TOKEN); without --url the bench sets a random one")
+    p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
+    p.add_argument("--answer-timeout", type=float, default=15.0,
+                   help="seconds to wait for the bot's answer before the caller moves on (default 15)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -156,7 +178,19 @@ def cmd_chat(config, args) -> int:
     return asyncio.run(run_chat(config, sys.stdin, sys.stdout))
 
 
-COMMANDS = {"serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat}
+def cmd_bench(config, args) -> int:
+    from bot.bench import BenchError, run_bench
+
+    args.argv = ["run_bot.py", *sys.argv[1:]]
+    try:
+        return run_bench(config, args)
+    except BenchError as e:
+        print(f"bench error: {e}", file=sys.stderr)
+        return 1
+
+
+COMMANDS = {"serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+            "bench": cmd_bench}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -73,6 +73,8 @@ class TurnConfig:
     endpointing_file: str = "bot/data/endpointing.toml"
     # Start the model call on the final transcript while the wait runs (held until the turn ends).
     speculative_reply: bool = True
+    # Safety net: a turn with speech but no transcript is closed after this many seconds.
+    stop_timeout_secs: float = 5.0
     # Resample Twilio's 8 kHz input with soxr "QQ" instead of the bursty VHQ stream resampler.
     fast_input_resampler: bool = True
 

@@ -21,7 +21,7 @@ from pipecat.processors.aggregators.llm_response_universal import (
 )
 from pipecat.transports.base_transport import BaseTransport
 from pipecat.turns.user_mute import MuteUntilFirstBotCompleteUserMuteStrategy
-from pipecat.turns.user_start import VADUserTurnStartStrategy
+from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUserTurnStartStrategy
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
@@ -88,6 +88,30 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
     )
 
 
+def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None) -> LLMUserAggregatorParams:
+    """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait."""
+    if config.turn.korean_endpointing:
+        waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
+                 "default": config.turn.speech_timeout_secs}
+        stop = KoreanEndOfTurnStopStrategy(rules=rules, waits=waits, speculate=config.turn.speculative_reply,
+                                           on_decision=on_decision)
+    else:
+        # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
+        stop = SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
+    return LLMUserAggregatorParams(
+        vad_analyzer=vad,
+        user_turn_strategies=UserTurnStrategies(
+            # A transcript that arrives after its turn was closed (STT overloaded past
+            # stop_timeout_secs) opens a turn of its own: answered late, not merged into the next.
+            start=[VADUserTurnStartStrategy(enable_interruptions=True),
+                   TranscriptionUserTurnStartStrategy(enable_interruptions=False)],
+            stop=[stop],
+        ),
+        user_mute_strategies=[MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else [],
+        user_turn_stop_timeout=config.turn.stop_timeout_secs,
+    )
+
+
 @dataclass
 class CallSession:
     """One running call: its worker and what it records."""
@@ -124,30 +148,14 @@ def build_call(
 
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
-    if config.turn.korean_endpointing:
-        waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
-                 "default": config.turn.speech_timeout_secs}
 
-        def on_decision(kind: str, wait: float):
-            recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
+    def on_decision(kind: str, wait: float):
+        recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
 
-        stop = KoreanEndOfTurnStopStrategy(rules=models.assets.endpointing, waits=waits,
-                                           speculate=config.turn.speculative_reply, on_decision=on_decision)
-    else:
-        # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
-        stop = SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
-    mute = [MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else []
     context = LLMContext()
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
-        user_params=LLMUserAggregatorParams(
-            vad_analyzer=vad,
-            user_turn_strategies=UserTurnStrategies(
-                start=[VADUserTurnStartStrategy(enable_interruptions=True)],
-                stop=[stop],
-            ),
-            user_mute_strategies=mute,
-        ),
+        user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision),
         assistant_params=LLMAssistantAggregatorParams(),
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)

@@ -112,9 +112,12 @@ class TurnObserver(BaseObserver):
         elif isinstance(frame, UserStoppedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
             rec.user_turn_ended(now)
         elif isinstance(frame, TTSAudioRawFrame):
-            rec.current.mark("tts_first_audio", now)
+            # Only this turn's answer: the tail of an interrupted reply can still be in flight.
+            if rec.current.first_sentence is not None:
+                rec.current.mark("tts_first_audio", now)
         elif isinstance(frame, BotStartedSpeakingFrame):
             rec.bot_speaking = True
-            rec.current.mark("first_audio_out", now)
+            if rec.current.first_sentence is not None:
+                rec.current.mark("first_audio_out", now)
         elif isinstance(frame, BotStoppedSpeakingFrame):
             rec.bot_speaking = False

@@ -179,3 +179,19 @@ async def test_caller_going_on_withdraws_the_speculative_reply(fake):
     user_turns = [m["content"] for m in context.get_messages() if m["role"] == "user"]
     assert user_turns == ["어제부터 소음이 심한데 밤마다 그래요."]
     assert llm.dialog.last_reply == "네, 밤마다 소음이 심하시군요."
+
+
+async def test_a_transcript_later_than_the_stop_timeout_is_its_own_turn_not_part_of_the_next():
+    # STT overloaded: the turn closes (stop timeout) before its transcript arrives.
+    from bot.pipeline import user_turn_params
+
+    config = load_config(overrides=["turn.stop_timeout_secs=0.5", "turn.speculative_reply=false"])
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=user_turn_params(config, RULES))
+    sink = _Sink()
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(1.0), _transcript("늦게 도착한 말입니다."), SleepFrame(1.0),
+              *(await _speak("다음 말입니다.", 0.8))]
+    await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None)
+    users = [m["content"] for m in context.get_messages() if m["role"] == "user"]
+    assert users == ["늦게 도착한 말입니다.", "다음 말입니다."]

@@ -1,0 +1,205 @@
+"""The bench's baseline: the same call built from stock Pipecat parts.
+
+``build_stock_call`` has ``bot.pipeline.build_call``'s signature, so ``bot.server.create_app``
+serves it unchanged (``call_builder=build_stock_call``); ``python -m bot.stock`` is that server,
+started by ``run_bot.py bench --baseline stock``. What differs from our pipeline:
+
+* STT: Pipecat's ``WhisperSTTService`` (faster-whisper with its defaults: beam 5, no hotwords,
+  no segment guards) on the same local model directory. The service loads its model in
+  ``__init__``; a stock bot builds one per call and so reloads the model at every call start.
+  Here the loaded model is cached per process (``_WHISPER_MODELS``) and loaded before serving,
+  so call setup is not part of the comparison; the per-turn path is the stock one.
+* Turns: Pipecat's default ``UserTurnStrategies()`` (VAD or transcription start, smart-turn v3
+  stop) with a stock ``SileroVADAnalyzer()`` (default ``VADParams``), one per call.
+* LLM: plain ``OpenAILLMService`` (no structured output, no shortcuts, no timeouts of ours)
+  against the same ``llm.base_url``. The system prompt is ours, rendered once; it asks for JSON,
+  so against a real model the stock bot would read JSON aloud. The bench's fake LLM answers a
+  request without ``response_format`` with the plain reply text instead (see
+  ``bot.bench.bench_responder``): the same words our pipeline speaks, so TTS work is equal.
+* TTS: the same ``SupertonicTTSService`` on the process-wide engine (Pipecat's sentence
+  aggregator splits the token stream; in ours the LLM stage hands over whole sentences).
+* Input resampler: the stock one when the server runs with ``turn.fast_input_resampler=false``
+  (the bench sets it).
+
+Turn marks come from ``TurnObserver`` plus ``StockTurnObserver`` below, which reads off frames
+what our LLM stage writes into the record itself (request, first token, sentence, calls).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from loguru import logger
+from pipecat.audio.vad.silero import SileroVADAnalyzer
+from pipecat.frames.frames import LLMFullResponseStartFrame, LLMTextFrame, TranscriptionFrame
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMAssistantAggregatorParams,
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
+from pipecat.services.openai.llm import OpenAILLMService
+from pipecat.services.whisper.stt import WhisperSTTService
+from pipecat.transcriptions.language import Language
+from pipecat.transports.base_transport import BaseTransport
+from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+from bot.config import Config, Secrets
+from bot.dialog import DialogState
+from bot.domain import render_system_prompt
+from bot.pipeline import CallSession, SharedModels
+from bot.records import CallRecorder, TurnObserver
+from processors.supertonic_tts import SupertonicTTSService
+
+_WHISPER_MODELS: dict[tuple, object] = {}
+_WHISPER_LOCK = threading.Lock()
+
+
+class CachedModelWhisperSTTService(WhisperSTTService):
+    """Stock ``WhisperSTTService`` whose ``_load`` reuses one model per process (see module doc)."""
+
+    def _load(self):
+        key = (self._settings.model, self._device, self._compute_type)
+        with _WHISPER_LOCK:
+            model = _WHISPER_MODELS.get(key)
+            if model is None:
+                super()._load()
+                _WHISPER_MODELS[key] = self._model
+            else:
+                self._model = model
+
+
+def stock_stt(config: Config) -> CachedModelWhisperSTTService:
+    from bot.models import resolve_whisper_model
+
+    return CachedModelWhisperSTTService(
+        device=config.stt.device,
+        compute_type=config.stt.compute_type,
+        settings=WhisperSTTService.Settings(
+            model=resolve_whisper_model(config.stt, config.base_dir), language=Language(config.stt.language)
+        ),
+    )
+
+
+class StockTurnObserver(BaseObserver):
+    """Marks what our LLM stage records itself: STT done, LLM request/first token, calls, route."""
+
+    def __init__(self, recorder: CallRecorder, stt, llm):
+        super().__init__(observe_every_push=False)
+        self._rec, self._stt, self._llm = recorder, stt, llm
+
+    async def on_push_frame(self, data: FramePushed):
+        frame, rec, now = data.frame, self._rec, time.time()
+        if isinstance(frame, TranscriptionFrame) and data.source is self._stt:
+            rec.stt_result(None, None, None)  # stock STT reports no timings; stt_done = now
+        elif isinstance(frame, LLMFullResponseStartFrame) and data.source is self._llm:
+            cur = rec.current
+            cur.llm_calls += 1
+            cur.route = "llm"
+            cur.mark("llm_request", now)
+        elif isinstance(frame, LLMTextFrame) and data.source is self._llm:
+            rec.current.mark("llm_first_token", now)
+
+
+def build_stock_call(
+    *,
+    config: Config,
+    secrets: Secrets,
+    models: SharedModels,
+    transport: BaseTransport,
+    call_id: str,
+    in_rate: int = 16000,
+    out_rate: int = 8000,
+    qa: bool = False,
+    observers: list | None = None,
+) -> CallSession:
+    """``build_call`` with stock Pipecat STT, turn strategies and LLM (same transport and TTS)."""
+    recorder = CallRecorder(call_id, qa=qa)
+    dialog = DialogState()
+    stt = stock_stt(config)
+    prompt = render_system_prompt(models.assets.prompt, models.assets.domain, {})
+    context = LLMContext()
+    user_agg, assistant_agg = LLMContextAggregatorPair(
+        context,
+        user_params=LLMUserAggregatorParams(vad_analyzer=SileroVADAnalyzer(), user_turn_strategies=UserTurnStrategies()),
+        assistant_params=LLMAssistantAggregatorParams(),
+    )
+    llm = OpenAILLMService(
+        api_key=secrets.llm_api_key,
+        base_url=config.llm.base_url,
+        settings=OpenAILLMService.Settings(
+            model=config.llm.model, system_instruction=prompt, temperature=config.llm.temperature,
+            max_tokens=config.llm.max_tokens,
+        ),
+    )
+
+    def on_sentence(result):
+        recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))
+
+    tts = SupertonicTTSService(engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence)
+
+    @tts.event_handler("on_tts_request")
+    async def _sentence_ready(_tts, _context_id, _text):
+        # The TTS's sentence aggregator completed a sentence: "first reply sentence ready for TTS".
+        recorder.current.mark("first_sentence")
+
+    pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
+    worker = PipelineWorker(
+        pipeline,
+        params=PipelineParams(
+            audio_in_sample_rate=in_rate,
+            audio_out_sample_rate=out_rate,
+            enable_metrics=True,
+            enable_usage_metrics=True,
+        ),
+        observers=[TurnObserver(recorder), StockTurnObserver(recorder, stt, llm), *(observers or [])],
+        idle_timeout_secs=config.call.idle_timeout_secs,
+        enable_rtvi=qa,
+    )
+    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bot.stock [--config PATH] [--set K=V ...]``: serve the stock pipeline like ``run_bot.py serve``."""
+    import argparse
+
+    import uvicorn
+
+    from bot.config import ConfigError, load_config
+    from bot.errors import startup_errors
+    from bot.hatches import escape_hatches, log_banner
+    from bot.pipeline import load_models
+    from bot.privacy import install_log_masking
+    from bot.server import create_app
+
+    parser = argparse.ArgumentParser(prog="python -m bot.stock", description=main.__doc__)
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logger.remove()
+    install_log_masking()
+    logger.add(sys.stderr, level="DEBUG" if args.verbose else "INFO")
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    secrets = Secrets.from_env(config)
+    with startup_errors():
+        models = load_models(config)
+        stock_stt(config)  # load the stock STT's model once, before serving (see module doc)
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper))
+    logger.warning("STOCK BASELINE pipeline (bot/stock.py): for `run_bot.py bench --baseline stock` only")
+    app = create_app(config, secrets, models, call_builder=build_stock_call)
+    uvicorn.run(app, host=config.server.host, port=config.server.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

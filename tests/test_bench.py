@@ -1,0 +1,214 @@
+"""``run_bot.py bench``: speech-end detection, the turn set, the report writer, and one tiny real run."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bot.bench import (
+    DEFAULT_TURNS,
+    CallerTurn,
+    CallResult,
+    RunResult,
+    bench_responder,
+    load_turn_set,
+    render_report,
+    speech_bounds,
+    write_outputs,
+)
+from bot.config import LatencyConfig
+from bot.latency import TurnRecord
+from tests.conftest import ROOT
+
+HATCHES = ["STT on CPU (int8); production runs float16 on CUDA", "TTS model is a STAND-IN (random weights, not a voice)"]
+ENV = {
+    "stt": {"model": "models/whisper-base", "device": "cpu", "compute_type": "int8", "beam_size": 1},
+    "tts": {"providers": {"vocoder": ["CPUExecutionProvider"], "text_encoder": ["CPUExecutionProvider"]},
+            "voice": "F1", "steps": 5, "standin": True},
+    "llm": {"model": "fake-model", "dialect": "openai", "base_url": "http://127.0.0.1:1/v1"},
+    "escape_hatches": HATCHES,
+}  # fmt: skip
+
+
+def _wav_bytes(pcm: np.ndarray, rate: int) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("rate", [8000, 16000])
+def test_speech_bounds_excludes_leading_and_trailing_silence(rate):
+    rng = np.random.default_rng(0)
+    t = np.arange(int(0.6 * rate)) / rate
+    speech = 8000 * np.sin(2 * np.pi * 220 * t) * np.exp(-3 * t)  # decays to ~-16 dB at the end
+    dither = rng.integers(-1, 2, size=int(0.9 * rate))  # +-1 LSB, like sox's dither
+    pcm = np.concatenate([dither[: int(0.3 * rate)], speech, dither[: int(0.9 * rate)]]).astype(np.int16)
+    start, end = speech_bounds(pcm.tobytes(), rate)
+    assert start == pytest.approx(0.3, abs=0.011)
+    assert end == pytest.approx(0.9, abs=0.011)
+    assert speech_bounds(dither.astype(np.int16).tobytes(), rate) == (0.0, 0.0)
+    assert speech_bounds(b"", rate) == (0.0, 0.0)
+
+
+def test_shipped_turn_set_is_small_valid_and_finds_each_clips_speech():
+    ts = load_turn_set()
+    assert ts.path == DEFAULT_TURNS.resolve()
+    for turn in ts.turns.values():
+        assert turn.wav.stat().st_size < 100 * 1024
+        with wave.open(str(turn.wav)) as w:
+            assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) in {(1, 2, 8000), (1, 2, 16000)}
+        # Clips carry trailing silence (espeak's own, plus 0.2 s of padding): it is not speech.
+        assert 0.15 <= turn.speech_start_s < turn.speech_end_s <= turn.duration_s - 0.2
+    scripted = [t for call in ts.calls for t in call]
+    share = sum(ts.turns[t].route == "shortcut" for t in scripted) / len(scripted)
+    assert 0.3 <= share <= 0.5
+    assert ts.script(len(ts.calls)) == ts.script(0)  # calls cycle through the scripts
+
+
+def test_fake_llm_answers_json_to_structured_requests_and_text_to_plain_ones():
+    structured = bench_responder({"response_format": {"type": "json_schema", "json_schema": {"schema": {
+        "type": "object", "properties": {"reply": {"type": "string"}, "intent": {"type": "string"}}}}}})
+    assert isinstance(structured, dict) and structured["reply"]
+    plain = bench_responder({"messages": [{"role": "user", "content": "여보세요"}]})
+    assert plain == structured["reply"]
+
+
+def _turn(call_id: str, index: int, route: str, t0: float, *, llm_calls: int | None = None, v2v: float = 0.9,
+          interrupted: bool = False) -> dict:
+    rec = TurnRecord(call_id=call_id, index=index, route=route)
+    if route == "greeting":
+        rec.first_sentence, rec.tts_first_audio, rec.first_audio_out = t0, t0 + 0.05, t0 + 0.06
+        return rec.to_dict()
+    rec.speech_end, rec.vad_stop, rec.stt_done, rec.turn_end = t0, t0 + 0.2, t0 + 0.5, t0 + 0.8
+    if route == "llm":
+        rec.llm_request, rec.llm_first_token = t0 + 0.8, t0 + 0.85
+    rec.first_sentence = t0 + (0.88 if route == "llm" else 0.8)
+    rec.tts_first_audio = t0 + v2v - 0.01
+    rec.first_audio_out = t0 + v2v
+    rec.llm_calls = (1 if route == "llm" else 0) if llm_calls is None else llm_calls
+    rec.interrupted = interrupted
+    return rec.to_dict()
+
+
+def _synthetic_run(system: str = "ours", *, llm_calls: int = 1, extra_turn: bool = False, scale: float = 1.0) -> RunResult:
+    """Two calls: A (llm, llm, shortcut goodbye) and B (llm, then a turn the server never recorded)."""
+    t = 1_000_000.0
+    calls, turns = [], []
+    for name, script in (("CA" + "a" * 32, ["trash", "bulky", "bye"]), ("CA" + "b" * 32, ["parking", "water"])):
+        call = CallResult(name, script)
+        turns.append(_turn(name, 0, "greeting", t))
+        for i, tid in enumerate(script, 1):
+            start = t + 10 * i
+            expected = "shortcut" if tid == "bye" else "llm"
+            ct = CallerTurn(name, i, tid, tid, expected, f"{tid}.wav", speech_start=start, speech_end=start + 1.5,
+                            pause_ms=500.0, first_audio=start + 1.5 + scale, caller_ttfa_ms=1000.0 * scale)
+            call.turns.append(ct)
+            if name.endswith("b" * 32) and i == 2:
+                ct.no_answer, ct.first_audio, ct.caller_ttfa_ms = True, None, None
+                continue
+            actual = "shortcut" if tid == "bye" else "llm"
+            turns.append(_turn(name, i, actual, start + 1.5, v2v=0.95 * scale,
+                               llm_calls=llm_calls if (i == 1 and actual == "llm") else None))
+        if extra_turn and name.startswith("CAa"):
+            turns.append(_turn(name, 4, "llm", t + 10 * 3 + 4.0))  # after the last spoken turn
+        calls.append(call)
+    return RunResult(system, "http://127.0.0.1:9", calls, turns, ENV,
+                     {"n": 3000, "p50_ms": 0.2, "p99_ms": 3.5, "max_ms": 41.0}, {"p99_ms": 5.0, "max_ms": 41.0},
+                     started=t, wall_secs=42.0)
+
+
+META = {"concurrent calls (N)": 2, "machine": "test"}
+
+
+def test_report_has_the_table_llm_calls_shortcut_share_and_escape_hatches():
+    run = _synthetic_run(extra_turn=True)
+    text = render_report([run], META, LatencyConfig())
+    for hatch in HATCHES:
+        assert f"ESCAPE HATCH:** {hatch}" in text
+    # The header's hatches come before any figure.
+    assert text.index("ESCAPE HATCH") < text.index("| stage |")
+    assert "| stage | n | p50 ms | p90 ms | p99 ms | max ms | budget ms | over budget |" in text
+    assert "| voice_to_voice | 5 | 950 |" in text
+    assert "- LLM calls per turn: 0 call(s): 1 turns, 1 call(s): 4 turns; max 1: OK (at most one)" in text
+    assert "Shortcut share: 1/5 = 20 %" in text
+    assert "Route mix: llm 4, shortcut 1" in text
+    assert "No answer within the timeout: 1" in text
+    assert "Caller turns without a server record: 1; server turns no caller turn explains: 1" in text
+    assert "Expected vs actual route: 4/4 agree." in text
+    assert "| caller TTFA (last speech frame sent -> first audible bot audio) | 4 | 1000 |" in text
+    assert "ONNX session `vocoder`: CPUExecutionProvider" in text
+    assert "compute type int8" in text and "dialect openai" in text
+    assert "p99 3.5 ms" in text and "max 41.0 ms" in text
+    assert "Turns with missing marks: none" in text
+
+
+def test_report_flags_more_than_one_llm_call_and_shows_ratios_against_stock():
+    ours, stock = _synthetic_run(llm_calls=2), _synthetic_run("stock", scale=2.0)
+    text = render_report([ours, stock], META, LatencyConfig())
+    assert "max 2: **FAIL: 2 turn(s) made more than one call**" in text
+    assert "## Ours vs stock Pipecat" in text
+    assert "| voice_to_voice | 950 | 1900 | 0.50 |" in text
+    assert "| **caller TTFA** | 1000 | 2000 | 0.50 |" in text
+
+
+def test_write_outputs_writes_report_plot_and_one_json_line_per_turn(tmp_path):
+    runs = [_synthetic_run(), _synthetic_run("stock", scale=1.5)]
+    paths = write_outputs(tmp_path / "out", runs, META, LatencyConfig(), load_turn_set())
+    report = paths["report"].read_text()
+    assert report.startswith("# Voice agent bench")
+    assert "| bye | goodbye (ends the call) | 안녕히 계세요 | shortcut |" in report
+    assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = [json.loads(line) for line in paths["turns"].read_text().splitlines()]
+    assert len(rows) == 2 * 5  # 5 caller turns per run (one without a server record)
+    answered = [r for r in rows if r["server"] and r["caller"]]
+    assert all(r["server"]["call_id"] == r["call_id"] == r["caller"]["call_id"] for r in answered)
+    assert all(r["server"]["index"] == r["turn"] for r in answered)
+    assert all("voice_to_voice" in r["server"]["stages_ms"] for r in answered)
+
+
+def test_bench_places_concurrent_calls_and_writes_the_report(tmp_path, whisper_dir, standin_tts_dir):
+    """A tiny real run: 2 calls at once, each "trash" (LLM) then "bye" (shortcut, the bot hangs up)."""
+    turns = tmp_path / "turns.toml"
+    audio = ROOT / "bench" / "audio"
+    turns.write_text(
+        f'[[turns]]\nid = "trash"\nwav = "{audio / "trash.wav"}"\nroute = "llm"\nlabel = "trash"\n\n'
+        f'[[turns]]\nid = "bye"\nwav = "{audio / "bye.wav"}"\nroute = "shortcut"\nlabel = "bye"\n\n'
+        '[[calls]]\nturns = ["trash", "bye"]\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "2", "--turns", str(turns), "--out", str(out),
+         "--no-progress", "--answer-timeout", "20",
+         "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
+         "--set", "tts.warmup_lengths=[5]"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert "Calls: 2 (bot: 2)" in report, report
+    assert "| voice_to_voice | 4 |" in report
+    assert "ESCAPE HATCH:** STT on CPU" in report
+    assert "max 1: OK" in report and "Shortcut share: 2/4 = 50 %" in report
+    assert (out / "latency.png").read_bytes()[:4] == b"\x89PNG"
+    rows = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and len({r["call_id"] for r in rows}) == 2
+    for r in rows:
+        assert r["server"] and r["caller"], r
+        assert r["server"]["route"] == r["caller"]["expected_route"]
+        assert 0 < r["caller"]["caller_ttfa_ms"] < 10_000 and not r["caller"]["cut_off_early"]
+        # The caller's figure includes what the server's cannot see (socket, serializer): never much less.
+        assert r["caller"]["caller_ttfa_ms"] > r["server"]["stages_ms"]["voice_to_voice"] - 100
+    assert not math.isnan(json.loads(json.dumps(rows))[0]["caller"]["speech_end"])
