@@ -118,7 +118,7 @@ def cmd_serve(config, args) -> int:
     secrets = Secrets.from_env(config)
     with startup_errors():
         models = load_models(config)
-    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper))
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets))
     if not config.twilio.validate_signature:
         logger.warning("!" * 78)
         logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")

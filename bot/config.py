@@ -32,6 +32,8 @@ class ServerConfig:
     max_calls: int = 8
     # Seconds a webhook token stays valid before its media stream must arrive.
     token_ttl_secs: float = 60.0
+    # The WebRTC QA page on this server (protect it with env QA_ACCESS_TOKEN on a public host).
+    qa_page: bool = True
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ class Secrets:
     twilio_account_sid: str | None
     twilio_auth_token: str | None
     llm_api_key: str
+    qa_access_token: str | None = None
 
     @classmethod
     def from_env(cls, config: Config) -> "Secrets":
@@ -201,6 +204,7 @@ class Secrets:
             twilio_account_sid=os.environ.get("TWILIO_ACCOUNT_SID") or None,
             twilio_auth_token=os.environ.get("TWILIO_AUTH_TOKEN") or None,
             llm_api_key=os.environ.get(config.llm.api_key_env) or "EMPTY",
+            qa_access_token=os.environ.get("QA_ACCESS_TOKEN") or None,
         )
 
 

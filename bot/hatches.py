@@ -11,11 +11,13 @@ from loguru import logger
 from bot.config import Config
 
 
-def escape_hatches(config: Config, *, tts_engine=None, whisper_engine=None) -> list[str]:
+def escape_hatches(config: Config, *, tts_engine=None, whisper_engine=None, secrets=None) -> list[str]:
     """What is running in a degraded or unsafe mode right now."""
     hatches = []
     if not config.twilio.validate_signature:
         hatches.append("twilio.validate_signature=false: webhook signatures are NOT checked")
+    if config.server.qa_page and secrets is not None and not secrets.qa_access_token:
+        hatches.append("QA page open without a token (QA_ACCESS_TOKEN unset): anyone reaching this host can open calls")
     if config.llm.server_enforce_eager:
         hatches.append("vLLM --enforce-eager: CUDA graphs are off on the LLM server")
     if "tensorrt" not in config.tts.providers:

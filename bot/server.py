@@ -63,7 +63,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     calls = CallRegistry()
     background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
-    hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper)
+    hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
     app.state.calls, app.state.metrics, app.state.tokens, app.state.loop_lag = calls, metrics, tokens, lag
     recent_turns: deque[dict] = deque(maxlen=5000)
 
@@ -202,5 +202,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     app.state.environment = environment
 
-    mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics, finish_call=finish_call)
+    if config.server.qa_page:
+        mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics,
+                     finish_call=finish_call)
     return app

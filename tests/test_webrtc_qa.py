@@ -28,6 +28,8 @@ from tests.fake_llm import DEFAULT_TURN, FakeLLM
 
 CHROMIUM = Path("/usr/bin/chromium")
 REQUIRE_BROWSER = bool(os.environ.get("CI_REQUIRE_BROWSER"))
+QA_TOKEN = "qa-test-token"
+AUTH = {"X-QA-Token": QA_TOKEN}
 if not REQUIRE_BROWSER:
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)
@@ -69,7 +71,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm):
             f"llm.base_url='{fake_llm.base_url}'",
             f"records.dir='{tmp / 'records'}'",
         ],
-        env={},
+        env={"QA_ACCESS_TOKEN": QA_TOKEN},
         log_path=tmp / "bot.log",
     )
     try:
@@ -122,7 +124,7 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
             page = context.pages[0] if context.pages else context.new_page()
             console: list[str] = []
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-            page.goto(f"{bot.base_url}/")
+            page.goto(f"{bot.base_url}/?token={QA_TOKEN}")
             assert page.title() == "민원 전화 QA"
             assert page.locator("#status").inner_text() == "대기 중"
             page.click("#connect")
@@ -200,8 +202,12 @@ def test_page_is_self_contained_and_signalling_refuses_bad_requests(bot):
         assert not re.search(r"https?://", resp.text), f"{asset} must not load anything from the network"
     assert not re.search(r"(src|href)=\"(https?:)?//", page.text)
     offer = f"{bot.base_url}/api/offer"
-    assert httpx.post(offer, content=b"not json", timeout=5).status_code == 400
-    assert httpx.post(offer, json={"type": "offer"}, timeout=5).status_code == 400
-    assert httpx.post(offer, json={"sdp": "v=0", "type": "offer"}, timeout=5).status_code == 400  # no audio
-    assert httpx.patch(offer, json={"pc_id": "nope", "candidates": []}, timeout=5).status_code == 404
+    # Without the QA token (env QA_ACCESS_TOKEN on the server) nobody opens a call.
+    assert httpx.post(offer, json={"sdp": "v=0\r\nm=audio", "type": "offer"}, timeout=5).status_code == 401
+    assert httpx.post(offer, json={}, headers={"X-QA-Token": "wrong"}, timeout=5).status_code == 401
+    assert httpx.patch(offer, json={"pc_id": "x", "candidates": []}, timeout=5).status_code == 401
+    assert httpx.post(offer, content=b"not json", headers=AUTH, timeout=5).status_code == 400
+    assert httpx.post(offer, json={"type": "offer"}, headers=AUTH, timeout=5).status_code == 400
+    assert httpx.post(offer, json={"sdp": "v=0", "type": "offer"}, headers=AUTH, timeout=5).status_code == 400  # no audio
+    assert httpx.patch(offer, json={"pc_id": "nope", "candidates": []}, headers=AUTH, timeout=5).status_code == 404
     assert "QA call rejected" not in bot.log()

@@ -35,6 +35,7 @@ speaking events.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import time
 from contextlib import asynccontextmanager, suppress
@@ -172,7 +173,18 @@ def mount_webrtc(
     metrics,
     finish_call: Callable[[CallSession], None],
 ) -> None:
-    """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring)."""
+    """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
+
+    With ``secrets.qa_access_token`` set (env ``QA_ACCESS_TOKEN``), signalling needs it in the
+    ``X-QA-Token`` header: the page sits on the same public host as the Twilio webhook, and a
+    QA call takes a call slot on the GPU.
+    """
+
+    def check_token(request: Request) -> None:
+        want = secrets.qa_access_token
+        if want and not hmac.compare_digest(request.headers.get("X-QA-Token", ""), want):
+            raise HTTPException(status_code=401, detail="QA token required (X-QA-Token)")
+
     # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
     handler = SmallWebRTCRequestHandler()
     running: set[asyncio.Task] = set()
@@ -186,6 +198,7 @@ def mount_webrtc(
 
     @app.post("/api/offer")
     async def offer(request: Request):
+        check_token(request)
         body = await _json_object(request)
         try:
             webrtc_request = SmallWebRTCRequest.from_dict(
@@ -210,6 +223,7 @@ def mount_webrtc(
 
     @app.patch("/api/offer")
     async def ice_candidate(request: Request):
+        check_token(request)
         body = await _json_object(request)
         try:
             patch = SmallWebRTCPatchRequest(

@@ -113,11 +113,12 @@
       await pc.setLocalDescription(await pc.createOffer());
       const resp = await fetch("/api/offer", {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: apiHeaders(),
         body: JSON.stringify({ sdp: pc.localDescription.sdp, type: pc.localDescription.type }),
       });
       if (!resp.ok) {
-        const reason = resp.status === 503 ? "통화 수 한도 초과" : `HTTP ${resp.status}`;
+        const reason = resp.status === 503 ? "통화 수 한도 초과"
+          : resp.status === 401 ? "QA 토큰이 필요합니다 (?token=...)" : `HTTP ${resp.status}`;
         throw new Error(reason);
       }
       const answer = await resp.json();
@@ -132,6 +133,14 @@
     }
   }
 
+  // The server may require a QA token (env QA_ACCESS_TOKEN): open the page as /?token=...
+  function apiHeaders() {
+    const headers = { "Content-Type": "application/json" };
+    const token = new URLSearchParams(location.search).get("token");
+    if (token) headers["X-QA-Token"] = token;
+    return headers;
+  }
+
   // Trickle ICE: our candidates go to PATCH /api/offer once the server told us its pc_id.
   async function flushCandidates() {
     if (!qa.pcId || pendingCandidates.length === 0) return;
@@ -139,7 +148,7 @@
     try {
       await fetch("/api/offer", {
         method: "PATCH",
-        headers: { "Content-Type": "application/json" },
+        headers: apiHeaders(),
         body: JSON.stringify({
           pc_id: qa.pcId,
           candidates: batch.map((c) => ({
