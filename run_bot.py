@@ -17,8 +17,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
-from pathlib import Path
 
 from loguru import logger
 

@@ -28,7 +28,7 @@ lag, caller TTFA beside the server's voice_to_voice), ``DIR/latency.png`` (CDFs)
 Without ``--url`` the bench starts the server itself (``run_bot.py`` in a subprocess, with the
 given ``--config``/``--set``, a random TWILIO_AUTH_TOKEN and no TWILIO_ACCOUNT_SID so nothing
 reaches Twilio's REST API) and, unless ``--no-fake-llm``, a fake vLLM in this process
-(``tests.fake_llm.FakeLLM``, first token after 150 ms, 3 characters per 10 ms). With
+(``bot.testing.fake_llm.FakeLLM``, first token after 150 ms, 3 characters per 10 ms). With
 ``--baseline stock`` the same calls then run against ``python -m bot.stock`` (stock Pipecat parts,
 see ``bot/stock.py``) and the report puts ours/stock ratios side by side. The servers run one
 after the other, never at once, so they do not compete for the CPU.
@@ -60,6 +60,7 @@ from loguru import logger
 
 from bot.config import Config, LatencyConfig
 from bot.latency import STAGES, TurnRecord, format_table, percentile, summarize
+from bot.testing.process import BotProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "turns.toml"
@@ -262,7 +263,7 @@ async def _speak(call, turn: Turn) -> tuple[float, float]:
 async def run_call(target: Target, script: list[Turn], *, clock: _Clock, rng: random.Random,
                    answer_timeout: float, on_turn=None) -> CallResult:
     """One simulated caller: webhook, stream, greeting, the scripted turns, hang up."""
-    from tests.twilio_sim import CallClosed, TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+    from bot.testing.twilio_sim import CallClosed, TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
     call_sid = new_sid("CA")
     result = CallResult(call_sid, [t.id for t in script])
@@ -332,72 +333,31 @@ def bench_responder(body: dict[str, Any]):
     The stock baseline (plain ``OpenAILLMService``, no ``response_format``) thus gets the same
     words our pipeline speaks, rather than JSON it would read aloud.
     """
-    from tests.fake_llm import DEFAULT_TURN, default_responder, schema_of
+    from bot.testing.fake_llm import DEFAULT_TURN, default_responder, schema_of
 
     return default_responder(body) if schema_of(body) is not None else DEFAULT_TURN["reply"]
 
 
-class ServerProcess:
+class ServerProcess(BotProcess):
     """Our server (``run_bot.py``) or the stock one (``python -m bot.stock``) in a subprocess."""
 
     def __init__(self, system: str, config_path: str | None, overrides: list[str], log_path: Path, auth_token: str):
-        self.system = system
-        with _socket() as s:
-            self.port = s.getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        entry = ["-m", "bot.stock"] if system == "stock" else [str(ROOT / "run_bot.py")]
-        args = [sys.executable, *entry]
-        if config_path:
-            args += ["--config", str(config_path)]
-        sets = [*overrides, f"server.port={self.port}", "server.host='127.0.0.1'",
-                f"server.public_host='127.0.0.1:{self.port}'"]
+        sets = list(overrides)
         if system == "stock":
             sets.append("turn.fast_input_resampler=false")
-        for item in sets:
-            args += ["--set", item]
-        env = {k: v for k, v in os.environ.items() if k != "TWILIO_ACCOUNT_SID"}
-        env["TWILIO_AUTH_TOKEN"] = auth_token
-        self.log_path = log_path
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = log_path.open("w")
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
-        self.target = Target(self.base_url, f"https://127.0.0.1:{self.port}/twilio/voice",
-                             f"ws://127.0.0.1:{self.port}/twilio/media", auth_token)
+        port = free_port()
+        sets.append(f"server.public_host='127.0.0.1:{port}'")
+        # A random webhook token and no account SID: nothing is ever sent to Twilio's REST API.
+        super().__init__(sets, {"TWILIO_AUTH_TOKEN": auth_token, "TWILIO_ACCOUNT_SID": None}, log_path,
+                         entry=("-m", "bot.stock") if system == "stock" else None, config_path=config_path, port=port)
+        self.system = system
+        self.target = Target(self.base_url, f"https://127.0.0.1:{self.port}/twilio/voice", self.ws_url, auth_token)
 
     def wait_ready(self, timeout: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"{self.system} server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        raise BenchError(f"{self.system} server not ready after {timeout:.0f} s:\n{self.log_tail()}")
-
-    def log_tail(self, chars: int = 3000) -> str:
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")[-chars:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-
-
-def _socket():
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    return s
+        try:
+            super().wait_ready(timeout)
+        except (RuntimeError, TimeoutError) as e:
+            raise BenchError(f"{self.system} server: {e}") from e
 
 
 # --------------------------------------------------------------------------------- a run
@@ -860,7 +820,7 @@ def run_bench(config: Config, args) -> int:
     runs: list[RunResult] = []
     try:
         if fake:
-            from tests.fake_llm import FakeLLM
+            from bot.testing.fake_llm import FakeLLM
 
             fake_llm = FakeLLM(first_token_delay=0.15, token_delay=0.01, responder=bench_responder).start()
             logger.info("bench: fake LLM at {} (first token 150 ms)", fake_llm.base_url)
@@ -895,7 +855,7 @@ def run_bench(config: Config, args) -> int:
             fake_llm.stop()
     meta = machine_meta(n, turn_set, getattr(args, "argv", None))
     if fake:
-        meta["LLM"] = "fake vLLM (tests/fake_llm.py): first token 150 ms, 3 chars per 10 ms"
+        meta["LLM"] = "fake vLLM (bot/testing/fake_llm.py): first token 150 ms, 3 chars per 10 ms"
     paths = write_outputs(out, runs, meta, config.latency, turn_set)
     print(paths["report"].read_text(encoding="utf-8"))
     print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)

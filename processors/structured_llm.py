@@ -206,6 +206,7 @@ class StructuredLLMService(OpenAILLMService):
         try:
             turn = await self._stream_turn(trimmed, record, spoken)
         except LLMTurnError as e:
+            error = str(e)  # `e` is unbound after the except block; a held commit runs later
             logger.error("LLM turn failed ({}): {} - speaking the apology", e.kind, e)
             if record:
                 record.mark("first_sentence", overwrite=not spoken)
@@ -213,9 +214,9 @@ class StructuredLLMService(OpenAILLMService):
 
             def commit_error():
                 if record:
-                    record.route, record.error = "error", str(e)
+                    record.route, record.error = "error", error
 
-            result = TurnResult("error", self._canned.apology, "continue", None, 1, str(e))
+            result = TurnResult("error", self._canned.apology, "continue", None, 1, error)
             await self._finish_turn(result, record, commit_error)
             return
         if turn["intent"] == "transfer" and not self._can_transfer:

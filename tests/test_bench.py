@@ -8,7 +8,6 @@ import math
 import subprocess
 import sys
 import wave
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""tests/fake_llm.py against the real openai client and raw HTTP."""
+"""bot/testing/fake_llm.py against the real openai client and raw HTTP."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from openai import AsyncOpenAI
 
 from bot.domain import load_domain
 from bot.reply_stream import ReplyFieldExtractor, TurnParseError, parse_turn
-from tests.fake_llm import DEFAULT_TURN, FakeLLM
+from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = load_domain(ROOT / "bot" / "data" / "domain.toml")
@@ -288,7 +288,7 @@ def test_standalone_cli() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_llm", "--port", str(port), "--first-token-delay", "0", "--log-level", "warning"],
+        [sys.executable, "-m", "bot.testing.fake_llm", "--port", str(port), "--first-token-delay", "0", "--log-level", "warning"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from pipecat.frames.frames import (
     AggregatedTextFrame,
-    LLMContextFrame,
     TranscriptionFrame,
     UserStoppedSpeakingFrame,
     VADUserStartedSpeakingFrame,
@@ -24,7 +23,7 @@ from bot.config import load_config
 from bot.pipeline import DialogAssets, make_llm
 from bot.records import CallRecorder, TurnObserver
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
-from tests.fake_llm import FakeLLM
+from bot.testing.fake_llm import FakeLLM
 
 CONFIG = load_config()
 RULES = EndOfTurnRules.load(CONFIG.path(CONFIG.turn.endpointing_file))
@@ -195,3 +194,17 @@ async def test_a_transcript_later_than_the_stop_timeout_is_its_own_turn_not_part
     await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None)
     users = [m["content"] for m in context.get_messages() if m["role"] == "user"]
     assert users == ["늦게 도착한 말입니다.", "다음 말입니다."]
+
+
+async def test_a_failed_speculative_call_speaks_the_apology_once_the_turn_ends(fake):
+    recorder = CallRecorder("CAtest")
+    fake.script(_turn("x"), mode="http_error")
+    llm = _llm(fake, recorder)
+    pipeline, sink, _, _ = _pipeline(llm)
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("어제부터 소음이 심한데"), SleepFrame(1.6)]
+    await run_test(pipeline, frames_to_send=frames, expected_down_frames=None, observers=[TurnObserver(recorder)])
+    assert fake.calls == 1
+    assert len(sink.sentences) == 1 and sink.sentences[0].startswith("죄송합니다")
+    rec = recorder.records[-1]
+    assert rec.route == "error" and rec.error.startswith("http_500") and rec.llm_calls == 1

@@ -16,9 +16,10 @@ import httpx
 import pytest
 import websockets
 
-from tests.conftest import FIXTURES, BotProcess, FakeTwilioAPI
-from tests.fake_llm import FakeLLM
-from tests.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.process import BotProcess, FakeTwilioAPI
+from tests.conftest import FIXTURES
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
 AUTH_TOKEN = "test-auth-token-0123456789"
 ACCOUNT_SID = "AC" + "1" * 32

@@ -10,7 +10,7 @@ import pytest
 
 from bot.chat import DialogSession
 from bot.config import load_config
-from tests.fake_llm import FakeLLM
+from bot.testing.fake_llm import FakeLLM
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 from websockets.asyncio.server import ServerConnection, serve
 
-from tests.twilio_sim import (
+from bot.testing.twilio_sim import (
     FRAME_BYTES,
     CallClosed,
     TwilioCallSimulator,

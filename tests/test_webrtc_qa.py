@@ -23,8 +23,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import FIXTURES, BotProcess
-from tests.fake_llm import DEFAULT_TURN, FakeLLM
+from bot.testing.process import BotProcess
+from tests.conftest import FIXTURES
+from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
 
 CHROMIUM = Path("/usr/bin/chromium")
 REQUIRE_BROWSER = bool(os.environ.get("CI_REQUIRE_BROWSER"))

@@ -51,19 +51,10 @@ from processors.whisper_stt import (
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # Korean rejected for any of these is fine; a transcript is too.
 NOTHING_HEARD = {"no_speech", "low_confidence", "repetitive", "empty"}
-
-
-@pytest.fixture(scope="session")
-def whisper_dir(tmp_path_factory) -> Path:
-    cached = ROOT / "models" / "whisper-base"
-    if offline_whisper_ready(cached):
-        return cached
-    return assemble_offline_whisper(tmp_path_factory.mktemp("models") / "whisper-base")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ In tests::
 
 Standalone, to run the bot without a GPU::
 
-    python -m tests.fake_llm --port 8000
+    python -m bot.testing.fake_llm --port 8000
 
 Each ``POST /v1/chat/completions`` takes the next scripted response from a queue
 (``script(...)``), or the default responder's valid turn when the queue is empty. Streamed

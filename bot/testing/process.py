@@ -1,0 +1,120 @@
+"""The bot as a separate process, and Twilio's REST API as far as a call goes (tests and bench)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeTwilioAPI:
+    """Twilio's REST API as far as the hang-up goes: records ``POST .../Calls/{CallSid}.json``."""
+
+    def __init__(self):
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+        import uvicorn
+
+        self.hangups: list[dict] = []
+
+        async def update_call(request: Request):
+            form = dict(await request.form())
+            self.hangups.append({"path": request.url.path, "form": form, "auth": request.headers.get("authorization")})
+            return JSONResponse({"sid": request.path_params["sid"], "status": form.get("Status")})
+
+        app = Starlette(routes=[Route("/2010-04-01/Accounts/{ac}/Calls/{sid}.json", update_call, methods=["POST"])])
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="critical"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        while not self._server.started:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self._server.should_exit = True
+        self._thread.join(5)
+
+
+class BotProcess:
+    """``python run_bot.py`` (or another entry, e.g. ``-m bot.stock``) started as a separate process.
+
+    Args:
+        overrides: ``--set`` items (port and host are added).
+        env: Environment on top of this process's; a value of None removes the variable.
+        log_path: Where the server's output goes.
+        extra_args: More command-line arguments (e.g. ``-v``).
+        entry: What Python runs; default ``run_bot.py``.
+        config_path: ``--config``.
+    """
+
+    def __init__(self, overrides: list[str], env: dict[str, str | None], log_path: Path,
+                 extra_args: tuple[str, ...] = (), *, entry: tuple[str, ...] | None = None,
+                 config_path: str | None = None, port: int | None = None):
+        self.port = port or free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/twilio/media"
+        args = [sys.executable, *(entry or (str(ROOT / "run_bot.py"),))]
+        if config_path:
+            args += ["--config", str(config_path)]
+        for item in [*overrides, f"server.port={self.port}", "server.host='127.0.0.1'"]:
+            args += ["--set", item]
+        args += list(extra_args)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("w")
+        self.log_path = log_path
+        full_env = {**os.environ, **{k: v for k, v in env.items() if v is not None}}
+        for k in [k for k, v in env.items() if v is None]:
+            full_env.pop(k, None)
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"run_bot.py exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise TimeoutError(f"server not ready:\n{self.log_path.read_text()[-3000:]}")
+
+    def healthz(self) -> dict:
+        return httpx.get(f"{self.base_url}/healthz", timeout=5).json()
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            self._log.close()
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self._log.close()
