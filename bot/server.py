@@ -28,6 +28,7 @@ from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
     StreamTokenStore,
+    build_busy_twiml,
     build_stream_twiml,
     media_format_problem,
     parse_stream_start,
@@ -81,7 +82,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             return PlainTextResponse("CallSid missing", status_code=400)
         if len(calls) >= config.server.max_calls:
             logger.warning("call {} rejected: {} calls active (server.max_calls)", mask(call_sid), len(calls))
-            return Response('<?xml version="1.0" encoding="UTF-8"?><Response><Reject reason="busy"/></Response>', media_type="application/xml")
+            return Response(build_busy_twiml(), media_type="application/xml")
         logger.info("call {} from {}: webhook accepted", mask(call_sid), mask(form.get("From", "?")))
         return Response(build_stream_twiml(config.server.public_host, tokens.issue(call_sid)), media_type="application/xml")
 
@@ -132,6 +133,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             task = asyncio.create_task(session.worker.cancel())
             background.add(task)
             task.add_done_callback(background.discard)
+
         calls.active[start.call_sid] = time.time()
         metrics.call_started()
 

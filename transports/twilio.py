@@ -36,6 +36,13 @@ def build_stream_twiml(public_host: str, token: str) -> str:
     return str(response)
 
 
+def build_busy_twiml() -> str:
+    """TwiML that rejects a call with a busy signal (every call slot is taken)."""
+    response = VoiceResponse()
+    response.reject(reason="busy")
+    return str(response)
+
+
 def signature_is_valid(auth_token: str, url: str, params: dict[str, str], signature: str | None) -> bool:
     """Check ``X-Twilio-Signature`` against the URL Twilio called and the form fields."""
     if not signature:
