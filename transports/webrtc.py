@@ -128,7 +128,8 @@ class QALiveObserver(BaseObserver):
             if frame.text.strip():
                 await self.send({"qa": "transcript", "turn": rec.current.index, "text": frame.text.strip()})
         elif isinstance(frame, BotStartedSpeakingFrame):
-            rec.current.mark("first_audio_out", time.time())
+            if rec.current.first_sentence is not None:  # same rule as TurnObserver
+                rec.current.mark("first_audio_out", time.time())
             await self.send_turns()
         elif isinstance(frame, _TURN_EVENTS):
             await self.send_turns()
