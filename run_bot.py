@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--turns", default=None, help="turn set TOML (default: bench/turns.toml)")
     p.add_argument("--calls", type=int, default=1, help="concurrent calls (default 1)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="play the N concurrent calls this many times, one round after another (default 1)")
     p.add_argument("--out", default="bench-out", help="output directory (default bench-out/)")
     p.add_argument("--url", default=None, help="bench a running server (http://host:port) instead of starting one")
     p.add_argument("--public-host", default=None, help="with --url: the host the webhook signature covers "

@@ -432,24 +432,30 @@ async def _watch_loop_lag(client: httpx.AsyncClient, base_url: str, worst: dict,
 
 
 async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_calls: int, *, seed: int = 0,
-                          answer_timeout: float = 30.0, progress: bool = True, collect_timeout: float = 60.0) -> RunResult:
-    """Place ``n_calls`` calls at once against ``target``; collect the server's records afterwards."""
+                          answer_timeout: float = 30.0, progress: bool = True, collect_timeout: float = 60.0,
+                          rounds: int = 1) -> RunResult:
+    """Place ``n_calls`` calls at once against ``target``, ``rounds`` times; collect the server's records.
+
+    Call ``i`` of round ``r`` plays script ``r * n_calls + i``, so more rounds cover more of the set.
+    """
     from tqdm import tqdm
 
     clock = _Clock()
     started = time.time()
     t0 = time.monotonic()
-    total = sum(len(turn_set.script(i)) for i in range(n_calls))
+    total = sum(len(turn_set.script(i)) for i in range(n_calls * rounds))
     bar = tqdm(total=total, unit="turn", desc=f"bench {system} x{n_calls}", disable=not progress, file=sys.stderr)
     worst: dict = {}
     async with httpx.AsyncClient() as client:
         watcher = asyncio.create_task(_watch_loop_lag(client, target.base_url, worst))
         try:
-            calls = await asyncio.gather(*(
-                run_call(target, turn_set.script(i), clock=clock, rng=random.Random(seed * 1000 + i),
-                         answer_timeout=answer_timeout, on_turn=bar.update)
-                for i in range(n_calls)
-            ))  # fmt: skip
+            calls = []
+            for r in range(rounds):
+                calls += await asyncio.gather(*(
+                    run_call(target, turn_set.script(i), clock=clock, rng=random.Random(seed * 1000 + i),
+                             answer_timeout=answer_timeout, on_turn=bar.update)
+                    for i in range(r * n_calls, (r + 1) * n_calls)
+                ))  # fmt: skip
         finally:
             watcher.cancel()
             bar.close()
@@ -833,7 +839,8 @@ def run_bench(config: Config, args) -> int:
                 host = args.public_host or config.server.public_host
                 target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth)
                 runs.append(asyncio.run(run_bench_calls(system, target, turn_set, n, seed=args.seed,
-                                                        answer_timeout=args.answer_timeout, progress=not args.no_progress)))
+                                                        answer_timeout=args.answer_timeout, progress=not args.no_progress,
+                                                        rounds=args.rounds)))
                 continue
             overrides = list(args.overrides)
             if system == "ours-basic":
@@ -847,13 +854,14 @@ def run_bench(config: Config, args) -> int:
                 server.wait_ready()
                 runs.append(asyncio.run(run_bench_calls(system, server.target, turn_set, n, seed=args.seed,
                                                         answer_timeout=args.answer_timeout,
-                                                        progress=not args.no_progress)))
+                                                        progress=not args.no_progress, rounds=args.rounds)))
             finally:
                 server.stop()
     finally:
         if fake_llm is not None:
             fake_llm.stop()
     meta = machine_meta(n, turn_set, getattr(args, "argv", None))
+    meta["rounds"] = args.rounds
     if fake:
         meta["LLM"] = "fake vLLM (bot/testing/fake_llm.py): first token 150 ms, 3 chars per 10 ms"
     paths = write_outputs(out, runs, meta, config.latency, turn_set)
