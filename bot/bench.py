@@ -47,7 +47,6 @@ import secrets as pysecrets
 import subprocess
 import sys
 import time
-import tomllib
 import wave
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ import numpy as np
 from loguru import logger
 
 from bot.config import Config, LatencyConfig
+from bot.datafile import read_toml
 from bot.latency import STAGES, TurnRecord, format_table, percentile, summarize
 from bot.testing.process import BotProcess, free_port
 
@@ -145,12 +145,7 @@ def speech_bounds(pcm: bytes, rate: int, *, window_ms: float = 10.0, rel_db: flo
 def load_turn_set(path: str | Path | None = None) -> TurnSet:
     """Read a turn set TOML (see ``bench/turns.toml``) and its clips."""
     path = Path(path or DEFAULT_TURNS).resolve()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise BenchError(f"turn set not found: {path}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise BenchError(f"{path}: invalid TOML: {e}") from e
+    raw = read_toml(path, BenchError, "turn set")
     turns: dict[str, Turn] = {}
     for i, item in enumerate(raw.get("turns", [])):
         where = f"{path}: turns[{i}]"

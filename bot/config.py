@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from bot.datafile import read_toml
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
 
@@ -275,12 +277,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
         ConfigError: naming the offending key.
     """
     path = Path(path) if path else DEFAULT_CONFIG
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise ConfigError(f"config file not found: {path}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    raw = read_toml(path, ConfigError, "config file")
     for item in overrides:
         section, name, value = _parse_override(item)
         table = raw.setdefault(section, {})

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bot.datafile import read_toml
 
 SLOT_NAMES = ("category", "location", "time")
 
@@ -19,7 +20,7 @@ class CannedReplies:
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path, ValueError, "canned replies file")
         try:
             return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat", "transfer_unavailable")})
         except KeyError as e:

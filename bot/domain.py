@@ -13,10 +13,11 @@ for the server dialect (vLLM / OpenAI ``json_schema``, llama.cpp ``json_object``
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
+
+from bot.datafile import read_toml
 
 # Field order of a turn. The reply comes FIRST: it streams to the TTS while it is being
 # generated, so its first sentence can be spoken after a handful of tokens. Slots first would
@@ -194,12 +195,7 @@ def load_domain(path: str | Path) -> Domain:
         DomainError: a missing file, invalid TOML, or an entry that breaks the rules.
     """
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise DomainError(f"domain file not found: {path}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise DomainError(f"{path}: invalid TOML: {e}") from e
+    raw = read_toml(path, DomainError, "domain file")
     unknown = sorted(set(raw) - {"intents", "categories", "flows"})
     if unknown:
         raise DomainError(f"{path}: unknown table {unknown[0]!r}")

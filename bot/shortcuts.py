@@ -9,11 +9,12 @@ every yes/no acknowledgement, goes to the model.
 from __future__ import annotations
 
 import re
-import tomllib
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from bot.datafile import read_toml
 
 if TYPE_CHECKING:  # pragma: no cover
     from bot.domain import Domain
@@ -113,12 +114,7 @@ def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> Shortcut
         ShortcutError: a missing file, invalid TOML, a bad rule or a regex that does not compile.
     """
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise ShortcutError(f"shortcuts file not found: {path}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ShortcutError(f"{path}: invalid TOML: {e}") from e
+    raw = read_toml(path, ShortcutError, "shortcuts file")
     unknown = sorted(set(raw) - {"macros", "rules"})
     if unknown:
         raise ShortcutError(f"{path}: unknown table {unknown[0]!r}")

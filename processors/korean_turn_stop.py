@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,8 @@ from loguru import logger
 from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
 from pipecat.turns.types import UserTurnSpeculation
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
+
+from bot.datafile import read_toml
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
 
@@ -38,7 +39,7 @@ class EndOfTurnRules:
 
     @classmethod
     def load(cls, path: Path) -> "EndOfTurnRules":
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_toml(path, ValueError, "end-of-turn rules file")
         rules = []
         for i, raw in enumerate(data.get("rules", [])):
             unknown = set(raw) - {"kind", "name", "pattern"}

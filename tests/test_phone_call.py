@@ -17,7 +17,7 @@ import pytest
 import websockets
 
 from bot.testing.process import BotProcess, FakeTwilioAPI
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, offline_bot_overrides
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
@@ -54,16 +54,10 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
     tmp = tmp_path_factory.mktemp("bot")
     proc = BotProcess(
         [
+            *offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
             f"server.public_host='{PUBLIC_HOST}'",
-            f"stt.model='{whisper_dir}'",
-            "stt.language='en'",
-            "stt.hotwords=''",
-            f"tts.model_dir='{standin_tts_dir}'",
-            "tts.warmup_lengths=[5]",
-            f"llm.base_url='{fake_llm.base_url}'",
             f"twilio.api_base_url='{twilio_api.base_url}'",
             f"call.transfer_number='{DESK}'",
-            f"records.dir='{tmp / 'records'}'",
         ],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
         log_path=tmp / "bot.log",

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from bot.testing.process import BotProcess
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, offline_bot_overrides
 from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -63,15 +63,7 @@ def fake_llm():
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm):
     tmp = tmp_path_factory.mktemp("qa_bot")
     proc = BotProcess(
-        [
-            f"stt.model='{whisper_dir}'",
-            "stt.language='en'",
-            "stt.hotwords=''",
-            f"tts.model_dir='{standin_tts_dir}'",
-            "tts.warmup_lengths=[5]",
-            f"llm.base_url='{fake_llm.base_url}'",
-            f"records.dir='{tmp / 'records'}'",
-        ],
+        offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
         env={"QA_ACCESS_TOKEN": QA_TOKEN},
         log_path=tmp / "bot.log",
     )
