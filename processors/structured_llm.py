@@ -71,6 +71,7 @@ class StructuredLLMService(OpenAILLMService):
         can_transfer: bool = False,
         **kwargs,
     ):
+        self._cfg = config  # create_client() reads the timeouts during super().__init__
         super().__init__(
             api_key=api_key,
             base_url=config.base_url,
@@ -82,7 +83,6 @@ class StructuredLLMService(OpenAILLMService):
             ),
             **kwargs,
         )
-        self._cfg = config
         self._domain = domain
         self._shortcuts = shortcuts
         self._template = prompt_template
@@ -113,8 +113,7 @@ class StructuredLLMService(OpenAILLMService):
         )
 
     def _timeout_total(self) -> float:
-        cfg = getattr(self, "_cfg", None)
-        return (cfg.total_timeout_ms if cfg else 10000) / 1000.0
+        return self._cfg.total_timeout_ms / 1000.0
 
     def build_chat_completion_params(self, params_from_context) -> dict:
         params = super().build_chat_completion_params(params_from_context)

@@ -179,3 +179,13 @@ def test_chat_command_prints_one_json_line_per_turn(fake):
     assert lines[-1]["flow"] == "end"
     assert set(lines[1]) >= {"route", "reply", "slots", "flow", "llm_calls", "ms"}
     assert lines[1]["ms"]["llm_first_token"] > 0
+
+
+def test_the_http_client_uses_the_configured_timeouts_and_never_retries():
+    from bot.config import Secrets
+    from bot.pipeline import DialogAssets, make_llm
+
+    config = load_config(overrides=["llm.total_timeout_ms=90000"])
+    llm = make_llm(config, Secrets(None, None, "EMPTY"), DialogAssets.load(config))
+    assert llm._client.timeout.read == 90.0  # a slow model is not cut at the client's default
+    assert llm._client.max_retries == 0  # a retry would be a second model call in one turn
