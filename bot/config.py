@@ -101,6 +101,9 @@ class STTConfig:
     # no-speech guard: noise came out as "아" at -3.3; espeak Korean stayed above -2.0 on base).
     min_avg_logprob: float = -2.5
     max_segment_secs: float = 20.0
+    # A rejected segment at least this long (with ~1.5 s of padding) is unclear speech: the bot asks
+    # the caller to say it again instead of staying silent.
+    unclear_min_segment_secs: float = 2.0
     cpu_threads: int = 0
     # Where `run_bot.py models` puts downloaded models.
     download_root: str = "models"

@@ -17,12 +17,13 @@ class CannedReplies:
     apology: str
     nothing_to_repeat: str
     transfer_unavailable: str
+    unclear: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
         data = read_toml(path, ValueError, "canned replies file")
         try:
-            return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat", "transfer_unavailable")})
+            return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat", "transfer_unavailable", "unclear")})
         except KeyError as e:
             raise ValueError(f"{path}: missing canned reply {e}") from e
 

@@ -61,6 +61,7 @@ class DialogAssets:
     def fixed_sentences(self, greeting: str) -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
         return [greeting, self.canned.apology, self.canned.nothing_to_repeat, self.canned.transfer_unavailable,
+                self.canned.unclear,
                 *(s.reply for s in self.shortcuts.shortcuts)]
 
 
@@ -88,13 +89,14 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
     )
 
 
-def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None) -> LLMUserAggregatorParams:
+def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None,
+                     unclear_reply: str | None = None) -> LLMUserAggregatorParams:
     """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait."""
     if config.turn.korean_endpointing:
         waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
                  "default": config.turn.speech_timeout_secs}
         stop = KoreanEndOfTurnStopStrategy(rules=rules, waits=waits, speculate=config.turn.speculative_reply,
-                                           on_decision=on_decision)
+                                           on_decision=on_decision, unclear_reply=unclear_reply)
     else:
         # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
         stop = SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
@@ -146,7 +148,8 @@ def build_call(
     def on_sentence(result):
         recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))
 
-    stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt)
+    stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt,
+                              unclear_min_segment_secs=config.stt.unclear_min_segment_secs)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
 
     def on_decision(kind: str, wait: float):
@@ -155,7 +158,8 @@ def build_call(
     context = LLMContext()
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
-        user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision),
+        user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
+                                     unclear_reply=models.assets.canned.unclear),
         assistant_params=LLMAssistantAggregatorParams(),
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)

@@ -16,6 +16,7 @@ from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     TTSAudioRawFrame,
+    TTSSpeakFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
@@ -24,6 +25,7 @@ from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameDirection
 
 from bot.latency import TurnRecord
+from processors.whisper_stt import UnclearSpeechFrame
 
 
 class CallRecorder:
@@ -111,6 +113,10 @@ class TurnObserver(BaseObserver):
             rec.user_turn_started()
         elif isinstance(frame, UserStoppedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
             rec.user_turn_ended(now)
+        elif isinstance(frame, UnclearSpeechFrame):
+            rec.current.route = "unclear"
+        elif isinstance(frame, TTSSpeakFrame) and rec.current.route == "unclear":
+            rec.current.mark("first_sentence", now)  # the "say that again?" prompt
         elif isinstance(frame, TTSAudioRawFrame):
             # Only this turn's answer: the tail of an interrupted reply can still be in flight.
             if rec.current.first_sentence is not None:

@@ -15,11 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loguru import logger
-from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
-from pipecat.turns.types import UserTurnSpeculation
+from pipecat.frames.frames import (
+    Frame,
+    TranscriptionFrame,
+    TTSSpeakFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.turns.types import ProcessFrameResult, UserTurnSpeculation
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 
 from bot.datafile import read_toml
+from processors.whisper_stt import UnclearSpeechFrame
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
 
@@ -65,6 +72,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         waits: Seconds to wait after speech for "final", "continuing" and "default" endings.
         speculate: Start the model call on the final transcript while the wait still runs.
         on_decision: Called with (kind, wait_secs) whenever the wait is chosen (turn records).
+        unclear_reply: Said when the whole turn was speech the STT could not make out
+            (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence.
     """
 
     def __init__(
@@ -74,6 +83,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         waits: dict[str, float],
         speculate: bool = True,
         on_decision: Callable[[str, float], None] | None = None,
+        unclear_reply: str | None = None,
         **kwargs,
     ):
         super().__init__(user_speech_timeout=waits["default"], **kwargs)
@@ -84,11 +94,35 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._segments: list[str] = []
         self._vad_stopped_at: float | None = None
         self._speculated_text: str | None = None
+        self._unclear_reply = unclear_reply
+        self._unclear = False
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, UnclearSpeechFrame):
+            await self._handle_unclear_speech()
+            return ProcessFrameResult.CONTINUE
+        return await super().process_frame(frame)
+
+    async def _handle_unclear_speech(self):
+        if not self._unclear_reply or self._vad_stopped_at is None or self._vad_user_speaking:
+            return
+        self._unclear = True
+        self._stt_wait_done = True  # the STT has answered: it could not read it
+        remaining = self._waits["default"] - (time.monotonic() - self._vad_stopped_at)
+        if remaining > 0 and not self._user_speech_timeout_task:
+            self._user_speech_wait_done = False
+            self._user_speech_timeout_task = self.task_manager.create_task(
+                self._user_speech_timeout_handler(remaining), f"{self}::_user_speech_timeout_handler"
+            )
+        elif remaining <= 0:
+            self._user_speech_wait_done = True
+        await self._maybe_trigger_user_turn_stopped()
 
     async def _reset(self, *, clear_vad_user_speaking: bool):
         self._segments = []
         self._vad_stopped_at = None
         self._speculated_text = None
+        self._unclear = False
         self._user_speech_timeout = self._waits["default"]
         await super()._reset(clear_vad_user_speaking=clear_vad_user_speaking)
 
@@ -141,7 +175,16 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             await self.trigger_user_turn_speculation_cancelled()
 
     async def _maybe_trigger_user_turn_stopped(self):
-        if self._vad_user_speaking or (self._wait_for_transcript and not self._text):
+        if self._vad_user_speaking:
+            return
+        if not self._text and self._unclear:
+            if self._user_speech_wait_done and self._stt_wait_done:
+                # Nothing readable in the whole turn: close it and ask again (no model call).
+                self._unclear = False
+                await self.trigger_user_turn_stopped()
+                await self.push_frame(TTSSpeakFrame(self._unclear_reply))
+            return
+        if self._wait_for_transcript and not self._text:
             return
         if not (self._user_speech_wait_done and self._stt_wait_done):
             return

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import soxr
 from loguru import logger
-from pipecat.frames.frames import ErrorFrame, Frame, TranscriptionFrame
+from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
 from pipecat.services.settings import STTSettings
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.stt_service import SegmentedSTTService, STTService
@@ -51,6 +51,20 @@ RejectReason = Literal["no_speech", "repetitive", "low_confidence", "too_long", 
 # (measured: 0.65 s instead of 2.3 s on 2 CPU cores; the loop is still caught as repetitive).
 _TOKENS_PER_SEC = 25
 _MIN_NEW_TOKENS = 16
+
+
+@dataclass
+class UnclearSpeechFrame(DataFrame):
+    """A segment long enough to be speech that the guards rejected (no_speech, low_confidence,
+    repetitive): the turn-stop strategy can ask the caller to say it again instead of waiting.
+    """
+
+    reason: str = ""
+    audio_secs: float = 0.0
+
+
+# Rejections that are probably speech we failed to read (not silence, not an over-long segment).
+UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive")
 
 
 @dataclass(frozen=True)
@@ -329,6 +343,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         language: str,
         on_result: Callable[[TranscriptResult], None] | None = None,
         ttfs_p99_latency: float | None = None,
+        unclear_min_segment_secs: float = 2.0,
         **kwargs,
     ):
         if ttfs_p99_latency is None:
@@ -347,6 +362,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         )
         self._engine = engine
         self._on_result = on_result
+        self._unclear_min_secs = unclear_min_segment_secs
         self.rejected_counts: Counter[str] = Counter()
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
@@ -417,6 +433,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
                 f"{self}: segment rejected ({reason}): {result.audio_secs:.2f} s of audio, "
                 f"{result.transcribe_ms:.0f} ms; rejected so far: {dict(self.rejected_counts)}"
             )
+            if reason in UNCLEAR_REASONS and result.audio_secs >= self._unclear_min_secs:
+                yield UnclearSpeechFrame(reason=reason, audio_secs=result.audio_secs)
             return
         logger.debug(
             f"{self}: transcript in {result.transcribe_ms:.0f} ms "

@@ -208,3 +208,38 @@ async def test_a_failed_speculative_call_speaks_the_apology_once_the_turn_ends(f
     assert len(sink.sentences) == 1 and sink.sentences[0].startswith("죄송합니다")
     rec = recorder.records[-1]
     assert rec.route == "error" and rec.error.startswith("http_500") and rec.llm_calls == 1
+
+
+async def test_a_turn_of_unclear_speech_ends_with_a_request_to_repeat_not_silence():
+    from pipecat.frames.frames import TTSSpeakFrame
+
+    from bot.pipeline import user_turn_params
+    from processors.whisper_stt import UnclearSpeechFrame
+
+    config = load_config(overrides=["turn.stop_timeout_secs=5.0"])
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=user_turn_params(config, RULES, unclear_reply="다시요?"))
+    sink = _Sink()
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), UnclearSpeechFrame(reason="no_speech", audio_secs=2.8), SleepFrame(1.0)]
+    down, _ = await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None)
+    assert sink.turn_ends == 1  # after the default wait, not the 5 s stop timeout
+    assert [f.text for f in down if isinstance(f, TTSSpeakFrame)] == ["다시요?"]
+    assert not [m for m in context.get_messages() if m["role"] == "user"]  # nothing for the model
+
+
+async def test_unclear_speech_next_to_a_transcript_is_answered_normally():
+    from pipecat.frames.frames import TTSSpeakFrame
+
+    from bot.pipeline import user_turn_params
+    from processors.whisper_stt import UnclearSpeechFrame
+
+    config = load_config(overrides=["turn.speculative_reply=false"])
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=user_turn_params(config, RULES, unclear_reply="다시요?"))
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("접수하고 싶습니다."), UnclearSpeechFrame(reason="no_speech", audio_secs=2.5),
+              SleepFrame(1.0)]
+    down, _ = await run_test(Pipeline([user_agg, _Sink()]), frames_to_send=frames, expected_down_frames=None)
+    assert not [f for f in down if isinstance(f, TTSSpeakFrame)]
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["접수하고 싶습니다."]

@@ -345,3 +345,18 @@ async def test_a_transcript_is_final_only_when_no_later_speech_is_pending(engine
     )
     transcripts = [f for f in down if isinstance(f, TranscriptionFrame)]
     assert [t.finalized for t in transcripts] == [False, True]
+
+
+async def test_long_unreadable_speech_is_reported_as_unclear_not_dropped(engine):
+    from processors.whisper_stt import UnclearSpeechFrame
+
+    pcm, rate = fixture_pcm("noise")
+    stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=0.5)
+    stt._sample_rate = rate  # set by start() in a pipeline
+    frames = [f async for f in stt.run_stt(pcm)]
+    assert len(frames) == 1 and isinstance(frames[0], UnclearSpeechFrame)
+    assert frames[0].reason in ("no_speech", "low_confidence", "repetitive")
+    # Shorter than the threshold (a cough, a click): nothing at all.
+    stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=60.0)
+    stt._sample_rate = rate
+    assert [f async for f in stt.run_stt(pcm)] == []
