@@ -350,17 +350,24 @@ async def _next_content_chunk(chunks):
 
 
 def _last_user_text(context: LLMContext) -> str:
-    for msg in reversed(context.get_messages()):
-        if isinstance(msg, dict) and msg.get("role") == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    """The caller's words this turn: the final message, if it is the caller's.
+
+    Pipecat may end a turn with a developer message instead (an empty turn that cut the bot off:
+    "ask them to repeat"); an older caller message must not be matched against the shortcuts then.
+    """
+    messages = context.get_messages()
+    msg = messages[-1] if messages else None
+    if not isinstance(msg, dict) or msg.get("role") != "user":
+        return ""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
 
 
 def _recent_messages(messages: list, turns: int) -> list:
     """The last ``turns`` user/assistant exchanges (the system prompt is rebuilt each turn)."""
-    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "developer")]
     return convo[-2 * turns :] if turns > 0 else convo

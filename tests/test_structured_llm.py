@@ -189,3 +189,22 @@ def test_the_http_client_uses_the_configured_timeouts_and_never_retries():
     llm = make_llm(config, Secrets(None, None, "EMPTY"), DialogAssets.load(config))
     assert llm._client.timeout.read == 90.0  # a slow model is not cut at the client's default
     assert llm._client.max_retries == 0  # a retry would be a second model call in one turn
+
+
+async def test_an_empty_turn_prompt_goes_to_the_model_not_to_an_old_shortcut(fake, config):
+    # Pipecat answers an empty turn that cut the bot off with a developer message; the caller's
+    # previous words ("감사합니다" = goodbye) must not be replayed as a shortcut.
+    from pipecat.frames.frames import LLMContextFrame
+
+    fake.script(turn("죄송합니다, 다시 한 번 말씀해 주시겠어요?", intent="other", category="none"))
+    async with DialogSession(config) as s:
+        s._context.add_message({"role": "user", "content": "감사합니다"})
+        s._context.add_message({"role": "assistant", "content": "네, 좋은 하루 보내세요."})
+        s._context.add_message({"role": "developer", "content": "The user may have said something; ask them to repeat."})
+        s._collector.done.clear()
+        await s._worker.queue_frame(LLMContextFrame(s._context))
+        await s._collector.done.wait()
+    assert fake.calls == 1
+    assert s.llm.last_result.route == "llm" and s.llm.last_result.flow == "continue"
+    sent = fake.requests[0]["messages"]
+    assert "ask them to repeat" in sent[-1]["content"]
