@@ -34,7 +34,6 @@ class DialogState:
 
     slots: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(SLOT_NAMES))
     last_reply: str = ""
-    last_intent: str | None = None
     ended: bool = False
     transfer_requested: bool = False
 
@@ -51,6 +50,5 @@ class DialogState:
                 continue
             if value:
                 self.slots[name] = value
-        self.last_intent = turn.get("intent")
         if turn.get("flow") == "end":
             self.ended = True

@@ -143,7 +143,7 @@ def build_call(
     dialog = DialogState()
 
     def on_stt(result):
-        recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf, result.rejected_reason)
+        recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
 
     def on_sentence(result):
         recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
 
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -35,13 +34,11 @@ class CallRecorder:
     (VAD stops, STT, a speculative model call that starts before the turn ends) lands in it.
     """
 
-    def __init__(self, call_id: str, *, qa: bool = False, on_turn_done: Callable[[TurnRecord], None] | None = None):
+    def __init__(self, call_id: str, *, qa: bool = False):
         self.call_id = call_id
         self.qa = qa
         self.started = time.time()
         self.records: list[TurnRecord] = []
-        self._on_turn_done = on_turn_done
-        self.stt_rejects: list[str] = []
         self.bot_speaking = False
         self.current = self._new("greeting")
 
@@ -65,13 +62,11 @@ class CallRecorder:
         self.current.mark("vad_stop", timestamp, overwrite=True)
         self.current.mark("speech_end", timestamp - stop_secs, overwrite=True)
 
-    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float, rejected: str | None = None) -> None:
+    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float) -> None:
         """A VAD segment was transcribed (or rejected): the latest one times the turn's STT."""
         rec = self.current
         rec.mark("stt_done", overwrite=True)
         rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
-        if rejected:
-            self.stt_rejects.append(rejected)
 
     def user_turn_ended(self, t: float) -> TurnRecord:
         self.current.mark("turn_end", t, overwrite=True)
@@ -80,8 +75,6 @@ class CallRecorder:
     def _finish(self, rec: TurnRecord) -> None:
         if rec.route == "pending":
             rec.route = "no_reply"  # e.g. every segment was rejected by the STT guards
-        if self._on_turn_done:
-            self._on_turn_done(rec)
 
     def close(self) -> None:
         self._finish(self.current)

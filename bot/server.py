@@ -65,7 +65,6 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
-    app.state.calls, app.state.metrics, app.state.tokens, app.state.loop_lag = calls, metrics, tokens, lag
     recent_turns: deque[dict] = deque(maxlen=5000)
 
     @app.post("/twilio/voice")
@@ -169,8 +168,6 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         lines += [f"ESCAPE HATCH: {h}" for h in hatches] or ["escape hatches: none"]
         return lines
 
-    app.state.finish_call = finish_call
-    app.state.report_header = report_header
 
     @app.get("/healthz")
     async def healthz():
@@ -201,8 +198,6 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             "llm": {"model": config.llm.model, "dialect": config.llm.dialect, "base_url": config.llm.base_url},
             "escape_hatches": hatches,
         }
-
-    app.state.environment = environment
 
     if config.server.qa_page:
         mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -66,7 +66,6 @@ class StructuredLLMService(OpenAILLMService):
         api_key: str,
         dialog: DialogState | None = None,
         current_record: Callable[[], TurnRecord | None] = lambda: None,
-        on_turn: Callable[[TurnResult], Awaitable[None] | None] | None = None,
         end_call_on_end_flow: bool = True,
         can_transfer: bool = False,
         **kwargs,
@@ -89,7 +88,6 @@ class StructuredLLMService(OpenAILLMService):
         self._canned = canned
         self.dialog = dialog or DialogState()
         self._current_record = current_record
-        self._on_turn = on_turn
         self._end_call = end_call_on_end_flow
         self._can_transfer = can_transfer
         self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
@@ -333,10 +331,6 @@ class StructuredLLMService(OpenAILLMService):
         self.last_result = result
         if record:
             record.reply_chars = len(result.reply)
-        if self._on_turn:
-            maybe = self._on_turn(result)
-            if asyncio.iscoroutine(maybe):
-                await maybe
 
 
 async def _next_content_chunk(chunks):

@@ -167,8 +167,6 @@ class PhoneSerializer(TwilioFrameSerializer):
         if fast_input_resampler:
             self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
         self._playing_until = 0.0
-        self.clears_sent = 0
-        self.hang_up_requested = False
 
     def bot_audio_pending(self) -> bool:
         return time.monotonic() < self._playing_until
@@ -178,10 +176,8 @@ class PhoneSerializer(TwilioFrameSerializer):
             if not self.bot_audio_pending():
                 return None
             self._playing_until = 0.0
-            self.clears_sent += 1
             return await super().serialize(frame)
         if isinstance(frame, (EndFrame, CancelFrame)):
-            self.hang_up_requested = True
             if self.caller_hung_up:
                 return None  # Twilio already ended the call; nothing to hang up
             number = self._transfer_target() if isinstance(frame, EndFrame) else None
