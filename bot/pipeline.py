@@ -145,9 +145,6 @@ def build_call(
     def on_stt(result):
         recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
 
-    def on_sentence(result):
-        recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))
-
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt,
                               unclear_min_segment_secs=config.stt.unclear_min_segment_secs)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
@@ -164,9 +161,18 @@ def build_call(
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)
     tts = SupertonicTTSService(
-        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence,
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=recorder.tts_synthesized,
         canned=models.canned_audio,
     )
+    return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
+                            assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
+                            out_rate=out_rate, qa=qa, observers=observers)
+
+
+def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,
+                     recorder: CallRecorder, dialog: DialogState, in_rate: int, out_rate: int, qa: bool,
+                     observers: list | None) -> CallSession:
+    """The stages in call order, in one worker with the call's turn records (also the stock baseline's)."""
     pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
     worker = PipelineWorker(
         pipeline,

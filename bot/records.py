@@ -68,6 +68,10 @@ class CallRecorder:
         rec.mark("stt_done", overwrite=True)
         rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
 
+    def tts_synthesized(self, result) -> None:
+        """A sentence of the current answer was synthesized (``SynthResult``)."""
+        self.current.tts_synth_ms.append(round(result.synth_ms, 1))
+
     def user_turn_ended(self, t: float) -> TurnRecord:
         self.current.mark("turn_end", t, overwrite=True)
         return self.current

@@ -35,8 +35,6 @@ from loguru import logger
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.frames.frames import LLMFullResponseStartFrame, LLMTextFrame, TranscriptionFrame
 from pipecat.observers.base_observer import BaseObserver, FramePushed
-from pipecat.pipeline.pipeline import Pipeline
-from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import (
     LLMAssistantAggregatorParams,
@@ -52,8 +50,8 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bot.config import Config, Secrets
 from bot.dialog import DialogState
 from bot.domain import render_system_prompt
-from bot.pipeline import CallSession, SharedModels
-from bot.records import CallRecorder, TurnObserver
+from bot.pipeline import CallSession, SharedModels, assemble_session
+from bot.records import CallRecorder
 from processors.supertonic_tts import SupertonicTTSService
 
 _WHISPER_MODELS: dict[tuple, object] = {}
@@ -138,30 +136,18 @@ def build_stock_call(
         ),
     )
 
-    def on_sentence(result):
-        recorder.current.tts_synth_ms.append(round(result.synth_ms, 1))
-
-    tts = SupertonicTTSService(engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=on_sentence)
+    tts = SupertonicTTSService(engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
+                               on_sentence=recorder.tts_synthesized)
 
     @tts.event_handler("on_tts_request")
     async def _sentence_ready(_tts, _context_id, _text):
         # The TTS's sentence aggregator completed a sentence: "first reply sentence ready for TTS".
         recorder.current.mark("first_sentence")
 
-    pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
-    worker = PipelineWorker(
-        pipeline,
-        params=PipelineParams(
-            audio_in_sample_rate=in_rate,
-            audio_out_sample_rate=out_rate,
-            enable_metrics=True,
-            enable_usage_metrics=True,
-        ),
-        observers=[TurnObserver(recorder), StockTurnObserver(recorder, stt, llm), *(observers or [])],
-        idle_timeout_secs=config.call.idle_timeout_secs,
-        enable_rtvi=qa,
-    )
-    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts)
+    return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
+                            assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
+                            out_rate=out_rate, qa=qa,
+                            observers=[StockTurnObserver(recorder, stt, llm), *(observers or [])])
 
 
 def main(argv: list[str] | None = None) -> int:
