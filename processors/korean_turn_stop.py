@@ -108,15 +108,21 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             return
         self._unclear = True
         self._stt_wait_done = True  # the STT has answered: it could not read it
-        remaining = self._waits["default"] - (time.monotonic() - self._vad_stopped_at)
-        if remaining > 0 and not self._user_speech_timeout_task:
-            self._user_speech_wait_done = False
+        await self._rearm_speech_wait(self._waits["default"])
+        await self._maybe_trigger_user_turn_stopped()
+
+    async def _rearm_speech_wait(self, wait: float) -> bool:
+        """Restart the policy timer so it ends ``wait`` after speech stopped; True if still waiting."""
+        if self._user_speech_timeout_task:
+            await self.task_manager.cancel_task(self._user_speech_timeout_task)
+            self._user_speech_timeout_task = None
+        remaining = wait - (time.monotonic() - self._vad_stopped_at)
+        self._user_speech_wait_done = remaining <= 0
+        if remaining > 0:
             self._user_speech_timeout_task = self.task_manager.create_task(
                 self._user_speech_timeout_handler(remaining), f"{self}::_user_speech_timeout_handler"
             )
-        elif remaining <= 0:
-            self._user_speech_wait_done = True
-        await self._maybe_trigger_user_turn_stopped()
+        return remaining > 0
 
     async def _reset(self, *, clear_vad_user_speaking: bool):
         self._segments = []
@@ -146,20 +152,9 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             self._on_decision(kind, wait)
         logger.debug(f"{self}: ending {kind} ({rule}) -> wait {wait:.2f}s")
         if self._vad_stopped_at is not None and not self._vad_user_speaking:
-            # Re-arm the policy timer: this ending's wait, counted from when speech stopped.
-            remaining = wait - (time.monotonic() - self._vad_stopped_at)
-            if self._user_speech_timeout_task:
-                await self.task_manager.cancel_task(self._user_speech_timeout_task)
-                self._user_speech_timeout_task = None
-            if remaining > 0:
-                self._user_speech_wait_done = False
-                self._user_speech_timeout_task = self.task_manager.create_task(
-                    self._user_speech_timeout_handler(remaining), f"{self}::_user_speech_timeout_handler"
-                )
-                if self._speculate and frame.finalized:
-                    await self._start_speculation(text)
-            else:
-                self._user_speech_wait_done = True
+            # This ending's wait, counted from when speech stopped; answer speculatively meanwhile.
+            if await self._rearm_speech_wait(wait) and self._speculate and frame.finalized:
+                await self._start_speculation(text)
         await super()._handle_transcription(frame)
 
     async def _start_speculation(self, text: str):
