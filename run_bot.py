@@ -173,13 +173,13 @@ def cmd_say(config, args) -> int:
 
 
 def cmd_chat(config, args) -> int:
-    from bot.chat import run_chat
+    from bot.tools.chat import run_chat
 
     return asyncio.run(run_chat(config, sys.stdin, sys.stdout))
 
 
 def cmd_bench(config, args) -> int:
-    from bot.bench import BenchError, run_bench
+    from bot.tools.bench import BenchError, run_bench
 
     args.argv = ["run_bot.py", *sys.argv[1:]]
     try:

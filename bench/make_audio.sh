@@ -4,7 +4,7 @@
 # repeatable, so a rerun with the same tool versions gives the same bytes.
 #
 # Each clip has 0.2 s of silence either side, like a real VAD segment; the bench finds where the
-# speech ends from the energy envelope (bot/bench.py speech_bounds), not from the file's end.
+# speech ends from the energy envelope (bot/tools/bench.py speech_bounds), not from the file's end.
 # The texts are in bench/turns.toml (keep the two in step).
 set -euo pipefail
 cd "$(dirname "$0")/audio"

@@ -26,10 +26,10 @@ from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from bot.config import Config, Secrets
-from bot.dialog import CannedReplies, DialogState
-from bot.domain import Domain, load_domain
-from bot.records import CallRecorder, TurnObserver
-from bot.shortcuts import ShortcutMatcher, load_shortcuts
+from bot.dialog.state import CannedReplies, DialogState
+from bot.dialog.domain import Domain, load_domain
+from bot.store.recorder import CallRecorder, TurnObserver
+from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from processors.structured_llm import StructuredLLMService
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy

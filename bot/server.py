@@ -19,9 +19,9 @@ from pipecat.workers.runner import WorkerRunner
 
 from bot.config import Config, Secrets
 from bot.hatches import escape_hatches
-from bot.latency import call_report
-from bot.looplag import LoopLagMonitor
-from bot.metrics import ProcessMetrics
+from bot.telemetry.latency import call_report
+from bot.telemetry.looplag import LoopLagMonitor
+from bot.telemetry.metrics import ProcessMetrics
 from bot.pipeline import SharedModels, build_call, speak_greeting
 from bot.privacy import mask
 from transports.twilio import (

@@ -15,7 +15,7 @@ started by ``run_bot.py bench --baseline stock``. What differs from our pipeline
   against the same ``llm.base_url``. The system prompt is ours, rendered once; it asks for JSON,
   so against a real model the stock bot would read JSON aloud. The bench's fake LLM answers a
   request without ``response_format`` with the plain reply text instead (see
-  ``bot.bench.bench_responder``): the same words our pipeline speaks, so TTS work is equal.
+  ``bot.tools.bench.bench_responder``): the same words our pipeline speaks, so TTS work is equal.
 * TTS: the same ``SupertonicTTSService`` on the process-wide engine (Pipecat's sentence
   aggregator splits the token stream; in ours the LLM stage hands over whole sentences).
 * Input resampler: the stock one when the server runs with ``turn.fast_input_resampler=false``
@@ -48,10 +48,10 @@ from pipecat.transports.base_transport import BaseTransport
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from bot.config import Config, Secrets
-from bot.dialog import DialogState
-from bot.domain import render_system_prompt
+from bot.dialog.state import DialogState
+from bot.dialog.domain import render_system_prompt
 from bot.pipeline import CallSession, SharedModels, assemble_session
-from bot.records import CallRecorder
+from bot.store.recorder import CallRecorder
 from processors.supertonic_tts import SupertonicTTSService
 
 _WHISPER_MODELS: dict[tuple, object] = {}

@@ -25,11 +25,11 @@ from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.utils.text.base_text_aggregator import TextType
 
 from bot.config import LLMConfig
-from bot.dialog import CannedReplies, DialogState
-from bot.domain import Domain, render_system_prompt
-from bot.latency import TurnRecord
-from bot.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
-from bot.shortcuts import ShortcutMatcher
+from bot.dialog.state import CannedReplies, DialogState
+from bot.dialog.domain import Domain, render_system_prompt
+from bot.telemetry.latency import TurnRecord
+from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
+from bot.dialog.shortcuts import ShortcutMatcher
 
 
 class LLMTurnError(Exception):

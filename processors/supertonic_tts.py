@@ -39,7 +39,7 @@ from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 
 from bot.config import TTSConfig
-from bot.ko_normalize import normalize_korean, remove_unsupported
+from bot.korean.normalize import normalize_korean, remove_unsupported
 from bot.models import ModelMissingError
 
 #: Hugging Face hub repository of the real model (what the Supertonic SDK pins).

@@ -12,7 +12,7 @@ import wave
 import numpy as np
 import pytest
 
-from bot.bench import (
+from bot.tools.bench import (
     DEFAULT_TURNS,
     CallerTurn,
     CallResult,
@@ -24,7 +24,7 @@ from bot.bench import (
     write_outputs,
 )
 from bot.config import LatencyConfig
-from bot.latency import TurnRecord
+from bot.telemetry.latency import TurnRecord
 from tests.conftest import ROOT
 
 HATCHES = ["STT on CPU (int8); production runs float16 on CUDA", "TTS model is a STAND-IN (random weights, not a voice)"]

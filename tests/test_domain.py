@@ -1,4 +1,4 @@
-"""bot/domain.py and the shipped domain.toml / prompt.md."""
+"""bot/dialog/domain.py and the shipped domain.toml / prompt.md."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import LLMConfig
-from bot.domain import (
+from bot.dialog.domain import (
     FIELDS,
     Choice,
     Domain,

@@ -17,8 +17,8 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from bot.domain import load_domain
-from bot.reply_stream import ReplyFieldExtractor, TurnParseError, parse_turn
+from bot.dialog.domain import load_domain
+from bot.dialog.reply_stream import ReplyFieldExtractor, TurnParseError, parse_turn
 from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent

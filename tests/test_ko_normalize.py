@@ -2,7 +2,7 @@
 
 import pytest
 
-from bot.ko_normalize import normalize_korean, remove_unsupported
+from bot.korean.normalize import normalize_korean, remove_unsupported
 
 CASES = [
     # Native numbers before native counters.

@@ -21,7 +21,7 @@ from pipecat.utils.time import time_now_iso8601
 
 from bot.config import load_config
 from bot.pipeline import DialogAssets, make_llm
-from bot.records import CallRecorder, TurnObserver
+from bot.store.recorder import CallRecorder, TurnObserver
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 from bot.testing.fake_llm import FakeLLM
 

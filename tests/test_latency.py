@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bot.config import LatencyConfig
-from bot.latency import TurnRecord, call_report, percentile, summarize
+from bot.telemetry.latency import TurnRecord, call_report, percentile, summarize
 
 
 @pytest.mark.parametrize("p", [0, 10, 50, 90, 99, 100])

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.chat import DialogSession
+from bot.tools.chat import DialogSession
 from bot.config import load_config
 from bot.testing.process import free_port
 

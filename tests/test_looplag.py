@@ -3,7 +3,7 @@
 import asyncio
 import time
 
-from bot.looplag import LoopLagMonitor
+from bot.telemetry.looplag import LoopLagMonitor
 
 
 async def test_blocking_the_loop_shows_up_as_lag():

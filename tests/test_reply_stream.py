@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bot.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
+from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
 
 TURN = {
     "reply": "네, 확인해 드릴게요. 어느 위치인가요?",

@@ -1,4 +1,4 @@
-"""bot/shortcuts.py and the shipped shortcuts.toml."""
+"""bot/dialog/shortcuts.py and the shipped shortcuts.toml."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import LLMConfig
-from bot.domain import load_domain
-from bot.shortcuts import Shortcut, ShortcutError, ShortcutMatcher, load_shortcuts, normalize
+from bot.dialog.domain import load_domain
+from bot.dialog.shortcuts import Shortcut, ShortcutError, ShortcutMatcher, load_shortcuts, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORTCUTS_FILE = ROOT / LLMConfig().shortcuts_file

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bot.chat import DialogSession
+from bot.tools.chat import DialogSession
 from bot.config import load_config
 from bot.testing.fake_llm import FakeLLM
 

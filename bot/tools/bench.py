@@ -59,10 +59,10 @@ from loguru import logger
 
 from bot.config import Config, LatencyConfig
 from bot.datafile import read_toml
-from bot.latency import STAGES, TurnRecord, format_table, percentile, summarize
+from bot.telemetry.latency import STAGES, TurnRecord, format_table, percentile, summarize
 from bot.testing.process import BotProcess, free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "turns.toml"
 ROUTES = ("shortcut", "llm")
 BOT_QUIET_GAP = 0.3  # the bot counts as finished after this long without audible audio
@@ -729,7 +729,7 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
               "clip's trailing silence is not part of the speech: its end comes from the energy envelope) to the "
               "first audible bot media after it (arrival at the caller). Cut-off-early turns (bot audio while the "
               "caller was still sending speech) are counted, not included in the TTFA distribution. Server stages "
-              "come from the server's own turn records (bot/latency.py STAGES). latency.png has the CDFs, "
+              "come from the server's own turn records (bot/telemetry/latency.py STAGES). latency.png has the CDFs, "
               "turns.jsonl every turn.", ""]
     return "\n".join(lines)
 

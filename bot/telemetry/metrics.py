@@ -11,7 +11,7 @@ from collections import deque
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.config import LatencyConfig
-from bot.latency import STAGES, TurnRecord, summarize
+from bot.telemetry.latency import STAGES, TurnRecord, summarize
 
 BUCKETS_MS = (25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 5000, 10000)
 

@@ -23,7 +23,7 @@ from pipecat.frames.frames import (
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameDirection
 
-from bot.latency import TurnRecord
+from bot.telemetry.latency import TurnRecord
 from processors.whisper_stt import UnclearSpeechFrame
 
 

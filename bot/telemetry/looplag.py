@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections import deque
 
-from bot.latency import percentile
+from bot.telemetry.latency import percentile
 
 
 class LoopLagMonitor:

@@ -20,7 +20,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
 from bot.config import Config, Secrets
-from bot.latency import TurnRecord
+from bot.telemetry.latency import TurnRecord
 from bot.pipeline import DialogAssets, make_llm
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from bot.datafile import read_toml
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bot.domain import Domain
+    from bot.dialog.domain import Domain
 
 Flow = Literal["continue", "end"]
 Action = Literal["none", "repeat", "transfer"]

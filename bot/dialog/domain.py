@@ -1,6 +1,6 @@
 """The call line's domain: intents, categories, flows, the per-turn JSON schema and the prompt.
 
-Every caller turn that is not answered by a shortcut (``bot/shortcuts.py``) makes one
+Every caller turn that is not answered by a shortcut (``bot/dialog/shortcuts.py``) makes one
 structured-output LLM call whose answer is one JSON object::
 
     {"reply": "...", "intent": "...", "category": "...", "location": "..."|null,
