@@ -7,6 +7,7 @@
     python run_bot.py say "텍스트" --out FILE.wav
     python run_bot.py chat               # text conversation through the same dialog stage
     python run_bot.py bench [--calls N] [--baseline stock]  # latency distribution, N simulated callers
+    python run_bot.py calls [--since DATE] [--json] | tickets [--status open] | ticket NUMBER --status done
 
 Every command takes --config PATH and repeatable --set section.key=value.
 """
@@ -26,6 +27,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config key (repeatable)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("--llm", choices=["server", "local"], default=argparse.SUPPRESS,
+                   help="= --set llm.backend=...: 'local' starts the 0.5B model with llama.cpp (setup.sh --local-llm)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +74,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--soak", action="store_true", help="soak instead: --soak-rounds x (50 calls one after another, "
+                   "then 8 at once); RSS growth after warm-up, asyncio tasks and open fds back to baseline")
+    p.add_argument("--soak-rounds", type=int, default=2, help="with --soak: rounds after the warm-up (default 2)")
+    p.add_argument("--soak-sequential", type=int, default=50, help="with --soak: calls one after another per round")
+    p.add_argument("--soak-concurrent", type=int, default=8, help="with --soak: calls at once per round")
+    p = sub.add_parser("calls", help="calls in the records database, with turns, routes and voice-to-voice")
+    _common(p)
+    p.add_argument("--since", default=None, help="only calls started on or after this date (YYYY-MM-DD)")
+    p.add_argument("--json", action="store_true", help="one JSON object per call, turns included (the export)")
+    p = sub.add_parser("tickets", help="complaint tickets")
+    _common(p)
+    p.add_argument("--status", default=None, help="only tickets with this status (open, in_progress, done, rejected)")
+    p = sub.add_parser("ticket", help="show one ticket, or set its status")
+    _common(p)
+    p.add_argument("number", help="reception number")
+    p.add_argument("--status", default=None, help="new status (open, in_progress, done, rejected)")
+    p = sub.add_parser("check", help="is this machine ready for calls? GPU budget, wheels, providers, LLM server")
+    _common(p)
+    p = sub.add_parser("llm-command", help="print the `vllm serve` command built from [llm]")
+    _common(p)
+    p = sub.add_parser("eval", help="replay the Korean turn set through the dialog against the LLM server; accuracy")
+    _common(p)
+    p.add_argument("--turns", default=None, help="turn set TOML (default: bench/eval_turns.toml)")
+    p.add_argument("--judge", action="store_true", help="also ask the same LLM server to judge each answer")
+    p.add_argument("--audio", action=argparse.BooleanOptionalAction, default=True,
+                   help="also replay the bench's audio turns through Whisper (default: on)")
+    p.add_argument("--tts-samples", type=int, default=6, help="replies synthesized and re-transcribed for the TTS "
+                   "round-trip error (default 6; 0: skip)")
+    p.add_argument("--fake-llm", action="store_true", help="run against an in-process fake LLM (keyword answers)")
+    p.add_argument("--json", default=None, help="also write every turn's result here")
+    p.add_argument("--limit", type=int, default=None, help="only the first N dialogs")
+    p = sub.add_parser("faults", help="inject each fault into a real bot process; faults-report.md with what the "
+                       "caller heard, the longest silence and the other calls' loop lag")
+    _common(p)
+    p.add_argument("--out", default="faults-report.md", help="report file (default faults-report.md)")
+    p.add_argument("--only", action="append", default=[], metavar="FAULT", help="run only these faults (repeatable)")
     return parser
 
 
@@ -87,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args.verbose)
     from bot.config import ConfigError, load_config
 
+    if getattr(args, "llm", None):
+        args.overrides = [*args.overrides, f"llm.backend='{args.llm}'"]
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as e:
@@ -107,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_serve(config, args) -> int:
+    from bot.tools.local_llm import serving_llm
+
+    with serving_llm(config) as llm_server:  # llm.backend = "local": a llama.cpp child, stopped with us
+        return _serve(config, llm_server)
+
+
+def _serve(config, llm_server) -> int:
     import uvicorn
 
     from bot.config import Secrets
@@ -118,7 +166,12 @@ def cmd_serve(config, args) -> int:
     secrets = Secrets.from_env(config)
     with startup_errors():
         models = load_models(config)
-    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets))
+    from bot.tools.check import startup_check
+
+    config = llm_server.ready()
+    # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
+    checked = startup_check(config, models, secrets)
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)
     if not config.twilio.validate_signature:
         logger.warning("!" * 78)
         logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
@@ -128,7 +181,11 @@ def cmd_serve(config, args) -> int:
     app = create_app(config, secrets, models)
     logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
                 config.server.host, config.server.port, config.server.public_host)
-    uvicorn.run(app, host=config.server.host, port=config.server.port, log_level="warning")
+    from bot.callgate import WS_MAX_BYTES, DrainingServer
+
+    # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
+    DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port, log_level="warning",
+                                  ws_max_size=WS_MAX_BYTES), drain=app.state.drain).run()
     return 0
 
 
@@ -174,8 +231,10 @@ def cmd_say(config, args) -> int:
 
 def cmd_chat(config, args) -> int:
     from bot.tools.chat import run_chat
+    from bot.tools.local_llm import serving_llm
 
-    return asyncio.run(run_chat(config, sys.stdin, sys.stdout))
+    with serving_llm(config) as llm_server:
+        return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout))
 
 
 def cmd_bench(config, args) -> int:
@@ -183,14 +242,90 @@ def cmd_bench(config, args) -> int:
 
     args.argv = ["run_bot.py", *sys.argv[1:]]
     try:
+        if args.soak:
+            from bot.tools.soak import run_soak
+
+            return run_soak(config, args)
         return run_bench(config, args)
     except BenchError as e:
         print(f"bench error: {e}", file=sys.stderr)
         return 1
 
 
-COMMANDS = {"serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+def _desk_command(fn):
+    def run(config, args) -> int:
+        from bot.store.db import StoreError
+
+        try:
+            return fn(config, args)
+        except StoreError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    return run
+
+
+@_desk_command
+def cmd_calls(config, args) -> int:
+    from bot.tools.desk import list_calls
+
+    return list_calls(config, args.since, args.json)
+
+
+@_desk_command
+def cmd_tickets(config, args) -> int:
+    from bot.tools.desk import list_tickets
+
+    return list_tickets(config, args.status)
+
+
+@_desk_command
+def cmd_ticket(config, args) -> int:
+    from bot.tools.desk import update_ticket
+
+    return update_ticket(config, args.number, args.status)
+
+
+COMMANDS = {"calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
             "bench": cmd_bench}
+
+def cmd_check(config, args) -> int:
+    from bot.tools.check import cmd_check as check
+    from bot.tools.local_llm import serving_llm
+
+    with serving_llm(config) as llm_server:
+        return check(llm_server.ready())
+
+
+def cmd_llm_command(config, args) -> int:
+    import shlex
+
+    from bot.tools.check import llm_command_line
+    from bot.tools.local_llm import local_command
+
+    if config.llm.backend == "local":
+        print("# llm.backend = local: the bot starts this itself (port chosen at start)")
+        print(" ".join(shlex.quote(x) for x in local_command(config)))
+    else:
+        print(llm_command_line(config))
+    return 0
+
+
+def cmd_eval(config, args) -> int:
+    from bot.tools.eval import run_eval
+
+    return run_eval(config, args)
+
+
+COMMANDS.update({"check": cmd_check, "llm-command": cmd_llm_command, "eval": cmd_eval})
+
+
+def cmd_faults(config, args) -> int:
+    from bot.tools.faults import run_faults
+
+    return run_faults(config, args)
+
+
+COMMANDS["faults"] = cmd_faults
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -36,6 +36,11 @@ class ServerConfig:
     token_ttl_secs: float = 60.0
     # The WebRTC QA page on this server (protect it with env QA_ACCESS_TOKEN on a public host).
     qa_page: bool = True
+    # A media stream that has not sent Twilio's `start` within this many seconds is closed (slow-loris).
+    start_timeout_secs: float = 10.0
+    # On SIGTERM: refuse new calls (busy TwiML), let calls in progress go on this long, then say
+    # goodbye, hang up and exit 0.
+    drain_secs: float = 25.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,9 @@ class CallConfig:
     # Where "a person, please" goes (E.164, e.g. "+8221200000"): the call is redirected there with
     # TwiML <Dial> through Twilio's REST API. Empty: the bot says no agent can take the call.
     transfer_number: str = ""
+    # Caller silent this long after the bot stopped speaking: "여보세요, 듣고 계신가요?"; silent as long
+    # again: a goodbye and hang-up. 0 turns it off.
+    idle_prompt_secs: float = 8.0
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,11 @@ class LLMConfig:
     dialect: Literal["openai", "llama_cpp"] = "openai"
     # Name of the environment variable holding the API key ("EMPTY" is sent when unset).
     api_key_env: str = "LLM_API_KEY"
-    first_token_timeout_ms: int = 2000
+    # No first token after this long: the turn fails with the canned apology.
+    first_token_timeout_ms: int = 1500
+    # The caller stopped speaking this long ago and the model has not started answering: a canned
+    # "잠시만요, 확인하고 있습니다" fills the wait (never sooner than 300 ms after the request; 0: never).
+    filler_after_ms: int = 1200
     total_timeout_ms: int = 10000
     max_tokens: int = 256
     temperature: float = 0.2
@@ -131,6 +143,36 @@ class LLMConfig:
     enable_thinking: bool = False
     # vLLM was started with --enforce-eager (CUDA graphs off); shown as an escape hatch.
     server_enforce_eager: bool = False
+    # "server": an OpenAI-compatible server at base_url (vLLM). "local": the bot starts llama.cpp's
+    # server on local_model as a child process (`scripts/setup.sh --local-llm`; CPU, for laptops).
+    backend: Literal["server", "local"] = "server"
+    # Escape hatch: `serve` starts although the LLM rows of the startup check failed (no server,
+    # another model, invalid JSON); logged loudly, and every model turn then apologises.
+    start_without_llm: bool = False
+    # The vLLM server (`run_bot.py llm-command` builds its command line from these; `run_bot.py
+    # check` sizes the GPU memory budget with them).
+    max_model_len: int = 8192
+    max_num_seqs: int = 32
+    gpu_memory_utilization: float = 0.55
+    enable_prefix_caching: bool = True
+    structured_output_backend: Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"] = "xgrammar"
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    # Model size when `model` is not a local directory (with one, its config.json and safetensors
+    # headers are read instead). MoE: TOTAL parameters, not active. 0 / "" = unknown.
+    total_params_b: float = 0.0
+    weight_dtype: Literal["", "fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"] = ""
+    # KV-cache geometry: layers that hold a KV cache (a hybrid model's full-attention layers
+    # only), KV heads, head dimension.
+    kv_layers: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    # backend = "local": the GGUF file, its port (0: a free one), threads (0: all cores), context,
+    # and the first-token/total timeout used instead of the two above (a 0.5B model on a CPU).
+    local_model: str = "models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    local_port: int = 0
+    local_threads: int = 0
+    local_context: int = 4096
+    local_timeout_ms: int = 30000
 
 
 @dataclass(frozen=True)
@@ -168,8 +210,16 @@ class LatencyConfig:
 
 @dataclass(frozen=True)
 class RecordsConfig:
-    dir: str = "records"
+    # SQLite (WAL) for one process; PostgreSQL ("postgresql://user@host/db") for several workers.
+    url: str = "sqlite:///records/calls.db"
     enabled: bool = True
+    # Turns older than this are deleted at startup and daily (tickets stay); 0 keeps them forever.
+    retention_days: float = 90.0
+    # Writes kept in memory while the database is down (then the oldest is dropped, loudly).
+    max_pending: int = 10000
+    # This process's name in the calls table: at startup its unfinished calls are marked aborted.
+    # Empty: "<hostname>:<server.port>". Give each worker a stable name.
+    worker: str = ""
 
 
 @dataclass(frozen=True)
@@ -202,6 +252,7 @@ class Secrets:
     twilio_auth_token: str | None
     llm_api_key: str
     qa_access_token: str | None = None
+    records_url: str | None = None  # env RECORDS_URL: a database URL with its password
 
     @classmethod
     def from_env(cls, config: Config) -> "Secrets":
@@ -210,6 +261,7 @@ class Secrets:
             twilio_auth_token=os.environ.get("TWILIO_AUTH_TOKEN") or None,
             llm_api_key=os.environ.get(config.llm.api_key_env) or "EMPTY",
             qa_access_token=os.environ.get("QA_ACCESS_TOKEN") or None,
+            records_url=os.environ.get("RECORDS_URL") or None,
         )
 
 

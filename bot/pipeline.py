@@ -6,11 +6,11 @@ turn stop) → structured LLM → TTS → transport out → assistant aggregator
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
-from pipecat.frames.frames import TTSSpeakFrame
+from pipecat.frames.frames import EndWorkerFrame, TTSSpeakFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -28,13 +28,14 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, load_domain
+from bot.dialog.intake import Intake
 from bot.store.recorder import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from processors.structured_llm import StructuredLLMService
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 from processors.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
-from processors.whisper_stt import WhisperEngine, WhisperSTTProcessor
+from processors.whisper_stt import UnclearSpeechFrame, WhisperEngine, WhisperSTTProcessor
 
 
 @dataclass
@@ -46,6 +47,7 @@ class DialogAssets:
     prompt: str
     canned: CannedReplies
     endpointing: EndOfTurnRules
+    intake: Intake
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
@@ -56,13 +58,21 @@ class DialogAssets:
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
             canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml"),
             endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
+            intake=Intake.load(Path(__file__).parent / "data" / "intake.toml", domain),
         )
 
     def fixed_sentences(self, greeting: str) -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
         return [greeting, self.canned.apology, self.canned.nothing_to_repeat, self.canned.transfer_unavailable,
                 self.canned.unclear,
-                *(s.reply for s in self.shortcuts.shortcuts)]
+                *(s.reply for s in self.shortcuts.shortcuts if s.reply),
+                self.intake.text("ask_correction"),
+                *(text for text, name in self.canned.ids().items() if name != "busy")]  # busy: Twilio says it
+
+    def sentence_ids(self, greeting: str) -> dict[str, str]:
+        """Fixed sentence -> the name turn records give it in ``heard`` (model sentences are "reply")."""
+        ids = {s.reply.strip(): f"shortcut:{s.name}" for s in self.shortcuts.shortcuts if s.reply}
+        return ids | self.canned.ids() | {greeting.strip(): "greeting"}
 
 
 @dataclass
@@ -74,6 +84,8 @@ class SharedModels:
     vad_session: object
     assets: DialogAssets
     canned_audio: CannedAudio | None = None
+    # Normalized text of each canned sentence -> its name (what ``TurnRecord.heard`` lists).
+    heard_ids: dict[str, str] = field(default_factory=dict)
 
 
 def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> StructuredLLMService:
@@ -85,6 +97,7 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
         canned=assets.canned,
         api_key=secrets.llm_api_key,
         can_transfer=bool(config.call.transfer_number),
+        intake=assets.intake,
         **kwargs,
     )
 
@@ -111,6 +124,8 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_deci
         ),
         user_mute_strategies=[MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else [],
         user_turn_stop_timeout=config.turn.stop_timeout_secs,
+        # Pipecat's idle timer: runs only while the bot waits for the caller (never during its speech).
+        user_idle_timeout=config.call.idle_prompt_secs,
     )
 
 
@@ -124,6 +139,7 @@ class CallSession:
     llm: StructuredLLMService
     stt: WhisperSTTProcessor
     tts: SupertonicTTSService
+    end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
 
 
 def build_call(
@@ -137,9 +153,14 @@ def build_call(
     out_rate: int = 8000,
     qa: bool = False,
     observers: list | None = None,
+    desk=None,
 ) -> CallSession:
-    """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst)."""
-    recorder = CallRecorder(call_id, qa=qa)
+    """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst).
+
+    ``desk``: the process's records database (``CallLog``): turns are written as they happen and
+    tickets are made and looked up there.
+    """
+    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
     dialog = DialogState()
 
     def on_stt(result):
@@ -159,14 +180,88 @@ def build_call(
                                      unclear_reply=models.assets.canned.unclear),
         assistant_params=LLMAssistantAggregatorParams(),
     )
-    llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current)
+    llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current,
+                   desk=desk, call_id=call_id, new_record=recorder.keypad_turn, on_answered=recorder.save)
     tts = SupertonicTTSService(
-        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, on_sentence=recorder.tts_synthesized,
-        canned=models.canned_audio,
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
+        on_sentence=lambda result: _sentence_heard(recorder, result, models.heard_ids), canned=models.canned_audio,
     )
-    return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
-                            assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
-                            out_rate=out_rate, qa=qa, observers=observers)
+    session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
+                               assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
+                               out_rate=out_rate, qa=qa, observers=observers)
+    guard_call(session, user_agg, models.assets.canned, config)
+    return session
+
+
+def _sentence_heard(recorder: CallRecorder, result, heard_ids: dict[str, str]) -> None:
+    """A sentence's audio is ready to play (synthesized, or from memory): the record says which."""
+    recorder.tts_synthesized(result)
+    recorder.current.heard.append(heard_ids.get(result.normalized_text, "reply"))
+
+
+def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Config) -> None:
+    """The edges of a call end in speech, never silence.
+
+    * Idle caller: after ``call.idle_prompt_secs`` of silence (Pipecat's idle timer, which runs only
+      while the bot waits for the caller) "여보세요, 듣고 계신가요?"; as long again: goodbye and hang-up.
+    * The STT raising on a segment: the turn ends like unclear speech ("잘 못 들었습니다…").
+    * The TTS raising on a sentence: the canned apology, played from memory (once per turn).
+    * A second turn with a failing stage: the polite end (opening hours), then hang-up.
+    """
+    recorder, stt, tts = session.recorder, session.stt, session.tts
+    state = {"idle": 0, "failed_turns": set()}
+
+    async def end_politely(processor, reason: str):
+        logger.error("call {}: {}; ending the call politely", recorder.call_id[-6:], reason)
+        session.end_reason = session.end_reason or reason.split(":")[0]
+        await processor.queue_frame(TTSSpeakFrame(canned.closing_hours))
+        await processor.queue_frame(EndWorkerFrame(reason=reason))
+
+    def stage_failed(stage: str, error) -> bool:
+        """Record the failure; True when it is the first of its turn and not yet the second failed turn."""
+        rec = recorder.current
+        rec.error = rec.error or f"{stage}: {str(getattr(error, 'error', error))[:200]}"
+        first_of_turn = rec.index not in state["failed_turns"]
+        state["failed_turns"].add(rec.index)
+        return first_of_turn
+
+    @user_agg.event_handler("on_user_turn_started")
+    async def _caller_spoke(_agg, _strategy):
+        state["idle"] = 0
+
+    @user_agg.event_handler("on_user_turn_idle")
+    async def _caller_idle(agg):
+        state["idle"] += 1
+        if state["idle"] == 1:
+            logger.info("call {}: caller silent for {:.0f} s: asking if they are there", recorder.call_id[-6:],
+                        config.call.idle_prompt_secs)
+            await agg.push_frame(TTSSpeakFrame(canned.idle_prompt))
+            return
+        logger.info("call {}: caller still silent: goodbye and hang-up", recorder.call_id[-6:])
+        session.end_reason = session.end_reason or "caller_idle"
+        await agg.push_frame(TTSSpeakFrame(canned.idle_goodbye))
+        await agg.push_frame(EndWorkerFrame(reason="caller idle"))
+
+    @stt.event_handler("on_error")
+    async def _stt_failed(processor, error):
+        if not stage_failed("stt", error):
+            return
+        if len(state["failed_turns"]) >= 2:
+            await end_politely(tts, "stt_failed: twice in one call")
+        elif config.turn.korean_endpointing:
+            # The turn ends after the normal wait with "please say that again", as for unreadable speech.
+            await processor.push_frame(UnclearSpeechFrame(reason="stt_error", audio_secs=0.0))
+        else:
+            await tts.queue_frame(TTSSpeakFrame(canned.unclear))
+
+    @tts.event_handler("on_error")
+    async def _tts_failed(processor, error):
+        if not stage_failed("tts", error):
+            return
+        if len(state["failed_turns"]) >= 2:
+            await end_politely(processor, "tts_failed: twice in one call")
+        else:
+            await processor.queue_frame(TTSSpeakFrame(canned.apology))  # from memory: no synthesis needed
 
 
 def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,
@@ -210,7 +305,14 @@ def load_models(config: Config) -> SharedModels:
     if config.tts.canned_audio:
         canned = CannedAudio().build(tts, assets.fixed_sentences(config.call.greeting), voice=config.tts.voice,
                                      sample_rates=list(CANNED_RATES))
-    return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=assets, canned_audio=canned)
+    heard_ids = {}
+    if canned is not None:
+        for text, name in assets.sentence_ids(config.call.greeting).items():
+            hit = canned.get(text, CANNED_RATES[0], config.tts.voice)
+            if hit is not None:
+                heard_ids[hit.normalized_text] = name
+    return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=assets, canned_audio=canned,
+                        heard_ids=heard_ids)
 
 
 # Output rates of the phone path (8 kHz) and the WebRTC QA page.

@@ -27,3 +27,30 @@ def install_log_masking() -> None:
     from loguru import logger
 
     logger.configure(patcher=lambda record: record.update(message=mask(record["message"])))
+
+
+# Card numbers: 15-16 digits in groups (4-4-4-4, 4-6-5) or run together.
+_CARD = re.compile(r"(?<![0-9A-Za-z])(\d{4})[- ]?(?:\d{4}[- ]?\d{4}[- ]?\d{4}|\d{6}[- ]?\d{5})(?![0-9A-Za-z])")
+
+
+def mask_stored(text: str) -> str:
+    """What may be stored of a caller's words: resident registration and card numbers masked.
+
+    A number said as digit words ("팔 공 공 일 ...") is masked too, when its digits form one of
+    those numbers. Phone numbers and reception numbers are kept (call-backs, status questions).
+    """
+    from bot.korean.digits import spoken_digit_runs
+
+    if not text:
+        return text
+    text = _mask_numbers(text)
+    for run, digits in reversed(spoken_digit_runs(text)):
+        masked = _mask_numbers(digits)
+        if masked != digits:
+            text = text[: run[0]] + masked + " " + text[run[1] :]
+    return text
+
+
+def _mask_numbers(text: str) -> str:
+    text = _RRN.sub(lambda m: f"{m.group(1)}-{m.group(2)}******", text)
+    return _CARD.sub(lambda m: f"{m.group(1)}-****-****-****", text)

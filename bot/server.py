@@ -8,22 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from loguru import logger
+from pipecat.frames.frames import EndFrame, TTSSpeakFrame
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from pipecat.workers.runner import WorkerRunner
 
+from bot.callgate import CallGate, FormTooLarge, process_figures, read_webhook_form
 from bot.config import Config, Secrets
+from bot.dialog.state import CannedReplies
 from bot.hatches import escape_hatches
 from bot.telemetry.latency import call_report
 from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
 from bot.pipeline import SharedModels, build_call, speak_greeting
 from bot.privacy import mask
+from bot.store.calls import CallLog
 from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
@@ -36,40 +40,86 @@ from transports.twilio import (
 )
 from transports.webrtc import mount_webrtc
 
-START_TIMEOUT_SECS = 10.0
+def _injected_fault(start, config: Config, models: SharedModels):
+    """Test fault injection: with env BOT_FAULT_INJECTION=1 a stream's ``fault`` parameter breaks that call.
+
+    Off by default (and loudly logged when on). See ``bot/testing/inject.py``.
+    """
+    fault = start.custom_parameters.get("fault")
+    if not fault or not _fault_injection_on():
+        return config, models
+    from bot.testing.inject import apply_call_fault
+
+    logger.warning("call {}: FAULT INJECTED: {}", mask(start.call_sid), fault)
+    return apply_call_fault(fault, config, models)
+
+
+def _fault_injection_on() -> bool:
+    import os
+
+    return os.environ.get("BOT_FAULT_INJECTION") == "1"
 
 
 class CallRegistry:
-    """Active calls in this process (for /healthz and the max_calls limit)."""
+    """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
 
-    def __init__(self):
+    A reservation is a webhook answered with a stream token whose media stream has not arrived
+    yet; it holds a call slot until the stream starts or the token expires.
+    """
+
+    def __init__(self, reserve_secs: float = 60.0):
         self.active: dict[str, float] = {}
+        self.reserved: dict[str, float] = {}  # CallSid -> monotonic expiry
+        self._reserve_secs = reserve_secs
+
+    def reserve(self, call_sid: str) -> None:
+        self.reserved[call_sid] = time.monotonic() + self._reserve_secs
 
     def __len__(self):
-        return len(self.active)
+        now = time.monotonic()
+        for sid in [s for s, t in self.reserved.items() if t < now]:
+            del self.reserved[sid]
+        return len(self.active) + len(self.reserved)
 
 
-def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call) -> FastAPI:
-    """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own)."""
+def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call,
+               desk: CallLog | None = None) -> FastAPI:
+    """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own).
+
+    ``desk``: the records database (default: opened from ``records.url``, migrated, this worker's
+    calls cut off by a crash marked aborted).
+    """
     lag = LoopLagMonitor()
+    desk = desk or CallLog.open(config, secrets)
+    if _fault_injection_on():
+        logger.warning("BOT_FAULT_INJECTION=1: a media stream's `fault` parameter breaks its call (tests only)")
 
     @asynccontextmanager
     async def lifespan(_app):
         lag.start()
+        desk.start_retention()
         yield
         await lag.stop()
+        await desk.aclose()
 
     app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan)
     tokens = StreamTokenStore(config.server.token_ttl_secs)
-    calls = CallRegistry()
+    calls = CallRegistry(config.server.token_ttl_secs)
     background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
+    gate = CallGate(calls, max_calls=config.server.max_calls, token_ttl_secs=config.server.token_ttl_secs,
+                    registry=metrics.registry)
+    canned = CannedReplies.load(Path(__file__).parent / "data" / "replies.toml")
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
-    recent_turns: deque[dict] = deque(maxlen=5000)
 
     @app.post("/twilio/voice")
     async def twilio_voice(request: Request):
-        form = {k: str(v) for k, v in (await request.form()).items()}
+        try:
+            form = await read_webhook_form(request)
+        except FormTooLarge as e:
+            logger.warning("webhook refused: {} (from {})", e, request.client.host if request.client else "?")
+            gate.refuse("bad_request")
+            return PlainTextResponse("form body too large or not UTF-8", status_code=400)
         if config.twilio.validate_signature:
             url = f"https://{config.server.public_host}/twilio/voice"
             token = secrets.twilio_auth_token
@@ -78,37 +128,51 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                 return PlainTextResponse("invalid signature", status_code=403)
         call_sid = form.get("CallSid")
         if not call_sid:
+            gate.refuse("bad_request")
             return PlainTextResponse("CallSid missing", status_code=400)
-        if len(calls) >= config.server.max_calls:
-            logger.warning("call {} rejected: {} calls active (server.max_calls)", mask(call_sid), len(calls))
-            return Response(build_busy_twiml(), media_type="application/xml")
+        if gate.replayed(call_sid):
+            logger.warning("webhook refused: call {} was already answered (a replayed request)", mask(call_sid))
+            gate.refuse("replayed")
+            return PlainTextResponse("replayed webhook", status_code=403)
+        busy = gate.busy_reason()
+        if busy:
+            logger.warning("call {} answered busy: {} ({} calls active or reserved, server.max_calls {})",
+                           mask(call_sid), busy, len(calls), config.server.max_calls)
+            gate.refuse(busy)
+            return Response(build_busy_twiml(canned.busy), media_type="application/xml")
+        calls.reserve(call_sid)
         logger.info("call {} from {}: webhook accepted", mask(call_sid), mask(form.get("From", "?")))
-        return Response(build_stream_twiml(config.server.public_host, tokens.issue(call_sid)), media_type="application/xml")
+        token = tokens.issue(call_sid, caller=form.get("From"))
+        return Response(build_stream_twiml(config.server.public_host, token), media_type="application/xml")
 
     @app.websocket("/twilio/media")
     async def twilio_media(websocket: WebSocket):
         await websocket.accept()
         try:
             first = []
-            async with asyncio.timeout(START_TIMEOUT_SECS):
+            async with asyncio.timeout(config.server.start_timeout_secs):
                 while len(first) < 2:
                     first.append(await websocket.receive_text())
                     if '"start"' in first[-1]:
                         break
             start = parse_stream_start(first)
         except (TimeoutError, StreamProtocolError, WebSocketDisconnect, KeyError) as e:
+            if isinstance(e, TimeoutError):
+                e = StreamProtocolError(f"no start message within {config.server.start_timeout_secs:.0f} s")
             logger.warning("media stream refused: {}", e if str(e) else type(e).__name__)
             with suppress(Exception):
                 await websocket.close(code=1008, reason="protocol error")
             return
-        problem = tokens.redeem(start.custom_parameters.get("token"), start.call_sid) or media_format_problem(start.media_format)
+        token = start.custom_parameters.get("token")
+        caller = tokens.caller_of(token)
+        problem = tokens.redeem(token, start.call_sid) or media_format_problem(start.media_format)
         if problem:
             logger.warning("media stream for call {} refused: {}", mask(start.call_sid), problem)
             await websocket.close(code=1008, reason=problem[:120])
             return
-        await run_phone_call(websocket, start)
+        await run_phone_call(websocket, start, caller)
 
-    async def run_phone_call(websocket: WebSocket, start):
+    async def run_phone_call(websocket: WebSocket, start, caller: str | None):
         creds = bool(secrets.twilio_account_sid and secrets.twilio_auth_token)
         serializer = PhoneSerializer(
             start.stream_sid,
@@ -125,16 +189,22 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             websocket,
             FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer),
         )
-        session = call_builder(config=config, secrets=secrets, models=models, transport=transport, call_id=start.call_sid)
+        call_config, call_models = _injected_fault(start, config, models)
+        session = call_builder(config=call_config, secrets=secrets, models=call_models, transport=transport,
+                               call_id=start.call_sid, desk=desk)
 
         async def stop_call():
+            session.end_reason = session.end_reason or "caller_hangup"
             # Cancel from a separate task: we are inside the input transport's receive loop.
             task = asyncio.create_task(session.worker.cancel())
             background.add(task)
             task.add_done_callback(background.discard)
 
         calls.active[start.call_sid] = time.time()
+        calls.reserved.pop(start.call_sid, None)
+        gate.sessions[start.call_sid] = session
         metrics.call_started()
+        desk.call_started(start.call_sid, caller=caller, qa=False)
 
         @transport.event_handler("on_client_connected")
         async def _connected(_t, _ws):
@@ -143,6 +213,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         @transport.event_handler("on_client_disconnected")
         async def _disconnected(_t, _ws):
             logger.info("call {}: stream closed", mask(start.call_sid))
+            session.end_reason = session.end_reason or "stream_closed"
             await session.worker.cancel()
 
         logger.info("call {}: pipeline starting ({} active)", mask(start.call_sid), len(calls))
@@ -152,16 +223,23 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             await runner.run()
         finally:
             calls.active.pop(start.call_sid, None)
+            gate.sessions.pop(start.call_sid, None)
+            gate.count_ignored(start.call_sid, serializer.ignored)
             finish_call(session)
 
     def finish_call(session) -> None:
         rec = session.recorder
         rec.close()
         metrics.call_finished(rec.records)
-        recent_turns.extend(r.to_dict() for r in rec.records)
-        logger.info("call {} ended; latency:\n{}", mask(rec.call_id), call_report(rec.records, config.latency, report_header()))
-        if config.records.enabled:
-            rec.write_jsonl(config.path(config.records.dir))
+        if session.dialog.transfer_requested:
+            reason = "transfer"
+        elif session.dialog.ended:
+            reason = "completed"
+        else:
+            reason = session.end_reason or "hangup"
+        desk.call_ended(rec.call_id, reason)
+        logger.info("call {} ended ({}); latency:\n{}", mask(rec.call_id), reason,
+                    call_report(rec.records, config.latency, report_header()))
 
     def report_header() -> list[str]:
         lines = [f"TTS providers: {models.tts.session_providers}"]
@@ -171,9 +249,25 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @app.get("/healthz")
     async def healthz():
-        # asyncio_tasks: a number that must come back down after calls end (leak check).
-        return JSONResponse({"status": "ok", "active_calls": len(calls), "max_calls": config.server.max_calls,
-                             "asyncio_tasks": len(asyncio.all_tasks())})
+        # asyncio_tasks, rss_bytes, open_fds: numbers that must come back down after calls end (soak).
+        return JSONResponse({"status": "draining" if gate.draining else "ok", "active_calls": len(calls.active),
+                             "reserved_calls": len(calls) - len(calls.active), "max_calls": config.server.max_calls,
+                             "asyncio_tasks": len(asyncio.all_tasks()), **process_figures()},
+                            status_code=503 if gate.draining else 200)
+
+    async def say_goodbye(session) -> None:
+        session.end_reason = session.end_reason or "server_shutdown"
+        await session.worker.queue_frames([TTSSpeakFrame(canned.shutdown_goodbye), EndFrame(reason="server shutdown")])
+
+    async def drain() -> None:
+        await gate.drain(drain_secs=config.server.drain_secs, goodbye=say_goodbye)
+
+    app.state.drain = drain  # DrainingServer runs it on SIGTERM
+
+    @app.get("/api/loop_lag")
+    async def api_loop_lag(since: float = 0.0):
+        """Event-loop lag over the samples taken after ``since`` (wall clock): the fault report's figure."""
+        return JSONResponse(lag.summary(since=since))
 
     @app.get("/metrics")
     async def prometheus_metrics():
@@ -182,9 +276,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @app.get("/api/turns")
     async def api_turns(since: float = 0.0):
-        """Turn records of finished calls (for `run_bot.py bench --url`), with the server's environment."""
+        """Turn records of finished calls, from the records database (`run_bot.py bench --url` reads them)."""
         return JSONResponse({
-            "turns": [t for t in recent_turns if (t.get("turn_end") or t.get("first_audio_out") or 0) >= since],
+            "turns": await desk.finished_turns(since),
             "environment": environment(),
             "loop_lag": lag.summary(),
         })
@@ -201,5 +295,5 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     if config.server.qa_page:
         mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics,
-                     finish_call=finish_call)
+                     finish_call=finish_call, desk=desk)
     return app

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 import httpx
 from loguru import logger
 from openai import APIConnectionError, APITimeoutError, AsyncOpenAI, DefaultAsyncHttpxClient
-from pipecat.frames.frames import AggregatedTextFrame, EagerEndOfTurnCancelFrame, EndWorkerFrame, Frame, UserStoppedSpeakingFrame
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    EagerEndOfTurnCancelFrame,
+    EndWorkerFrame,
+    Frame,
+    InputDTMFFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    UserStoppedSpeakingFrame,
+)
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.services.openai.llm import OpenAILLMService
@@ -27,9 +36,16 @@ from pipecat.utils.text.base_text_aggregator import TextType
 from bot.config import LLMConfig
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, render_system_prompt
+from bot.dialog.intake import Intake
 from bot.telemetry.latency import TurnRecord
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
 from bot.dialog.shortcuts import ShortcutMatcher
+
+
+# Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
+SPECULATION_WAIT_SECS = 10.0
+# The filler never comes sooner than this after the model request (a prompt answer needs no filler).
+FILLER_MIN_SECS = 0.3
 
 
 class LLMTurnError(Exception):
@@ -44,7 +60,7 @@ class LLMTurnError(Exception):
 class TurnResult:
     """What one caller turn produced (the ``chat`` command prints this)."""
 
-    route: str  # shortcut | llm | error
+    route: str  # shortcut | rule | llm | error
     reply: str
     flow: str
     intent: str | None
@@ -68,6 +84,11 @@ class StructuredLLMService(OpenAILLMService):
         current_record: Callable[[], TurnRecord | None] = lambda: None,
         end_call_on_end_flow: bool = True,
         can_transfer: bool = False,
+        intake: Intake | None = None,
+        desk=None,
+        call_id: str | None = None,
+        new_record: Callable[[], TurnRecord | None] = lambda: None,
+        on_answered: Callable[[TurnRecord], None] = lambda record: None,
         **kwargs,
     ):
         self._cfg = config  # create_client() reads the timeouts during super().__init__
@@ -90,6 +111,15 @@ class StructuredLLMService(OpenAILLMService):
         self._current_record = current_record
         self._end_call = end_call_on_end_flow
         self._can_transfer = can_transfer
+        # Intake and tickets: ``desk`` is the records database's CallLog (None: no tickets).
+        self._intake = intake
+        self._desk = desk
+        self._call_id = call_id
+        self._new_record = new_record
+        self._on_answered = on_answered
+        self._keys = ""  # digits keyed on the phone pad, until '#'
+        self._last_messages: list = []
+        self._confirmed_or_withdrawn = asyncio.Event()
         self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
         self.last_result: TurnResult | None = None
         # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
@@ -98,6 +128,7 @@ class StructuredLLMService(OpenAILLMService):
         self._run_made_call = False
         self._turn_confirmed = False
         self._pending_commit: tuple | None = None
+        self._filler_played = False  # this run spoke the "one moment" filler
 
     def create_client(self, api_key=None, base_url=None, organization=None, project=None, default_headers=None, **kw):
         # max_retries=0: a retry would be a second model call the caller waits for.
@@ -127,6 +158,8 @@ class StructuredLLMService(OpenAILLMService):
             self._withdraw_speculation()
         elif isinstance(frame, UserStoppedSpeakingFrame):
             await self._confirm_speculation()
+        elif isinstance(frame, InputDTMFFrame):
+            await self._on_key(str(frame.button.value))
         await super().process_frame(frame, direction)
 
     def _withdraw_speculation(self):
@@ -139,11 +172,13 @@ class StructuredLLMService(OpenAILLMService):
             record.llm_cancelled_calls += 1
         self._pending_commit = None
         self._run_speculative = False
+        self._confirmed_or_withdrawn.set()
         logger.debug("speculative answer withdrawn (the caller went on speaking)")
 
     async def _confirm_speculation(self):
         """The turn really ended: a held speculative answer becomes the answer."""
         self._turn_confirmed = True
+        self._confirmed_or_withdrawn.set()
         if self._pending_commit:
             pending, self._pending_commit = self._pending_commit, None
             await self._commit(*pending)
@@ -153,11 +188,17 @@ class StructuredLLMService(OpenAILLMService):
         # and the dialog state changes only once the turn is confirmed.
         self._run_speculative = self._speculation_gate.is_speculating
         self._turn_confirmed = False
+        self._confirmed_or_withdrawn.clear()
         self._run_made_call = False
         self._run_active = True
+        self._last_messages = context.get_messages()
         try:
             record = self._current_record()
             user_text = _last_user_text(context)
+            if record and user_text:
+                record.transcript = user_text
+            if user_text and await self._answer_by_rules(user_text, record):
+                return
             shortcut = self._shortcuts.match(user_text) if user_text else None
             if shortcut is not None:
                 await self._answer_shortcut(shortcut, record)
@@ -165,6 +206,144 @@ class StructuredLLMService(OpenAILLMService):
                 await self._answer_with_model(context, record)
         finally:
             self._run_active = False
+
+    # --- intake and status: rules around the records database --------------------------------
+
+    async def _answer_by_rules(self, text: str, record: TurnRecord | None) -> bool:
+        """Yes/no to a pending read-back, or a reception number: answered without the model."""
+        if self._intake is None:
+            return False
+        if self.dialog.awaiting == "confirmation":
+            act = self._shortcuts.match(text, context="confirmation")
+            if act is not None and act.action == "confirm_yes":
+                await self._confirm_ticket(text, record)
+                return True
+            if act is not None and act.action == "confirm_no":
+                def commit():
+                    self.dialog.awaiting = None
+
+                await self._rule_answer([self._intake.text("ask_correction")], "report_problem", record, commit)
+                return True
+            return False  # anything else: the model hears it (and the read-back is no longer pending)
+        number = self._intake.reception_number(text)
+        if number is not None:
+            await self._answer_status(number, record)
+            return True
+        return False
+
+    async def _confirm_ticket(self, text: str, record: TurnRecord | None):
+        if not await self._turn_is_final():
+            return  # the caller went on speaking: no ticket for a withdrawn "yes"
+        slots = dict(self.dialog.slots)
+        number = None
+        try:
+            if self._desk is None:
+                raise RuntimeError("no records database")
+            number = await self._desk.create_ticket(
+                call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
+                time=slots.get("time"), excerpt=self._excerpt(text))
+            sentences = [self._intake.confirmed(number)]
+            logger.info("ticket {} created ({})", number, slots["category"])
+        except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
+            logger.error("TICKET NOT CREATED ({}: {}); telling the caller", type(e).__name__, e)
+            sentences = [self._intake.text("ticket_failed")]
+
+        def commit():
+            if number:
+                self.dialog.ticket_made(number)
+            else:
+                self.dialog.awaiting = None
+
+        await self._rule_answer(sentences, "report_problem", record, commit)
+
+    async def _answer_status(self, number: str, record: TurnRecord | None):
+        try:
+            if self._desk is None:
+                raise RuntimeError("no records database")
+            ticket = await self._desk.find_ticket(number)
+            sentence = self._intake.status(number, ticket)
+        except Exception as e:  # noqa: BLE001
+            logger.error("status lookup failed ({}: {})", type(e).__name__, e)
+            sentence = self._intake.text("status_failed")
+        await self._rule_answer([sentence], "check_status", record, lambda: None)
+
+    async def _rule_answer(self, sentences: list[str], intent: str, record: TurnRecord | None, commit_state):
+        if record:
+            record.mark("first_sentence", overwrite=True)
+        for sentence in sentences:
+            await self._speak(sentence)
+        reply = " ".join(sentences)
+
+        def commit():
+            commit_state()
+            self.dialog.last_reply = reply
+            if record:
+                record.route, record.intent, record.flow = "rule", intent, "continue"
+            logger.info("turn route=rule intent={}", intent)
+
+        await self._finish_turn(TurnResult("rule", reply, "continue", intent, 0), record, commit)
+
+    async def _turn_is_final(self) -> bool:
+        """Side effects wait until a speculative turn is confirmed; False if it was withdrawn."""
+        if not self._run_speculative:
+            return True
+        try:
+            async with asyncio.timeout(SPECULATION_WAIT_SECS):
+                await self._confirmed_or_withdrawn.wait()
+        except TimeoutError:
+            return False
+        return self._turn_confirmed and self._run_speculative
+
+    def _excerpt(self, text: str) -> str:
+        """The caller's recent words, for the ticket (masked when stored)."""
+        said = [m.get("content") for m in self._context_messages() if m.get("role") == "user"]
+        return " / ".join(str(x) for x in said[-4:] if isinstance(x, str))[-500:] or text
+
+    def _context_messages(self) -> list[dict]:
+        return [m for m in (self._last_messages or []) if isinstance(m, dict)]
+
+    # --- the phone pad ------------------------------------------------------------------------
+
+    async def _on_key(self, key: str):
+        """'0' alone: a person. Digits then '#': a reception number. '*': start over.
+
+        While a read-back waits, '1' is yes and '2' is no (as said in the read-back).
+        """
+        if self.dialog.awaiting == "confirmation" and not self._keys and key in ("1", "2"):
+            self.create_task(self._keypad_turn(key), name="keypad-confirm")
+            return
+        if key == "*":
+            self._keys = ""
+        elif key == "#":
+            keys, self._keys = self._keys, ""
+            if keys:
+                self.create_task(self._keypad_turn(keys), name="keypad-turn")
+        elif key.isdigit():
+            if key == "0" and not self._keys:
+                self.create_task(self._keypad_turn("0"), name="keypad-transfer")
+                return  # a lone 0 transfers at once; a 0 later in a number is a digit
+            self._keys += key
+
+    async def _keypad_turn(self, keys: str):
+        record = self._new_record()
+        if record:
+            record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
+        await self.push_frame(LLMFullResponseStartFrame())
+        try:
+            if keys == "0":
+                await self._answer_shortcut(next(s for s in self._shortcuts.shortcuts if s.action == "transfer"), record)
+            elif keys == "1" and self.dialog.awaiting == "confirmation":
+                await self._confirm_ticket(record.transcript if record else "1", record)
+            elif keys == "2" and self.dialog.awaiting == "confirmation":
+                await self._rule_answer([self._intake.text("ask_correction")], "report_problem", record,
+                                        lambda: setattr(self.dialog, "awaiting", None))
+            elif self._intake is not None and len(keys) == self._intake.reception_digits:
+                await self._answer_status(keys, record)
+            elif self._intake is not None:
+                msg = self._intake.text("keypad_too_short", digits=self._intake.reception_digits)
+                await self._rule_answer([msg], "check_status", record, lambda: None)
+        finally:
+            await self.push_frame(LLMFullResponseEndFrame())
 
     async def _answer_shortcut(self, shortcut, record: TurnRecord | None):
         if shortcut.action == "repeat":
@@ -204,25 +383,44 @@ class StructuredLLMService(OpenAILLMService):
             turn = await self._stream_turn(trimmed, record, spoken)
         except LLMTurnError as e:
             error = str(e)  # `e` is unbound after the except block; a held commit runs later
-            logger.error("LLM turn failed ({}): {} - speaking the apology", e.kind, e)
+            # The second failed turn in a row: a person takes over, or (no desk) a polite end.
+            give_up = self.last_result is not None and self.last_result.route == "error"
+            transfer = give_up and self._can_transfer
+            if transfer:
+                sentence, intent, flow = self._canned.transfer_after_errors, "transfer", "continue"
+            elif give_up:
+                sentence, intent, flow = self._canned.closing_hours, None, "end"
+            else:
+                sentence, intent, flow = (self._canned.apology if self._can_transfer else self._canned.apology_no_agent,
+                                          None, "continue")
+            logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
+                         "transfer" if transfer else "closing" if give_up else "apology")
             if record:
-                record.mark("first_sentence", overwrite=not spoken)
-            await self._speak(self._canned.apology)
+                record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
+            await self._speak(sentence)
 
             def commit_error():
+                if transfer:
+                    self.dialog.transfer_requested = True
+                elif give_up:
+                    self.dialog.ended = True
                 if record:
                     record.route, record.error = "error", error
 
-            result = TurnResult("error", self._canned.apology, "continue", None, 1, error)
+            result = TurnResult("error", sentence, flow, intent, 1, error)
             await self._finish_turn(result, record, commit_error)
             return
         if turn["intent"] == "transfer" and not self._can_transfer:
             logger.warning("the model chose transfer but call.transfer_number is not set")
             await self._speak_sentence(self._canned.transfer_unavailable, record, spoken)
+        read_back = self._read_back_after(turn)
+        if read_back:
+            await self._speak_sentence(read_back, record, spoken)
         reply = " ".join(spoken)
 
         def commit():
             self.dialog.apply_turn(turn)
+            self.dialog.awaiting = "confirmation" if read_back else None
             self.dialog.last_reply = reply
             if turn["intent"] == "transfer" and self._can_transfer:
                 self.dialog.transfer_requested = True
@@ -232,6 +430,15 @@ class StructuredLLMService(OpenAILLMService):
             logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
 
         await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit)
+
+    def _read_back_after(self, turn: dict) -> str | None:
+        """Once a complaint's slots are complete, the bot reads them back and asks yes or no."""
+        if self._intake is None or turn["intent"] != "report_problem" or turn["flow"] == "end":
+            return None
+        after = self.dialog.after(turn)
+        if not after.intake_open or self._intake.missing(after.slots):
+            return None
+        return self._intake.read_back(after.slots)
 
     async def _stream_turn(self, context: LLMContext, record: TurnRecord | None, spoken: list[str]) -> dict:
         """Make the one model call; speak reply sentences as they complete; return the parsed turn."""
@@ -246,11 +453,13 @@ class StructuredLLMService(OpenAILLMService):
         t0 = time.monotonic()
         await self.start_ttfb_metrics()
         stream = None
+        filler = self._start_filler(record)
         try:
             async with asyncio.timeout(self._cfg.first_token_timeout_ms / 1000.0):
                 stream = await self.get_chat_completions(context)
                 chunks = stream.__aiter__()
                 chunk = await _next_content_chunk(chunks)
+            await self._stop_filler(filler)
             await self.stop_ttfb_metrics()
             if record:
                 record.mark("llm_first_token", overwrite=True)
@@ -282,6 +491,7 @@ class StructuredLLMService(OpenAILLMService):
             kind = f"http_{status}" if status else type(e).__name__
             raise LLMTurnError(kind, str(e)[:300]) from e
         finally:
+            await self._stop_filler(filler)
             # Also on interruption (CancelledError): release the HTTP stream so vLLM stops generating.
             if stream is not None:
                 await stream.close()
@@ -303,12 +513,42 @@ class StructuredLLMService(OpenAILLMService):
             raise LLMTurnError("empty_reply", "the reply field was empty")
         return turn
 
+    def _start_filler(self, record: TurnRecord | None) -> asyncio.Task | None:
+        """No first token ``llm.filler_after_ms`` after the caller went quiet: a canned "잠시만요, …".
+
+        Counted from the end of the caller's speech (what the caller waits through: endpointing
+        and STT included), never sooner than ``FILLER_MIN_SECS`` after the request, so a model
+        that answers promptly never gets a filler in front of its answer.
+        """
+        self._filler_played = False
+        after = self._cfg.filler_after_ms / 1000.0
+        if after <= 0:
+            return None
+        if record and record.speech_end:
+            after -= max(0.0, time.time() - record.speech_end)
+        delay = max(FILLER_MIN_SECS, after)
+        if delay >= self._cfg.first_token_timeout_ms / 1000.0:
+            return None
+        return self.create_task(self._filler_after(delay, record), name="llm-filler")
+
+    async def _filler_after(self, delay: float, record: TurnRecord | None):
+        await asyncio.sleep(delay)
+        logger.info("LLM: no first token {:.0f} ms after the request; speaking the filler", delay * 1000)
+        self._filler_played = True
+        if record:
+            record.mark("first_sentence", overwrite=True)  # what the caller hears first
+        await self._speak(self._canned.filler)  # canned: from memory, never synthesized
+
+    async def _stop_filler(self, task: asyncio.Task | None):
+        if task is not None and not task.done():
+            await self.cancel_task(task)
+
     async def _speak_sentence(self, sentence: str, record: TurnRecord | None, spoken: list[str]):
         sentence = sentence.strip()
         if not sentence:
             return
-        if record:
-            record.mark("first_sentence", overwrite=not spoken)
+        if record:  # the filler, if it played, stays the first thing the caller heard
+            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
         spoken.append(sentence)
         await self._speak(sentence)
 
@@ -331,6 +571,8 @@ class StructuredLLMService(OpenAILLMService):
         self.last_result = result
         if record:
             record.reply_chars = len(result.reply)
+            record.reply = result.reply
+            self._on_answered(record)
 
 
 async def _next_content_chunk(chunks):

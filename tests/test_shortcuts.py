@@ -21,114 +21,63 @@ def matcher() -> ShortcutMatcher:
     return load_shortcuts(SHORTCUTS_FILE, load_domain(DOMAIN_FILE))
 
 
-POSITIVE = [
-    # greeting
-    ("여보세요", "greeting"),
-    ("안녕하세요", "greeting"),
-    ("안녕하세요.", "greeting"),
-    ("여보세요 안녕하세요", "greeting"),
-    ("네 여보세요", "greeting"),
-    ("예, 여보세요?", "greeting"),
-    ("여보세요? 여보세요?", "greeting"),
-    ("여보세요여보세요", "greeting"),
-    ("안녕하십니까", "greeting"),
-    ("여보세요 잘 들리세요?", "hearing_check"),
-    ("제 말 들리시나요?", "hearing_check"),
-    # thanks / goodbye
-    ("감사합니다", "thanks_goodbye"),
-    ("감사 합니다.", "thanks_goodbye"),
-    ("네, 감사합니다!", "thanks_goodbye"),
-    ("네 감사합니다", "thanks_goodbye"),
-    ("예 예 고맙습니다", "thanks_goodbye"),
-    ("고맙습니다", "thanks_goodbye"),
-    ("수고하세요", "thanks_goodbye"),
-    ("수고하셨습니다~", "thanks_goodbye"),
-    ("끊을게요", "thanks_goodbye"),
-    ("이만 끊겠습니다", "thanks_goodbye"),
-    ("안녕히 계세요", "thanks_goodbye"),
-    ("됐어요 감사합니다", "thanks_goodbye"),
-    ("네 알겠습니다 수고하세요", "thanks_goodbye"),
-    ("아 네 감사합니다 안녕히 계세요", "thanks_goodbye"),
-    ("감사합니다 감사합니다", "thanks_goodbye"),
-    ("정말 감사합니다…", "thanks_goodbye"),
-    ("네 들어가세요", "thanks_goodbye"),
-    # repeat
-    ("다시 말씀해 주세요", "repeat"),
-    ("다시말씀해주세요", "repeat"),
-    ("다시 한번 말씀해 주시겠어요?", "repeat"),
-    ("죄송한데 다시 한 번 말씀해 주시겠어요?", "repeat"),
-    ("한 번 더 얘기해 주세요", "repeat"),
-    ("뭐라고요?", "repeat"),
-    ("네? 뭐라고요?", "repeat"),
-    ("뭐라고 하셨어요?", "repeat"),
-    ("잘 못 들었어요", "repeat"),
-    ("잘 안 들려요", "repeat"),
-    ("잘 못 들었는데 다시요", "repeat"),
-    ("다시요?", "repeat"),
-    ("네?", "repeat_short"),
-    ("예?", "repeat_short"),
-    ("뭐요?", "repeat_short"),
-    # transfer
-    ("상담원 연결해 주세요", "transfer"),
-    ("상담원 연결해주세요.", "transfer"),
-    ("상담원이랑 통화하고 싶어요", "transfer"),
-    ("사람 바꿔 주세요", "transfer"),
-    ("직원 연결", "transfer"),
-    ("담당자한테 좀 연결해 주시겠어요?", "transfer"),
-    ("상담원 연결 부탁드립니다", "transfer"),
-    ("그냥 상담원이요", "transfer"),
-    ("저 직원분이랑 직접 통화할 수 있을까요", "transfer"),
-    ("상담사 바꿔 주시겠어요?", "transfer"),
-]
-
-NEGATIVE = [
-    "안녕하세요 쓰레기 수거 문의드리려고요",
-    "감사합니다 그런데 하나 더 물어볼게요",
-    "여보세요 거기 시청이죠",
-    "네",
-    "네.",
-    "예",
-    "네 네 네",
-    "아니요",
-    "아니요 괜찮습니다",
-    "알겠습니다",
-    "됐어요",
-    "괜찮아요",
-    "뭐",
-    "다시 신고하려고요",
-    "다시 말씀드리면 가로등이 꺼졌어요",
-    "상담원이 불친절했어요",
-    "직원이 전화를 안 받아요",
-    "사람이 다쳤어요",
-    "사람이 쓰러져 있어요",
-    "연결해 주세요",
-    "안 들려요 소음이 너무 심해서요",
-    "가로등이 안 켜져요",
-    "감사 인사 드리려고 전화했어요 직원분이 친절하셔서요",
-    "수고하세요 라고 말했는데 대답이 없었어요",
-    "뭐라고 써야 해요",
-    "",
-    "   ",
-    "...",
-    "?",
-]
+CASES_FILE = ROOT / "tests" / "data" / "shortcut_cases.tsv"
 
 
-@pytest.mark.parametrize("utterance, name", POSITIVE)
-def test_positive(matcher: ShortcutMatcher, utterance: str, name: str) -> None:
-    sc = matcher.match(utterance)
-    assert sc is not None, f"{utterance!r} -> {normalize(utterance)!r} matched nothing"
-    assert sc.name == name
+def read_cases(path: Path = CASES_FILE) -> list[tuple[str, str | None, str]]:
+    """(expected rule name or "model", context or None, utterance) rows of the routing table."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#") or line.startswith("expect\t"):
+            continue
+        expect, context, utterance = line.split("\t")
+        rows.append((expect, None if context == "-" else context, utterance))
+    return rows
 
 
-@pytest.mark.parametrize("utterance", NEGATIVE)
-def test_negative(matcher: ShortcutMatcher, utterance: str) -> None:
-    sc = matcher.match(utterance)
-    assert sc is None, f"{utterance!r} -> {normalize(utterance)!r} matched {sc}"
+CASES = read_cases()
+
+
+@pytest.mark.parametrize("expect, context, utterance", CASES)
+def test_routing_table(matcher: ShortcutMatcher, expect: str, context: str | None, utterance: str) -> None:
+    sc = matcher.match(utterance, context)
+    got = sc.name if sc else "model"
+    assert got == expect, f"{utterance!r} -> {normalize(utterance)!r} in {context}: {got}, expected {expect}"
 
 
 def test_table_sizes() -> None:
-    assert len(POSITIVE) + len(NEGATIVE) >= 30
+    negatives = [c for c in CASES if c[0] == "model"]
+    assert len(CASES) >= 150 and len(negatives) >= 30
+    acts = {c[0] for c in CASES}
+    assert acts >= {"greeting", "thanks_goodbye", "repeat", "transfer", "confirm_yes", "confirm_no", "model"}
+
+
+def test_politely_rephrased_repeat_is_a_shortcut(matcher: ShortcutMatcher) -> None:
+    for u in ("한 번만 더 천천히 말씀해 주실래요?", "다시 한번 말해줄래요", "다시 말씀해주실 수 있나요"):
+        assert matcher.match(u).name == "repeat", u
+
+
+def test_confirmation_rules_only_in_their_context(matcher: ShortcutMatcher) -> None:
+    assert matcher.match("네") is None
+    assert matcher.match("네", "confirmation").action == "confirm_yes"
+    assert matcher.match("아니요", "confirmation").action == "confirm_no"
+    assert matcher.match("아니요") is None
+    # Rules without a context still match in one, and another context sees no confirmation rule.
+    assert matcher.match("감사합니다", "confirmation").name == "thanks_goodbye"
+    assert matcher.match("네", "other") is None
+
+
+def test_context_rules_are_checked_first(tmp_path: Path) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(
+        RULE + "[[rules]]\nname = 'yes'\ncontext = 'confirmation'\nintent = 'other'\n"
+        "action = 'confirm_yes'\nreply = ''\npatterns = ['안녕']\n",
+        encoding="utf-8",
+    )
+    m = load_shortcuts(p)
+    assert m.match("안녕").name == "hi"
+    assert m.match("안녕", "confirmation").name == "yes"
+    assert [s.name for s in m.shortcuts] == ["hi", "yes"]  # every rule, empty replies included
 
 
 @pytest.mark.parametrize(
@@ -159,18 +108,21 @@ def test_shortcut_fields(matcher: ShortcutMatcher) -> None:
     assert (rep.intent, rep.flow, rep.action) == ("repeat", "continue", "repeat")
     assert (tr.intent, tr.flow, tr.action) == ("transfer", "continue", "transfer")
     assert tr.reply == "상담원에게 연결해 드리겠습니다. 잠시만 기다려 주세요."
+    yes, no = by_name["confirm_yes"], by_name["confirm_no"]
+    assert (yes.intent, yes.flow, yes.action, yes.reply) == ("other", "continue", "confirm_yes", "")
+    assert (no.intent, no.flow, no.action, no.reply) == ("other", "continue", "confirm_no", "")
     for s in matcher.shortcuts:
-        assert s.reply[-1] in ".?!" and s.category == "none"
-        assert isinstance(s, Shortcut)
+        assert isinstance(s, Shortcut) and s.category == "none"
+        assert s.reply == "" if s.action.startswith("confirm_") else s.reply[-1] in ".?!"
 
 
 def test_match_speed(matcher: ShortcutMatcher) -> None:
-    utterances = [u for u, _ in POSITIVE] + NEGATIVE + ["가" * 200]
+    utterances = [u for _, _, u in CASES] + ["가" * 200, "다시" * 50 + "말씀해", "네" + "맞아요" * 40 + "요"]
     n = 0
     start = time.perf_counter()
     for _ in range(20):
         for u in utterances:
-            matcher.match(u)
+            matcher.match(u, "confirmation")
             n += 1
     per_ms = (time.perf_counter() - start) * 1000 / n
     print(f"\nshortcut match: {per_ms * 1000:.1f} us per utterance over {n} calls")  # target < 5 ms
@@ -207,6 +159,18 @@ def test_first_rule_wins(tmp_path: Path) -> None:
     assert load_shortcuts(p).match("안녕").name == "hi"
 
 
+def test_macros_may_be_lists_and_use_other_macros(tmp_path: Path) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(
+        "[macros]\nend = ['요', '습니다']\nthanks = '감사(?:해${end}|합니다)'\n"
+        "[[rules]]\nname = 't'\nintent = 'thanks_goodbye'\nreply = '네.'\npatterns = ['${thanks}']\n",
+        encoding="utf-8",
+    )
+    m = load_shortcuts(p)
+    assert m.match("감사해요").name == "t" and m.match("감사합니다").name == "t"
+    assert m.match("감사해") is None
+
+
 @pytest.mark.parametrize(
     "extra, fragment",
     [
@@ -217,6 +181,9 @@ def test_first_rule_wins(tmp_path: Path) -> None:
         ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = 'a.'\nflow = 'new_topic'\npatterns = ['a']\n", "flow"),
         ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = 'a.'\naction = 'hangup'\npatterns = ['a']\n", "action"),
         ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = ''\npatterns = ['a']\n", "reply must be"),
+        ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = ' '\naction = 'repeat'\npatterns = ['a']\n", "reply must be"),
+        ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = 'a.'\ncontext = 'menu'\npatterns = ['a']\n", "context"),
+        ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = 'a.'\nrejects_question = 1\npatterns = ['a']\n", "rejects_question"),
         ("[[rules]]\nname = 'x'\nintent = 'greeting'\nreply = 'a.'\npatterns = ['a']\nprio = 1\n", "unknown key"),
         ("[[rules]]\nname = 'hi'\nintent = 'greeting'\nreply = 'a.'\npatterns = ['a']\n", "duplicate"),
         ("[[rules]]\nname = 'x'\nintent = 'chitchat'\nreply = 'a.'\npatterns = ['a']\n", "not in the domain"),
@@ -231,6 +198,18 @@ def test_load_errors(tmp_path: Path, extra: str, fragment: str) -> None:
     with pytest.raises(ShortcutError) as e:
         load_shortcuts(p, load_domain(DOMAIN_FILE))
     assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "macros, fragment",
+    [("a = '${a}'", "refers to itself"), ("a = '${b}'\nb = '${a}'", "refers to itself"),
+     ("a = 'x y'", "without spaces"), ("a = []", "list of regexes"), ("a = '${nope}'", "unknown macro")],
+)
+def test_bad_macros(tmp_path: Path, macros: str, fragment: str) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(f"[macros]\n{macros}\n", encoding="utf-8")
+    with pytest.raises(ShortcutError, match=fragment):
+        load_shortcuts(p)
 
 
 def test_load_missing_file(tmp_path: Path) -> None:

@@ -6,15 +6,19 @@ one-time token bound to the CallSid, and the media stream must present it in ``c
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import secrets
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from loguru import logger
 from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
-from pipecat.frames.frames import AudioRawFrame, CancelFrame, EndFrame, Frame, InterruptionFrame
+from pipecat.audio.utils import ulaw_to_pcm
+from pipecat.frames.frames import AudioRawFrame, CancelFrame, EndFrame, Frame, InputAudioRawFrame, InterruptionFrame
 from pipecat.serializers.twilio import TwilioFrameSerializer, _build_call_resource_url
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Parameter, Stream, VoiceResponse
@@ -22,6 +26,8 @@ from twilio.twiml.voice_response import Connect, Parameter, Stream, VoiceRespons
 from bot.privacy import mask
 
 TWILIO_RATE = 8000
+# Twilio's messages are well under 1 KiB (a 20 ms media frame is ~300 bytes); bigger ones are dropped.
+MAX_MESSAGE_CHARS = 64 * 1024
 EXPECTED_FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
 
 
@@ -36,10 +42,17 @@ def build_stream_twiml(public_host: str, token: str) -> str:
     return str(response)
 
 
-def build_busy_twiml() -> str:
-    """TwiML that rejects a call with a busy signal (every call slot is taken)."""
+def build_busy_twiml(message: str | None = None) -> str:
+    """TwiML for a call we cannot take: ``message`` spoken by Twilio in Korean, then hang up.
+
+    Without a message: a busy signal (``<Reject reason="busy">``).
+    """
     response = VoiceResponse()
-    response.reject(reason="busy")
+    if message:
+        response.say(message, language="ko-KR")
+        response.hangup()
+    else:
+        response.reject(reason="busy")
     return str(response)
 
 
@@ -54,6 +67,7 @@ def signature_is_valid(auth_token: str, url: str, params: dict[str, str], signat
 class _Issued:
     call_sid: str
     expires: float
+    caller: str | None = None
 
 
 class StreamTokenStore:
@@ -63,11 +77,16 @@ class StreamTokenStore:
         self._ttl = ttl_secs
         self._tokens: dict[str, _Issued] = {}
 
-    def issue(self, call_sid: str) -> str:
+    def issue(self, call_sid: str, caller: str | None = None) -> str:
         self._expire()
         token = secrets.token_urlsafe(24)
-        self._tokens[token] = _Issued(call_sid, time.monotonic() + self._ttl)
+        self._tokens[token] = _Issued(call_sid, time.monotonic() + self._ttl, caller)
         return token
+
+    def caller_of(self, token: str | None) -> str | None:
+        """The caller's number the webhook saw for this token (kept here, never sent in TwiML)."""
+        issued = self._tokens.get(token or "")
+        return issued.caller if issued else None
 
     def redeem(self, token: str | None, call_sid: str | None) -> str | None:
         """Use up a token. Returns None when accepted, else the reason it was refused."""
@@ -167,6 +186,8 @@ class PhoneSerializer(TwilioFrameSerializer):
         if fast_input_resampler:
             self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
         self._playing_until = 0.0
+        self.ignored: Counter[str] = Counter()  # malformed messages ignored, by kind
+        self._last_seq: int | None = None
 
     def bot_audio_pending(self) -> bool:
         return time.monotonic() < self._playing_until
@@ -199,19 +220,74 @@ class PhoneSerializer(TwilioFrameSerializer):
         return payload
 
     async def deserialize(self, data: str | bytes) -> Frame | None:
-        # Twilio's `stop` (the caller hung up) is ignored by stock Pipecat; we end the call on it.
-        if isinstance(data, str) and '"stop"' in data:
+        """Twilio's messages after ``start``; anything outside the protocol is ignored and counted.
+
+        Stock Pipecat lets a non-object JSON message or a bad base64 payload raise inside the
+        receive loop, which ends the call, and logs every malformed message in full. Here each kind
+        of bad message (``ignored``) is logged once per call and dropped: binary or oversized frames,
+        invalid JSON, unknown events, a second ``start``, media with a bad payload, another stream's
+        SID or a sequence number that goes backwards.
+        """
+        if isinstance(data, bytes):
+            return self._ignore("binary frame")
+        if len(data) > MAX_MESSAGE_CHARS:
+            return self._ignore(f"oversized message (> {MAX_MESSAGE_CHARS // 1024} KiB)")
+        try:
+            msg = json.loads(data)
+        except (json.JSONDecodeError, RecursionError):
+            return self._ignore("invalid JSON")
+        if not isinstance(msg, dict):
+            return self._ignore("JSON that is not an object")
+        event = msg.get("event")
+        if event == "media":
+            return await self._media(msg)
+        if event == "stop":
+            # Twilio's `stop` (the caller hung up) is ignored by stock Pipecat; we end the call on it.
+            self.caller_hung_up = True
+            logger.info("call {}: Twilio sent stop (caller hung up)", mask(self._call_sid or ""))
+            if self._on_stop:
+                await self._on_stop()
+            return None
+        if event == "dtmf":
+            return await super().deserialize(data) if isinstance(msg.get("dtmf"), dict) else self._ignore("bad dtmf")
+        if event in ("mark", "connected"):
+            return None
+        if event == "start":
+            return self._ignore("duplicate start")
+        return self._ignore("unknown event")
+
+    async def _media(self, msg: dict) -> Frame | None:
+        if msg.get("streamSid") not in (None, self._stream_sid):
+            return self._ignore("media for another streamSid")
+        seq = msg.get("sequenceNumber")
+        if seq is not None:
             try:
-                event = json.loads(data).get("event")
-            except (json.JSONDecodeError, AttributeError):
-                event = None
-            if event == "stop":
-                self.caller_hung_up = True
-                logger.info("call {}: Twilio sent stop (caller hung up)", mask(self._call_sid or ""))
-                if self._on_stop:
-                    await self._on_stop()
-                return None
-        return await super().deserialize(data)
+                n = int(seq)
+            except (TypeError, ValueError):
+                return self._ignore("bad sequenceNumber")
+            if self._last_seq is not None and n <= self._last_seq:
+                return self._ignore("out-of-order sequenceNumber")
+            self._last_seq = n
+        media = msg.get("media")
+        payload = media.get("payload") if isinstance(media, dict) else None
+        if not isinstance(payload, str) or not payload:
+            return self._ignore("media without a payload")
+        try:
+            ulaw = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            return self._ignore("media payload is not base64")
+        pcm = await ulaw_to_pcm(ulaw, self._twilio_sample_rate, self._sample_rate, self._input_resampler)
+        if not pcm:
+            return None
+        return InputAudioRawFrame(audio=pcm, num_channels=1, sample_rate=self._sample_rate)
+
+    def _ignore(self, kind: str) -> None:
+        """Count a bad message; the first of each kind in a call is logged (a flood is one line)."""
+        if kind not in self.ignored:
+            logger.warning("call {}: ignoring {} on the media stream (further ones are counted, not logged)",
+                           mask(self._call_sid or ""), kind)
+        self.ignored[kind] += 1
+        return None
 
     async def _redirect_call(self, twiml: str) -> None:
         """Hand the call to new TwiML (a <Dial> to a person) through Twilio's REST API."""

@@ -173,6 +173,7 @@ def mount_webrtc(
     calls,
     metrics,
     finish_call: Callable[[CallSession], None],
+    desk=None,
 ) -> None:
     """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
 
@@ -254,8 +255,10 @@ def mount_webrtc(
             live = QALiveObserver()
             session = build_call(
                 config=config, secrets=secrets, models=models, transport=transport, call_id=call_id,
-                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live],
+                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live], desk=desk,
             )  # fmt: skip
+            if desk is not None:
+                desk.call_started(call_id, caller=None, qa=True)
             live.attach(session)
             sessions[call_id] = session
 

@@ -2,17 +2,22 @@
 
 The rules live in ``bot/data/shortcuts.toml``; each is a list of regexes FULL-matched against
 the normalized utterance (``normalize``), so a shortcut fires only when the caller's whole turn
-is that act (a greeting, a goodbye, "say that again", "get me an agent"). Anything else, and
-every yes/no acknowledgement, goes to the model.
+is that act (a greeting, a goodbye, "say that again", "get me an agent"). Anything else goes to
+the model, and so does a bare yes/no, except while the dialog awaits one (``context="confirmation"``).
+The acts are written as grammar: macros (verb forms, request endings, adverbs) that patterns and
+other macros compose.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from loguru import logger
 
 from bot.datafile import read_toml
 
@@ -20,9 +25,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from bot.dialog.domain import Domain
 
 Flow = Literal["continue", "end"]
-Action = Literal["none", "repeat", "transfer"]
+Action = Literal["none", "repeat", "transfer", "confirm_yes", "confirm_no"]
 FLOWS: tuple[str, ...] = ("continue", "end")
-ACTIONS: tuple[str, ...] = ("none", "repeat", "transfer")
+ACTIONS: tuple[str, ...] = ("none", "repeat", "transfer", "confirm_yes", "confirm_no")
+# Dialog states a rule may be limited to; the dialog passes the current one to ``match``.
+CONTEXTS: tuple[str, ...] = ("confirmation",)
+# The dialog supplies the words for these actions, so their rules may leave ``reply`` empty.
+SILENT_ACTIONS: tuple[str, ...] = ("confirm_yes", "confirm_no")
 
 
 class ShortcutError(ValueError):
@@ -72,37 +81,79 @@ class _Rule:
     shortcut: Shortcut
     regex: re.Pattern[str]
     requires_question: bool
+    rejects_question: bool = False
+    context: str | None = None
 
 
 class ShortcutMatcher:
-    """First-match-wins list of compiled rules."""
+    """First-match-wins list of compiled rules; rules of the current context are tried first."""
 
     def __init__(self, rules: list[_Rule]):
         self._rules = rules
 
     @property
     def shortcuts(self) -> list[Shortcut]:
+        """Every rule's shortcut, context rules included (their reply may be empty)."""
         return [r.shortcut for r in self._rules]
 
-    def match(self, utterance: str) -> Shortcut | None:
-        """The shortcut for a whole utterance, or None (then the LLM answers)."""
+    def match(self, utterance: str, context: str | None = None) -> Shortcut | None:
+        """The shortcut for a whole utterance, or None (then the LLM answers).
+
+        Args:
+            utterance: The caller's whole turn as transcribed.
+            context: The dialog state ("confirmation" while a read-back awaits yes/no). Rules
+                declaring that context are tried before the rest ("아니요" is then a plain no,
+                not part of a goodbye); rules of another context never match.
+        """
         norm = normalize(utterance)
         if not norm:
             return None
         question = "?" in utterance or "？" in utterance
-        for rule in self._rules:
-            if rule.requires_question and not question:
+        ordered = [r for r in self._rules if context is not None and r.context == context]
+        ordered += [r for r in self._rules if r.context is None]
+        for rule in ordered:
+            if (rule.requires_question and not question) or (rule.rejects_question and question):
                 continue
             if rule.regex.fullmatch(norm):
                 return rule.shortcut
         return None
 
 
-def _expand(pattern: str, macros: dict[str, str], where: str) -> str:
+def _expand_macros(raw: object, where: str) -> dict[str, str]:
+    """Macros as regexes, each with the macros it names expanded (a list is an alternation)."""
+    if not isinstance(raw, dict):
+        raise ShortcutError(f"{where}: [macros] must map names to regex strings or lists of them")
+    bodies: dict[str, str] = {}
+    for name, value in raw.items():
+        if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+            value = "|".join(value)
+        if not isinstance(value, str) or not value or re.search(r"\s", value):
+            raise ShortcutError(f"{where}: macro {name!r} must be a regex or a list of regexes, without spaces")
+        bodies[name] = value
+    done: dict[str, str] = {}
+
+    def resolve(name: str, stack: tuple[str, ...]) -> str:
+        if name in done:
+            return done[name]
+        if name in stack:
+            raise ShortcutError(f"{where}: macro {name!r} refers to itself")
+        done[name] = _expand(bodies[name], bodies, f"{where} macro {name!r}", lambda m: resolve(m, (*stack, name)))
+        return done[name]
+
+    for name in bodies:
+        resolve(name, ())
+    return done
+
+
+def _expand(
+    pattern: str, macros: dict[str, str], where: str, resolve: Callable[[str], str] | None = None
+) -> str:
+    """``pattern`` with each ``${name}`` replaced by its macro (``resolve`` expands one first)."""
+
     def sub(m: re.Match[str]) -> str:
         if m.group(1) not in macros:
             raise ShortcutError(f"{where}: unknown macro ${{{m.group(1)}}}")
-        return f"(?:{macros[m.group(1)]})"
+        return f"(?:{resolve(m.group(1)) if resolve else macros[m.group(1)]})"
 
     return _MACRO_RE.sub(sub, pattern)
 
@@ -118,13 +169,12 @@ def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> Shortcut
     unknown = sorted(set(raw) - {"macros", "rules"})
     if unknown:
         raise ShortcutError(f"{path}: unknown table {unknown[0]!r}")
-    macros = raw.get("macros", {})
-    if not isinstance(macros, dict) or not all(isinstance(v, str) for v in macros.values()):
-        raise ShortcutError(f"{path}: [macros] must map names to regex strings")
+    macros = _expand_macros(raw.get("macros", {}), str(path))
     rules_raw = raw.get("rules", [])
     if not isinstance(rules_raw, list):
         raise ShortcutError(f"{path}: [[rules]] must be an array of tables")
-    allowed = {"name", "reply", "intent", "flow", "action", "patterns", "category", "requires_question"}
+    allowed = {"name", "reply", "intent", "flow", "action", "patterns", "category", "requires_question",
+               "rejects_question", "context"}
     names: set[str] = set()
     rules: list[_Rule] = []
     for i, item in enumerate(rules_raw):
@@ -141,21 +191,28 @@ def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> Shortcut
         if name in names:
             raise ShortcutError(f"{where}: duplicate name")
         names.add(name)
-        for key in ("reply", "intent"):
-            if not isinstance(item.get(key), str) or not item[key].strip():
-                raise ShortcutError(f"{where}: {key} must be a non-empty string")
         flow = item.get("flow", "continue")
         action = item.get("action", "none")
         category = item.get("category", "none")
+        context = item.get("context")
         requires_question = item.get("requires_question", False)
+        rejects_question = item.get("rejects_question", False)
+        if not isinstance(item.get("intent"), str) or not item["intent"].strip():
+            raise ShortcutError(f"{where}: intent must be a non-empty string")
+        reply = item.get("reply")
+        if not isinstance(reply, str) or (not reply.strip() and action not in SILENT_ACTIONS):
+            raise ShortcutError(f"{where}: reply must be a non-empty string")
         if flow not in FLOWS:
             raise ShortcutError(f"{where}: flow {flow!r} is not one of {list(FLOWS)}")
         if action not in ACTIONS:
             raise ShortcutError(f"{where}: action {action!r} is not one of {list(ACTIONS)}")
+        if context is not None and context not in CONTEXTS:
+            raise ShortcutError(f"{where}: context {context!r} is not one of {list(CONTEXTS)}")
         if not isinstance(category, str):
             raise ShortcutError(f"{where}: category must be a string")
-        if not isinstance(requires_question, bool):
-            raise ShortcutError(f"{where}: requires_question must be true or false")
+        for key, value in (("requires_question", requires_question), ("rejects_question", rejects_question)):
+            if not isinstance(value, bool):
+                raise ShortcutError(f"{where}: {key} must be true or false")
         if domain is not None:
             if item["intent"] not in domain.intent_names:
                 raise ShortcutError(f"{where}: intent {item['intent']!r} is not in the domain")
@@ -173,6 +230,7 @@ def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> Shortcut
             regex = re.compile("|".join(expanded))
         except re.error as e:
             raise ShortcutError(f"{where}: bad regex: {e}") from e
-        shortcut = Shortcut(name, item["reply"].strip(), item["intent"], flow, action, category)
-        rules.append(_Rule(shortcut, regex, requires_question))
+        shortcut = Shortcut(name, reply.strip(), item["intent"], flow, action, category)
+        rules.append(_Rule(shortcut, regex, requires_question, rejects_question, context))
+    logger.debug("loaded {} shortcut rules from {}", len(rules), path.name)
     return ShortcutMatcher(rules)

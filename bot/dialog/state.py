@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from bot.datafile import read_toml
@@ -18,14 +19,27 @@ class CannedReplies:
     nothing_to_repeat: str
     transfer_unavailable: str
     unclear: str
+    # Faults and edges of a call (see replies.toml): every one ends in speech, never silence.
+    apology_no_agent: str
+    filler: str
+    transfer_after_errors: str
+    closing_hours: str
+    idle_prompt: str
+    idle_goodbye: str
+    shutdown_goodbye: str
+    busy: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
         data = read_toml(path, ValueError, "canned replies file")
         try:
-            return cls(**{k: str(data[k]) for k in ("apology", "nothing_to_repeat", "transfer_unavailable", "unclear")})
+            return cls(**{f.name: str(data[f.name]) for f in fields(cls)})
         except KeyError as e:
             raise ValueError(f"{path}: missing canned reply {e}") from e
+
+    def ids(self) -> dict[str, str]:
+        """Sentence -> its name here (turn records say which canned sentence the caller heard)."""
+        return {getattr(self, f.name).strip(): f.name for f in fields(self)}
 
 
 @dataclass
@@ -36,6 +50,10 @@ class DialogState:
     last_reply: str = ""
     ended: bool = False
     transfer_requested: bool = False
+    # Complaint intake: a report_problem turn opens it; a read-back waits for yes/no ("confirmation").
+    intake_open: bool = False
+    awaiting: str | None = None
+    tickets: list[str] = field(default_factory=list)  # reception numbers given in this call
 
     def known_slots(self) -> dict[str, str]:
         return {k: v for k, v in self.slots.items() if v}
@@ -44,6 +62,9 @@ class DialogState:
         """Fold a validated model turn into the state: ``new_topic`` clears, known slots persist."""
         if turn.get("flow") == "new_topic":
             self.slots = dict.fromkeys(SLOT_NAMES)
+            self.intake_open = False
+        if turn.get("intent") == "report_problem":
+            self.intake_open = True
         for name in SLOT_NAMES:
             value = turn.get(name)
             if name == "category" and value == "none":
@@ -52,3 +73,16 @@ class DialogState:
                 self.slots[name] = value
         if turn.get("flow") == "end":
             self.ended = True
+
+    def after(self, turn: dict) -> "DialogState":
+        """The state this turn would leave (the real one changes only when the turn is committed)."""
+        state = copy.deepcopy(self)
+        state.apply_turn(turn)
+        return state
+
+    def ticket_made(self, number: str) -> None:
+        """A ticket closes the intake: the next complaint starts from empty slots."""
+        self.tickets.append(number)
+        self.slots = dict.fromkeys(SLOT_NAMES)
+        self.intake_open = False
+        self.awaiting = None

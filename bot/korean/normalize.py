@@ -13,8 +13,13 @@ Spacing conventions of the output:
 * Sino-Korean groups of ten thousand are separated by a space
   (``십이만 삼천사백오십육``); Hangul magnitudes written in the source stay
   fused to their number (``3만`` -> ``삼만``, ``1억`` -> ``일억``).
-* Phone numbers are read digit by digit with ``공`` for 0, one space between
-  groups (``공일공 일이삼사 오육칠팔``).
+* Phone numbers are read digit by digit with ``공`` for 0, one space (a pause)
+  between groups (``공일공 일이삼사 오육칠팔``, ``02-120`` -> ``공이 일이공``);
+  so are short service numbers next to a phone word (``국번 없이 120``),
+  extensions (``내선 1234``) and reception numbers (``접수번호 2026-0001``).
+  A hyphen in a phone number or code is never read as a range.
+* A lot number's hyphen is read ``에`` (the spoken 의): ``12-3번지`` ->
+  ``십이에 삼 번지``.
 * Ranges repeat the counter: ``3~5일`` -> ``삼 일에서 오 일``.
 * Sentence punctuation ``. , ? !`` is kept for prosody.
 
@@ -56,7 +61,7 @@ SINO_COUNTERS = (
     "월", "일", "년", "분", "초", "원", "층", "호", "호선", "번", "번지", "동", "주",
     "주년", "주일", "개월", "개국", "개년", "달러", "유로", "엔", "파운드", "위안",
     "회", "차", "인", "인분", "등", "위", "학년", "도", "점", "세", "평", "박",
-    "분기", "쪽", "페이지", "교시", "단계", "년생", "퍼센트",
+    "분기", "쪽", "페이지", "교시", "단계", "년생", "퍼센트", "건", "반", "톤",
 )
 # Native counters read Sino on round tens: 20대 is an age group (이십 대), not 스무 대.
 SINO_ON_TENS = ("대",)
@@ -90,6 +95,32 @@ UNITS = {
 }
 # Currency signs written before the amount are spoken after it: $10 -> 십 달러.
 CURRENCY_PREFIXES = {"$": "달러", "₩": "원", "€": "유로", "£": "파운드", "¥": "엔"}
+
+# --- Phone numbers, codes and addresses ------------------------------------
+
+# Area codes longer than the default three digits (02 is two, 050x safe numbers four), used to
+# split a phone number written without hyphens.
+AREA_CODE_LENGTHS = {"02": 2, "050": 4}
+# Short service numbers read digit by digit even without a phone word nearby (일일구, 일일이).
+EMERGENCY_NUMBERS = ("112", "119")
+# Words that make the number right after them a phone number (국번 없이 120, 다산콜센터(120)).
+PHONE_WORDS = (
+    "전화", "전화번호", "대표번호", "콜센터", "국번 없이", "국번없이", "연락처", "문의", "상담", "민원실",
+    "신고", "핫라인", "☎", "tel", "Tel", "TEL",
+)
+# Words that make the number right after them a phone number (120번으로 전화, 120 다산콜센터).
+PHONE_WORDS_AFTER = ("전화", "연락", "문의", "신고", "걸", "콜센터", "다산콜", "상담")
+# Words after which a number is a code read digit by digit, in groups (접수번호 2026-0001).
+CODE_WORDS = (
+    "접수번호", "신청번호", "민원번호", "예약번호", "관리번호", "고객번호", "주문번호", "인증번호",
+    "우편번호", "계좌번호", "사건번호", "등록번호", "처리번호", "번호", "내선", "내선번호", "코드",
+)
+CODE_GROUP = 4  # a long code without hyphens is read in groups of four digits
+PHONE_PAUSE = " "  # between the groups of a phone number or code
+RANGE_WORD = "에서"  # 3~5일 -> 삼 일에서 오 일; never used for a phone number or code
+LOT_HYPHEN = "에"  # 12-3번지 is said 십이의(에) 삼 번지
+# Words a road or lot number follows (테헤란로 123-4, 반포동 12-3, 을지로3가 5-1).
+ADDRESS_WORDS_END = ("로", "길", "동", "리")
 
 # --- Latin letters ----------------------------------------------------------
 
@@ -147,13 +178,52 @@ _NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
 # Markdown the LLM may emit: bold/italic markers, code ticks, headings, bullets.
 _MARKDOWN_RE = re.compile(r"\*\*|__|`|^[ \t]*(?:#{1,6}|[-*+])[ \t]+", re.M)
 _ALNUM_WORD_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![A-Za-z0-9])")
+_COUNTER_AHEAD = rf"[ \t]*(?:{_SUFFIX})"
+_PHONE_END = r"(?![\d-]|[.,]\d)"
+_BUN = r"(?P<bun>[ \t]*번(?![째지호]))?"  # 120번으로: the counter after a digit-read number
 _PHONE_RE = re.compile(
-    r"(?<![\d.-])(?:\d{2,4}([-.])\d{3,4}\1\d{4}|1[5-9]\d{2}-\d{4}|01[016789]\d{7,8})(?![\d-])"
+    r"(?<![\d.,-])(?:"
+    # 02-123-4567, 010.1234.5678, (02) 123-4567, 02)123-4567, 02 123 4567
+    r"(?:\(0\d{1,3}\)[ \t]*|0\d{1,3}\)[ \t]*|0\d{1,3}(?:[ \t]*[-.][ \t]*|[ \t]))\d{3,4}(?:[ \t]*[-.][ \t]*|[ \t])\d{4}"
+    r"|0\d{8,11}"  # 0212345678, 01012345678, 050412345678
+    r"|(?:\(0\d{1,3}\)[ \t]*|0\d{1,3}[ \t]*[-)][ \t]*)\d{3,4}"  # 02-120, 031-1330: area code + short number
+    rf"|1[5-9]\d{{2}}[-.]\d{{4}}(?!{_COUNTER_AHEAD}(?<!번))"  # 1588-1234, not 1950-1960년
+    rf"){_PHONE_END}{_BUN}"
 )
-_DATE_RE = re.compile(r"(?<!\d)(?P<y>\d{4})([-./]) ?(?P<m>\d{1,2})\2 ?(?P<d>\d{1,2})(?!\d)")
-# M/D is only taken for a date when a weekday follows (3/5(목)); otherwise a fraction.
+_EMERGENCY_RE = re.compile(
+    rf"(?<![\d.,~-])(?:{'|'.join(EMERGENCY_NUMBERS)})(?![\d]|[.,]\d|{_COUNTER_AHEAD}|[ \t]*[~-])"
+)
+# A 3-4 digit service number starting with 1, next to a phone word before or after it.
+_SERVICE_RE = re.compile(
+    rf"(?P<ctx>(?:{_alternation(PHONE_WORDS)})(?:[ \t:：(]|는|은|이|가|으로|로|번호는?)*)"
+    rf"(?P<num>1\d{{2,3}})(?![\d]|[.,]\d|[ \t]*[~-]|{_COUNTER_AHEAD}(?<!번)){_BUN}"
+    rf"|(?<![\d.,~-])(?P<num2>1\d{{2,3}})(?P<bun2>[ \t]*번)?"
+    rf"(?=[ \t]*\(?(?:으로|로|에서|에|을|를)?[ \t]*(?:{'|'.join(PHONE_WORDS_AFTER)}))"
+)
+# A number after a code word: digits in groups, whatever its hyphens (접수번호는 2026-0001).
+_CODE_RE = re.compile(
+    rf"(?P<ctx>(?:{_alternation(CODE_WORDS)})[ \t]*(?:[:：]|는|은|이|가|를|을)?[ \t]*\(?(?:[A-Za-z]{{1,3}}-?)?)"
+    rf"(?P<num>\d+(?:-\d+)*)(?![\d]|[.,]\d|[ \t]*[-.)][ \t]*\d|{_COUNTER_AHEAD}(?<!번)){_BUN}"
+)
+# Hyphenated digit groups with a leading zero after the first are codes, not ranges (2026-0001).
+_ZERO_CODE_RE = re.compile(rf"(?<![\d.,:~-])(?P<num>\d+(?:-\d+)*-0\d+(?:-\d+)*)(?![\d]|[.,]\d){_BUN}")
+_LOT_RE = re.compile(
+    rf"(?P<pre>(?:[가-힣\d](?:{'|'.join(ADDRESS_WORDS_END)})|\d가|산)[ \t]*)(?P<a>\d+)-(?P<b>\d+)"
+    rf"(?![\d-]|[.,]\d|{_COUNTER_AHEAD}(?<!번지))"
+    r"|(?<![\d.,-])(?P<a2>\d+)-(?P<b2>\d+)(?=[ \t]*번지)"
+)
+_DATE_RE = re.compile(
+    r"(?<!\d)(?P<y>\d{4})([-./]) ?(?P<m>\d{1,2})\2 ?(?P<d>\d{1,2})(?:\.(?=[ \t]*[(가-힣]))?(?!\d)"
+)
+# M/D and M.D are only taken for a date when a weekday follows (3/5(목), 12. 3.(목));
+# otherwise a fraction or a decimal.
 _SHORT_DATE_RE = re.compile(
-    r"(?<![\d/])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?=\s*\([월화수목금토일]\))"
+    r"(?<![\d/.])(?P<m>\d{1,2})[ \t]?[/.][ \t]?(?P<d>\d{1,2})\.?(?=[ \t]*\([월화수목금토일](?:요일)?\))"
+)
+# 월~금, and a range of dates with weekdays (3/2(월)~3/6(금)): the "~" is a range word.
+_WEEKDAY_RANGE_RE = re.compile(
+    r"(?<![가-힣])(?P<a>[월화수목금토일])(?:요일)?[ \t]*~[ \t]*(?P<b>[월화수목금토일])(?:요일)?(?![가-힣])"
+    r"|(?P<paren>\([월화수목금토일](?:요일)?\))[ \t]*[~-][ \t]*(?=\d)"
 )
 _TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])")
 _CURRENCY_RE = re.compile(
@@ -239,9 +309,33 @@ def _read_number(m: re.Match) -> str:
 
 
 def _read_phone(m: re.Match) -> str:
-    s = m.group(0)
-    groups = re.split(r"[-.]", s) if not s.isdigit() else [s[:3], s[3:-4], s[-4:]]
-    return " ".join(_digits(g) for g in groups)
+    s = m.group(0)[: m.start("bun") - m.start()] if m["bun"] else m.group(0)
+    if s.isdigit() and len(s) > 8:
+        area = AREA_CODE_LENGTHS.get(s[:2], AREA_CODE_LENGTHS.get(s[:3], 3))
+        groups = [s[:area], s[area:-4], s[-4:]]
+    else:
+        groups = re.findall(r"\d+", s)
+    return PHONE_PAUSE.join(_digits(g) for g in groups) + (" 번" if m["bun"] else "")
+
+
+def _read_code(digits: str) -> str:
+    """A code digit by digit: hyphen groups kept, a long unbroken run cut into fours."""
+    groups = digits.split("-")
+    if len(groups) == 1 and len(digits) > 6:
+        groups = [digits[i : i + CODE_GROUP] for i in range(0, len(digits), CODE_GROUP)]
+    return PHONE_PAUSE.join(_digits(g) for g in groups if g)
+
+
+def _read_service(m: re.Match) -> str:
+    if m["num2"]:
+        return _digits(m["num2"]) + (" 번" if m["bun2"] else "")
+    return m["ctx"] + _digits(m["num"]) + (" 번" if m["bun"] else "")
+
+
+def _read_lot(m: re.Match) -> str:
+    if m["a2"]:
+        return f"{m['a2']}{LOT_HYPHEN} {m['b2']}"
+    return f"{m['pre']}{m['a']}{LOT_HYPHEN} {m['b']}"
 
 
 def _read_date(m: re.Match) -> str:
@@ -250,6 +344,12 @@ def _read_date(m: re.Match) -> str:
         return m.group(0)
     year = m.groupdict().get("y")
     return (f"{int(year)}년 " if year else "") + f"{month}월 {day}일"
+
+
+def _read_weekday_range(m: re.Match) -> str:
+    if m["paren"]:
+        return m["paren"] + RANGE_WORD + " "
+    return f"{m['a']}요일{RANGE_WORD} {m['b']}요일"
 
 
 def _read_time(m: re.Match) -> str:
@@ -294,13 +394,20 @@ def normalize_korean(text: str) -> str:
     text = _MARKDOWN_RE.sub("", text.translate(_FOLD))
     # Whole alphanumeric words first, before digits inside them (5G, MP3) are read.
     text = _ALNUM_WORD_RE.sub(_known_latin, text)
+    # Codes and phone numbers before anything reads their hyphens as ranges.
     text = _PHONE_RE.sub(_read_phone, text)
+    text = _CODE_RE.sub(lambda m: m["ctx"] + _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
+    text = _SERVICE_RE.sub(_read_service, text)
+    text = _EMERGENCY_RE.sub(lambda m: _digits(m.group(0)), text)
+    text = _LOT_RE.sub(_read_lot, text)
     text = _DATE_RE.sub(_read_date, text)
     text = _SHORT_DATE_RE.sub(_read_date, text)
     text = _TIME_RE.sub(_read_time, text)
+    text = _ZERO_CODE_RE.sub(lambda m: _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
+    text = _WEEKDAY_RANGE_RE.sub(_read_weekday_range, text)
     text = _CURRENCY_RE.sub(lambda m: m[2] + CURRENCY_PREFIXES[m[1]], text)
     text = _RANGE_SHARED_RE.sub(lambda m: f"{m[1]}{m[3]}~{m[2]}{m[3]}", text)
-    text = _RANGE_RE.sub(r"\1에서 ", text)
+    text = _RANGE_RE.sub(rf"\1{RANGE_WORD} ", text)
     text = _FRACTION_RE.sub(r"\2분의 \1", text)  # 3/4 -> 4분의 3 -> 사 분의 삼
     text = _MINUS_RE.sub("마이너스 ", text)
     text = _NUMBER_RE.sub(_read_number, text)
@@ -328,3 +435,11 @@ def remove_unsupported(text: str, supported: Callable[[str], bool]) -> tuple[str
     for ch in text:
         (kept if supported(ch) else removed).append(ch)
     return _tidy("".join(kept)), list(dict.fromkeys(removed))
+
+
+def read_digits(digits: str, sep: str = ", ") -> str:
+    """Reads a digit string one digit at a time, 공 for 0 ("2026" -> "이, 공, 이, 육").
+
+    Non-digits are skipped, so "2026-0001" reads the same as "20260001".
+    """
+    return sep.join(PHONE_DIGITS[int(c)] for c in digits if c.isdigit())

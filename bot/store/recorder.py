@@ -7,9 +7,8 @@ off the frames by ``TurnObserver``.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -34,9 +33,10 @@ class CallRecorder:
     (VAD stops, STT, a speculative model call that starts before the turn ends) lands in it.
     """
 
-    def __init__(self, call_id: str, *, qa: bool = False):
+    def __init__(self, call_id: str, *, qa: bool = False, sink: Callable[[dict], None] | None = None):
         self.call_id = call_id
         self.qa = qa
+        self._sink = sink  # the records database (CallLog.turn): each turn as it is answered and closed
         self.started = time.time()
         self.records: list[TurnRecord] = []
         self.bot_speaking = False
@@ -76,20 +76,24 @@ class CallRecorder:
         self.current.mark("turn_end", t, overwrite=True)
         return self.current
 
+    def keypad_turn(self) -> TurnRecord:
+        """Keys pressed on the phone pad make a turn of their own."""
+        self._finish(self.current)
+        self.current = self._new("pending")
+        return self.current
+
+    def save(self, rec: TurnRecord) -> None:
+        """Hand the turn to the records database (again when it changes: written by call and index)."""
+        if self._sink is not None:
+            self._sink(rec.to_dict())
+
     def _finish(self, rec: TurnRecord) -> None:
         if rec.route == "pending":
             rec.route = "no_reply"  # e.g. every segment was rejected by the STT guards
+        self.save(rec)
 
     def close(self) -> None:
         self._finish(self.current)
-
-    def write_jsonl(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{time.strftime('%Y%m%d', time.localtime(self.started))}.jsonl"
-        with path.open("a", encoding="utf-8") as f:
-            for rec in self.records:
-                f.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
-        return path
 
 
 class TurnObserver(BaseObserver):

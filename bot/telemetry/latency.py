@@ -32,7 +32,7 @@ class TurnRecord:
 
     call_id: str
     index: int
-    route: str = "pending"  # shortcut | llm | error | greeting | rejected
+    route: str = "pending"  # shortcut | rule | llm | error | greeting | unclear | no_reply
     # Marks (time.time() seconds); None when the turn never reached that point.
     speech_end: float | None = None  # VAD stop minus stop_secs: when the caller went quiet
     vad_stop: float | None = None
@@ -58,6 +58,11 @@ class TurnRecord:
     stt_rtf: float | None = None
     tts_synth_ms: list[float] = field(default_factory=list)
     qa: bool = False
+    transcript: str | None = None  # what the caller said (or keyed), as the dialog saw it
+    # Sentences played to the caller during this turn, in order: a canned sentence's name
+    # ("filler", "apology", "idle_prompt", "shortcut:<name>", ...) or "reply" for the model's words.
+    heard: list[str] = field(default_factory=list)
+    reply: str | None = None  # what the bot said back
 
     @property
     def tts_start(self) -> float | None:

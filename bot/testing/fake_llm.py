@@ -22,6 +22,12 @@ stream of text that is not JSON); ``hang`` (headers, then nothing until the clie
 the server stops); ``drop`` (closes the connection mid-stream); ``http_error`` (an OpenAI-style
 error body with status 500, or ``status``). Note that the ``openai`` client retries 5xx and
 dropped connections (``max_retries``, default 2): every retry is a call and takes a script.
+
+Per request, without a script: ``POST /fault/<fault>/v1/chat/completions`` (point a client's
+base URL at ``fault_url(fault)``) answers with that fault and leaves the script queue alone, so
+concurrent clients can each get their own: ``ok``, ``slow`` / ``slow-<ms>`` (first token after
+1200 ms or <ms>), ``hang``, ``500`` (or any HTTP status), ``invalid_json``, ``cut_off``, ``drop``,
+``down`` (a proxy's 502 page: the model server behind it is gone).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import json
 import logging
 import socket
@@ -112,6 +119,28 @@ def default_responder(body: dict[str, Any]) -> dict[str, Any]:
     return turn
 
 
+FAULTS: tuple[str, ...] = ("ok", "slow", "hang", "500", "invalid_json", "cut_off", "drop", "down")
+
+
+def fault_script(fault: str, base: Scripted) -> Scripted:
+    """The answer for a per-request fault name (``FAULTS``; ``slow-<ms>``; any HTTP status code)."""
+    name, _, arg = fault.partition("-")
+    s = dataclasses.replace(base)
+    if name == "ok" or name == "down":
+        pass
+    elif name == "slow":
+        s.first_token_delay = (float(arg) if arg else 1200.0) / 1000.0
+    elif name.isdigit() and 400 <= int(name) <= 599:
+        s.mode, s.status = "http_error", int(name)
+    elif name in ("hang", "invalid_json", "drop"):
+        s.mode = name
+    elif name in ("cut_off", "length"):
+        s.mode = "length"
+    else:
+        raise ValueError(f"unknown fault {fault!r} (known: {', '.join(FAULTS)}, slow-<ms>, an HTTP status)")
+    return s
+
+
 def _free_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -153,6 +182,7 @@ class FakeLLM:
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/fault/{fault}/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/health", self._health, methods=["GET"]),
             ]
@@ -163,6 +193,11 @@ class FakeLLM:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
+
+    def fault_url(self, fault: str) -> str:
+        """Base URL whose every request gets ``fault`` (see the module doc)."""
+        fault_script(fault, Scripted())  # raises on an unknown fault
+        return f"http://{self.host}:{self.port}/fault/{fault}/v1"
 
     def script(
         self,
@@ -280,10 +315,21 @@ class FakeLLM:
                 raise ValueError("body is not an object")
         except ValueError as e:
             return self._error(400, f"invalid request body: {e}", "BadRequestError")
+        fault = request.path_params.get("fault")
         with self._lock:
             self.calls += 1
             self.requests.append(body)
-            scripted = self._queue.popleft() if self._queue else None
+            scripted = self._queue.popleft() if self._queue and not fault else None
+        if fault:
+            if fault == "down":
+                return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", status_code=502,
+                                media_type="text/html")
+            try:
+                scripted = fault_script(fault, Scripted(first_token_delay=self.defaults.first_token_delay,
+                                                        token_delay=self.defaults.token_delay,
+                                                        chunk_chars=self.defaults.chunk_chars))
+            except ValueError as e:
+                return self._error(400, str(e), "BadRequestError")
         if scripted is None:
             scripted = Scripted(
                 first_token_delay=self.defaults.first_token_delay,
@@ -425,11 +471,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token-delay", type=float, default=0.01)
     parser.add_argument("--chunk-chars", type=int, default=3)
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--responder", choices=["default", "keyword"], default="default",
+                        help="keyword: intent/category/slots guessed from the caller's words, and judge answers "
+                        "(bot/tools/keyword_llm.py; for `run_bot.py eval`)")
     args = parser.parse_args(argv)
+    responder = default_responder
+    if args.responder == "keyword":
+        from bot.tools.keyword_llm import keyword_responder as responder
     fake = FakeLLM(
         args.host,
         args.port,
         model=args.model,
+        responder=responder,
         first_token_delay=args.first_token_delay,
         token_delay=args.token_delay,
         chunk_chars=args.chunk_chars,

@@ -107,6 +107,12 @@ class BotProcess:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to flush or close anything (a crash)."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self._log.close()
+
     def stop(self) -> None:
         if self.proc.poll() is not None:
             self._log.close()

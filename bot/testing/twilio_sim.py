@@ -452,6 +452,21 @@ class TwilioCallSimulator:
         """Send a ``mark`` message with ``name`` (as Twilio does when echoing a mark)."""
         await self._send({"event": "mark", "mark": {"name": name}})
 
+    async def send_raw(self, data: str | bytes) -> None:
+        """Send one WebSocket message as is: no numbering, no checks (hostile or broken clients)."""
+        if self._ws is None or self._closed.is_set():
+            raise CallClosed("WebSocket is closed")
+        async with self._send_lock:
+            try:
+                await self._ws.send(data)
+            except websockets.ConnectionClosed as exc:
+                raise CallClosed(f"WebSocket closed: {exc}") from exc
+
+    @property
+    def sequence_number(self) -> int:
+        """The ``sequenceNumber`` of the last numbered message sent."""
+        return self._seq
+
     async def _enqueue(self, ulaw: bytes, realtime: bool) -> None:
         if self._stopping or self._closed.is_set() or self._ws is None:
             raise CallClosed("call is not up")
@@ -770,6 +785,35 @@ class TwilioCallSimulator:
     def protocol_errors(self) -> list[str]:
         """Server messages Twilio would reject or ignore (bad JSON, wrong streamSid, …)."""
         return self._rx.errors
+
+    def heard_intervals(self) -> list[tuple[float, float]]:
+        """When the caller heard the bot: ``(start, end)`` monotonic intervals of audible playback.
+
+        Each media message plays at real time from its arrival or from the end of what was
+        queued before it; a ``clear`` cuts the queue at its arrival. Media at or below
+        ``bot_silence_rms`` is silence. Adjacent audible frames are merged.
+        """
+        events = [(t, 1, pcm) for t, pcm in self._rx.media] + [(t, 0, b"") for t in self._rx.clears]
+        events.sort(key=lambda e: (e[0], e[1]))
+        out: list[list[float]] = []
+        play_end = 0.0
+        for t, is_media, pcm in events:
+            if not is_media:
+                play_end = t
+                while out and out[-1][0] >= t:
+                    out.pop()
+                if out and out[-1][1] > t:
+                    out[-1][1] = t
+                continue
+            start = max(t, play_end)
+            play_end = start + len(pcm) / 2 / SAMPLE_RATE
+            if rms(pcm) <= self.bot_silence_rms:
+                continue
+            if out and start - out[-1][1] < 1e-6 + FRAME_SECONDS / 2:
+                out[-1][1] = play_end
+            else:
+                out.append([start, play_end])
+        return [(a, b) for a, b in out]
 
     @property
     def playback_end(self) -> float:

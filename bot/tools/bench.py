@@ -842,7 +842,7 @@ def run_bench(config: Config, args) -> int:
                 overrides += list(FEATURES_OFF)
             if fake_llm is not None:
                 overrides.append(f"llm.base_url='{fake_llm.base_url}'")
-            overrides.append(f"records.dir='{(out / 'records' / system).resolve()}'")
+            overrides.append(f"records.url='sqlite:///{(out / 'records' / system / 'calls.db').resolve()}'")
             server = ServerProcess(system, args.config, overrides, out / f"server-{system}.log", pysecrets.token_hex(16))
             try:
                 logger.info("bench: starting the {} server (log: {})", system, server.log_path)

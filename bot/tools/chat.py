@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from pipecat.frames.frames import AggregatedTextFrame, LLMContextFrame, LLMFullResponseEndFrame
+from pipecat.audio.dtmf.types import KeypadEntry
+from pipecat.frames.frames import AggregatedTextFrame, InputDTMFFrame, LLMContextFrame, LLMFullResponseEndFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -60,12 +61,13 @@ class ChatTurn:
 class DialogSession:
     """A text-only call: ``async with DialogSession(config) as s: await s.turn("...")``."""
 
-    def __init__(self, config: Config, secrets: Secrets | None = None):
+    def __init__(self, config: Config, secrets: Secrets | None = None, *, desk=None, call_id: str = "chat"):
         self._config = config
         self._records: list[TurnRecord] = []
         self.llm = make_llm(
             config, secrets or Secrets.from_env(config), DialogAssets.load(config),
             current_record=lambda: self._records[-1] if self._records else None, end_call_on_end_flow=False,
+            desk=desk, call_id=call_id, new_record=self._new_record,
         )  # fmt: skip
         self._collector = _ReplyCollector()
         self._worker = PipelineWorker(Pipeline([self.llm, self._collector]), params=PipelineParams(), enable_rtvi=False)
@@ -83,10 +85,17 @@ class DialogSession:
         if self._task:
             await self._task
 
-    async def turn(self, text: str) -> ChatTurn:
+    def _new_record(self) -> TurnRecord:
         rec = TurnRecord(call_id="chat", index=len(self._records))
         self._records.append(rec)
         rec.mark("turn_end")
+        return rec
+
+    async def turn(self, text: str) -> ChatTurn:
+        """One caller line; a line of phone-pad keys ("20260001#", "0") is pressed, not said."""
+        if text and all(c in "0123456789*#" for c in text):
+            return await self.keys(text)
+        rec = self._new_record()
         self._collector.sentences = []
         self._collector.done.clear()
         turn = ChatTurn(record=rec, started_at=time.monotonic())
@@ -98,10 +107,35 @@ class DialogSession:
         self._context.add_message({"role": "assistant", "content": turn.reply})
         return turn
 
+    async def keys(self, keys: str) -> ChatTurn:
+        """Press keys on the phone pad (Twilio's dtmf events become the same frames)."""
+        self._collector.sentences = []
+        self._collector.done.clear()
+        started = time.monotonic()
+        for key in keys:
+            await self._worker.queue_frame(InputDTMFFrame(KeypadEntry(key)))
+        await self._collector.done.wait()
+        rec = self._records[-1]
+        turn = ChatTurn(record=rec, sentences=list(self._collector.sentences), started_at=started,
+                        ended_at=self._collector.ended_at)
+        self._context.add_message({"role": "assistant", "content": turn.reply})
+        return turn
+
 
 async def run_chat(config: Config, stdin: TextIO, stdout: TextIO) -> int:
+    from bot.store.calls import CallLog
+
     loop = asyncio.get_running_loop()
-    async with DialogSession(config) as session:
+    secrets = Secrets.from_env(config)
+    desk = await asyncio.to_thread(CallLog.open, config, secrets)  # tickets made in chat are real tickets
+    try:
+        return await _chat_lines(config, secrets, desk, stdin, stdout, loop)
+    finally:
+        await desk.aclose()
+
+
+async def _chat_lines(config, secrets, desk, stdin, stdout, loop) -> int:
+    async with DialogSession(config, secrets, desk=desk) as session:
         while True:
             line = await loop.run_in_executor(None, stdin.readline)
             if not line:

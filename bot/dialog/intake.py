@@ -1,0 +1,85 @@
+"""Complaint intake and status by reception number: the dialog's rules around the database.
+
+The model gathers the slots (one call per turn at most); these rules decide when to read them
+back, what a yes or a no means while a read-back waits, and what to say about a ticket. Texts
+live in bot/data/intake.toml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.datafile import read_toml
+from bot.dialog.domain import Domain
+from bot.korean.digits import read_digits, spoken_digits
+
+TEXT_KEYS = ("read_back", "time_part", "confirmed", "ask_correction", "ticket_failed", "status", "status_unknown",
+             "status_failed", "keypad_too_short")
+
+
+class IntakeError(ValueError):
+    """bot/data/intake.toml cannot be used (the message names the key)."""
+
+
+@dataclass(frozen=True)
+class Intake:
+    texts: dict[str, str]
+    status_labels: dict[str, str]
+    needs_time: frozenset[str]
+    reception_digits: int
+    category_labels: dict[str, str]
+
+    @classmethod
+    def load(cls, path: Path, domain: Domain) -> "Intake":
+        data = read_toml(path, IntakeError, "intake file")
+        missing = [k for k in TEXT_KEYS if not isinstance(data.get(k), str)]
+        if missing:
+            raise IntakeError(f"{path}: missing text {', '.join(missing)}")
+        labels = {c.name: c.label for c in domain.categories}
+        unknown = [c for c in data.get("needs_time", []) if c not in labels]
+        if unknown:
+            raise IntakeError(f"{path}: needs_time names unknown categories {unknown}")
+        return cls(
+            texts={k: data[k] for k in TEXT_KEYS},
+            status_labels=dict(data.get("status_labels", {})),
+            needs_time=frozenset(data.get("needs_time", [])),
+            reception_digits=int(data.get("reception_digits", 8)),
+            category_labels=labels,
+        )
+
+    # --- intake -------------------------------------------------------------------------------
+
+    def missing(self, slots: dict[str, str | None]) -> list[str]:
+        """Slots still needed before a read-back."""
+        need = ["category", "location"]
+        if slots.get("category") in self.needs_time:
+            need.append("time")
+        return [n for n in need if not slots.get(n) or slots.get(n) == "none"]
+
+    def read_back(self, slots: dict[str, str | None]) -> str:
+        time_part = self.texts["time_part"].format(time=slots["time"]) if slots.get("time") else ""
+        return self.texts["read_back"].format(category=self.label(slots["category"]), location=slots["location"],
+                                              time_part=time_part)
+
+    def confirmed(self, number: str) -> str:
+        return self.texts["confirmed"].format(number=read_digits(number))
+
+    def label(self, category: str | None) -> str:
+        return self.category_labels.get(category or "", category or "")
+
+    # --- status -------------------------------------------------------------------------------
+
+    def reception_number(self, utterance: str) -> str | None:
+        """The reception number when the utterance is one (spoken digits with fillers), else None."""
+        digits = spoken_digits(utterance)
+        return digits if digits and len(digits) == self.reception_digits else None
+
+    def status(self, number: str, ticket: dict | None) -> str:
+        if ticket is None:
+            return self.texts["status_unknown"].format(number=read_digits(number))
+        return self.texts["status"].format(number=read_digits(number), category=self.label(ticket["category"]),
+                                           status=self.status_labels.get(ticket["status"], ticket["status"]))
+
+    def text(self, key: str, **kw) -> str:
+        return self.texts[key].format(**kw)

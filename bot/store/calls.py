@@ -1,0 +1,102 @@
+"""The server's side of the records database: calls and turns as they happen, tickets on demand.
+
+One per process. Writes go through ``RecordWriter`` (off the event loop, retried while the
+database is down); the dialog's questions (a new ticket's number, a ticket's status) are awaited
+with a timeout so a slow database ends in a spoken apology, not silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+from loguru import logger
+
+from bot.config import Config, Secrets
+from bot.privacy import mask
+from bot.store.db import Store, now, open_store
+from bot.store.writer import RecordWriter
+
+ANSWER_TIMEOUT_SECS = 2.0  # the caller is waiting on the line for these
+RETENTION_EVERY_SECS = 24 * 3600.0
+
+
+class CallLog:
+    def __init__(self, store: Store, *, worker: str, write_turns: bool = True, retention_days: float = 0.0,
+                 max_pending: int = 10000):
+        self.store = store
+        self.worker = worker
+        self.write_turns = write_turns
+        self.retention_days = retention_days
+        self.writer = RecordWriter(store, max_pending=max_pending)
+        self._retention_task: asyncio.Task | None = None
+
+    @classmethod
+    def open(cls, config: Config, secrets: Secrets | None = None) -> "CallLog":
+        """Open, migrate, mark this worker's unfinished calls aborted, apply retention (blocking)."""
+        rc = config.records
+        store = open_store((secrets.records_url if secrets else None) or rc.url, config.base_dir)
+        worker = rc.worker or f"{socket.gethostname()}:{config.server.port}"
+        log = cls(store, worker=worker, write_turns=rc.enabled, retention_days=rc.retention_days,
+                  max_pending=rc.max_pending)
+        aborted = store.abort_unfinished(worker)
+        if aborted:
+            logger.warning("records: {} call(s) of worker {} were cut off by a crash; marked aborted", aborted, worker)
+        log.apply_retention()
+        return log
+
+    def apply_retention(self) -> None:
+        if self.retention_days > 0:
+            n = self.store.purge_turns(self.retention_days)
+            if n:
+                logger.info("records: deleted {} turn(s) older than {} days (records.retention_days)", n,
+                            self.retention_days)
+
+    def start_retention(self) -> None:
+        async def daily():
+            while True:
+                await asyncio.sleep(RETENTION_EVERY_SECS)
+                self.writer.submit("retention", lambda s: self.apply_retention())
+
+        if self.retention_days > 0 and self._retention_task is None:
+            self._retention_task = asyncio.create_task(daily())
+
+    async def aclose(self) -> None:
+        if self._retention_task:
+            self._retention_task.cancel()
+        await asyncio.to_thread(self.writer.close)
+        self.store.close()
+
+    # --- as the call goes ---------------------------------------------------------------------
+
+    def call_started(self, call_sid: str, *, caller: str | None, qa: bool) -> None:
+        if not self.write_turns:
+            return
+        t = now()
+        self.writer.submit(f"call {mask(call_sid)} start",
+                           lambda s: s.start_call(call_sid, caller=caller, worker=self.worker, qa=qa, started_at=t))
+
+    def turn(self, call_sid: str, record: dict[str, Any]) -> None:
+        if self.write_turns:
+            self.writer.submit(f"call {mask(call_sid)} turn {record.get('index')}",
+                               lambda s: s.save_turn(call_sid, record))
+
+    def call_ended(self, call_sid: str, reason: str) -> None:
+        if not self.write_turns:
+            return
+        t = now()
+        self.writer.submit(f"call {mask(call_sid)} end", lambda s: s.end_call(call_sid, reason=reason, ended_at=t))
+
+    # --- the dialog's questions ---------------------------------------------------------------
+
+    async def create_ticket(self, **fields) -> str:
+        return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
+                                      ANSWER_TIMEOUT_SECS)
+
+    async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
+        # Reads need no ordering behind queued writes: a thread of their own.
+        return await asyncio.wait_for(asyncio.to_thread(self.store.find_ticket, reception_no), ANSWER_TIMEOUT_SECS)
+
+    async def finished_turns(self, since: float) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.store.finished_turns, since)

@@ -1,0 +1,238 @@
+"""The records database: calls, turns and tickets (SQLAlchemy 2 Core, Alembic migrations).
+
+SQLite in WAL mode is the embedded default (one process); PostgreSQL by URL when several workers
+share the line. Every method here blocks: the server calls them from ``RecordWriter``'s thread or
+through ``asyncio.to_thread``, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from loguru import logger
+
+from bot.privacy import mask_stored
+from bot.store.schema import TICKET_STATUSES, calls, tickets, turns
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# Serializes migrations of workers starting together on one PostgreSQL database.
+_PG_MIGRATION_LOCK = 0x6B6F7265636F7264
+
+
+class StoreError(RuntimeError):
+    """The records database cannot be used (bad URL, unknown ticket, invalid status)."""
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def resolve_url(url: str, base_dir: Path) -> str:
+    """A relative SQLite path resolves against the config's directory (and its folder is made)."""
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        path = Path(parsed.database).expanduser()
+        if not path.is_absolute():
+            path = base_dir / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return parsed.set(database=str(path)).render_as_string(hide_password=False)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", "psycopg2"):
+        parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3 is what requirements pin
+    return parsed.render_as_string(hide_password=False)
+
+
+def _utc(value: dt.datetime | None) -> dt.datetime | None:
+    # SQLite hands back naive datetimes; everything we store is UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value
+
+
+class Store:
+    """Blocking access to the records database."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 3.0):
+        try:
+            parsed = sa.engine.make_url(url)
+        except sa.exc.ArgumentError as e:
+            raise StoreError(f"records.url is not a database URL: {url!r}") from e
+        self.backend = parsed.get_backend_name()
+        if self.backend == "sqlite":
+            self.engine = sa.create_engine(url, connect_args={"timeout": 5.0, "check_same_thread": False})
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        elif self.backend == "postgresql":
+            self.engine = sa.create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=4,
+                                           connect_args={"connect_timeout": max(1, int(connect_timeout))})
+        else:
+            raise StoreError(f"records.url: unsupported database {self.backend!r} (sqlite or postgresql)")
+        self.url_for_logs = parsed.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- schema -------------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (safe with workers starting at once)."""
+        cfg = AlembicConfig()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as conn:
+            if self.backend == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    # --- calls --------------------------------------------------------------------------------
+
+    def start_call(self, call_sid: str, *, caller: str | None, worker: str, qa: bool, started_at: dt.datetime) -> None:
+        with self.engine.begin() as conn:
+            exists = conn.execute(sa.select(calls.c.call_sid).where(calls.c.call_sid == call_sid)).first()
+            if exists is None:
+                conn.execute(calls.insert().values(call_sid=call_sid, caller=caller, worker=worker, qa=qa,
+                                                   started_at=started_at))
+
+    def end_call(self, call_sid: str, *, reason: str, ended_at: dt.datetime) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(calls.update().where(calls.c.call_sid == call_sid)
+                         .values(ended_at=ended_at, end_reason=reason))
+
+    def abort_unfinished(self, worker: str) -> int:
+        """Calls of this worker left open by a crash are marked ``aborted``; returns how many."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                calls.update().where(calls.c.worker == worker, calls.c.ended_at.is_(None))
+                .values(ended_at=now(), end_reason="aborted")
+            )
+            return result.rowcount or 0
+
+    # --- turns --------------------------------------------------------------------------------
+
+    def save_turn(self, call_sid: str, record: dict[str, Any]) -> None:
+        """Insert or update one turn (keyed by call and index); transcript and reply are masked."""
+        stages = record.get("stages_ms") or {}
+        values = {
+            "route": record.get("route"),
+            "intent": record.get("intent"),
+            "transcript": mask_stored(record.get("transcript") or "") or None,
+            "reply": mask_stored(record.get("reply") or "") or None,
+            "llm_calls": int(record.get("llm_calls") or 0),
+            "voice_to_voice_ms": stages.get("voice_to_voice"),
+            "record": {**record, "transcript": None, "reply": None},  # text lives in its masked columns
+        }
+        idx = int(record["index"])
+        with self.engine.begin() as conn:
+            updated = conn.execute(turns.update().where(turns.c.call_sid == call_sid, turns.c.idx == idx).values(**values))
+            if not updated.rowcount:
+                conn.execute(turns.insert().values(call_sid=call_sid, idx=idx, created_at=now(), **values))
+
+    def purge_turns(self, older_than_days: float) -> int:
+        """Delete turns older than the retention period (tickets stay); returns how many."""
+        cutoff = now() - dt.timedelta(days=older_than_days)
+        with self.engine.begin() as conn:
+            return conn.execute(turns.delete().where(turns.c.created_at < cutoff)).rowcount or 0
+
+    # --- tickets ------------------------------------------------------------------------------
+
+    def create_ticket(self, *, call_sid: str | None, category: str, location: str | None, time: str | None,
+                      excerpt: str) -> str:
+        """A new open ticket; its reception number is the year and the row id (e.g. 20260042)."""
+        t = now()
+        with self.engine.begin() as conn:
+            row_id = conn.execute(
+                tickets.insert().values(call_sid=call_sid, category=category, location=location, time=time,
+                                        excerpt=mask_stored(excerpt), status="open", created_at=t, updated_at=t)
+                .returning(tickets.c.id)
+            ).scalar_one()
+            number = f"{t.year}{row_id:04d}"
+            conn.execute(tickets.update().where(tickets.c.id == row_id).values(reception_no=number))
+        return number
+
+    def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(tickets).where(tickets.c.reception_no == reception_no)).mappings().first()
+        return _ticket(row) if row else None
+
+    def list_tickets(self, status: str | None = None) -> list[dict[str, Any]]:
+        q = sa.select(tickets).order_by(tickets.c.id)
+        if status:
+            q = q.where(tickets.c.status == status)
+        with self.engine.connect() as conn:
+            return [_ticket(r) for r in conn.execute(q).mappings()]
+
+    def set_ticket_status(self, reception_no: str, status: str) -> dict[str, Any]:
+        if status not in TICKET_STATUSES:
+            raise StoreError(f"unknown status {status!r} (one of {', '.join(TICKET_STATUSES)})")
+        with self.engine.begin() as conn:
+            done = conn.execute(tickets.update().where(tickets.c.reception_no == reception_no)
+                                .values(status=status, updated_at=now()))
+        if not done.rowcount:
+            raise StoreError(f"no ticket with reception number {reception_no}")
+        return self.find_ticket(reception_no)  # type: ignore[return-value]
+
+    # --- reading calls ------------------------------------------------------------------------
+
+    def list_calls(self, since: dt.datetime | None = None) -> list[dict[str, Any]]:
+        """Calls (oldest first) with their turns."""
+        q = sa.select(calls).order_by(calls.c.started_at)
+        if since is not None:
+            q = q.where(calls.c.started_at >= since)
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(q).mappings()]
+            by_sid = {r["call_sid"]: r for r in rows}
+            for r in rows:
+                r["turns"] = []
+                r["started_at"], r["ended_at"] = _utc(r["started_at"]), _utc(r["ended_at"])
+            if by_sid:
+                tq = sa.select(turns).where(turns.c.call_sid.in_(list(by_sid))).order_by(turns.c.call_sid, turns.c.idx)
+                for t in conn.execute(tq).mappings():
+                    by_sid[t["call_sid"]]["turns"].append(_turn(t))
+        return rows
+
+    def finished_turns(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """Turn records of calls that have ended, whose turn ended after ``since`` (epoch seconds)."""
+        q = (sa.select(turns.c.record, turns.c.transcript, turns.c.reply)
+             .join(calls, calls.c.call_sid == turns.c.call_sid)
+             .where(calls.c.ended_at.is_not(None)).order_by(turns.c.id))
+        if since:
+            q = q.where(turns.c.created_at >= dt.datetime.fromtimestamp(since - 3600, dt.timezone.utc))
+        out = []
+        with self.engine.connect() as conn:
+            for rec, transcript, reply in conn.execute(q):
+                rec = {**rec, "transcript": transcript, "reply": reply}
+                if (rec.get("turn_end") or rec.get("first_audio_out") or 0) >= since:
+                    out.append(rec)
+        return out
+
+
+def _turn(row) -> dict[str, Any]:
+    rec = dict(row["record"])
+    rec.update(transcript=row["transcript"], reply=row["reply"])
+    return rec
+
+
+def _ticket(row) -> dict[str, Any]:
+    d = dict(row)
+    d["created_at"], d["updated_at"] = _utc(d["created_at"]), _utc(d["updated_at"])
+    return d
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL: readers (the CLI, status lookups) never block the writer; a crash loses no committed turn.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+def open_store(url: str, base_dir: Path) -> Store:
+    """Open and migrate the records database named by ``records.url``."""
+    store = Store(resolve_url(url, base_dir))
+    store.migrate()
+    logger.info("records database: {} (migrated to head)", store.url_for_logs)
+    return store

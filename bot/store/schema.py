@@ -1,0 +1,57 @@
+"""Tables of the records database (SQLAlchemy Core). Alembic migrations create them; never create_all."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+# One row per call, written when its media stream starts; ended_at stays NULL while it runs
+# (a call still NULL when its worker starts again was cut off by a crash: end_reason "aborted").
+calls = sa.Table(
+    "calls",
+    metadata,
+    sa.Column("call_sid", sa.String(64), primary_key=True),
+    sa.Column("caller", sa.String(32)),  # E.164, kept for call-backs; never logged unmasked
+    sa.Column("worker", sa.String(64), nullable=False, index=True),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    sa.Column("end_reason", sa.String(32)),
+    sa.Column("qa", sa.Boolean, nullable=False, default=False),
+)
+
+# One row per turn, upserted when the answer is decided and again when the turn closes.
+turns = sa.Table(
+    "turns",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("call_sid", sa.String(64), nullable=False, index=True),
+    sa.Column("idx", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("route", sa.String(16)),
+    sa.Column("intent", sa.String(32)),
+    sa.Column("transcript", sa.Text),  # masked: no resident registration or card numbers
+    sa.Column("reply", sa.Text),
+    sa.Column("llm_calls", sa.Integer, nullable=False, default=0),
+    sa.Column("voice_to_voice_ms", sa.Float),
+    sa.Column("record", sa.JSON, nullable=False),  # the whole TurnRecord (marks, stages, slots)
+    sa.UniqueConstraint("call_sid", "idx", name="uq_turns_call_idx"),
+)
+
+tickets = sa.Table(
+    "tickets",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    # Year + the row id: unique by construction under any number of concurrent calls and workers.
+    sa.Column("reception_no", sa.String(16), unique=True),
+    sa.Column("call_sid", sa.String(64), index=True),
+    sa.Column("category", sa.String(32), nullable=False),
+    sa.Column("location", sa.Text),
+    sa.Column("time", sa.Text),
+    sa.Column("excerpt", sa.Text),  # masked caller words that led to the ticket
+    sa.Column("status", sa.String(16), nullable=False, default="open", index=True),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+TICKET_STATUSES = ("open", "in_progress", "done", "rejected")

@@ -1,0 +1,94 @@
+"""The desk's minimal tools over the records database: calls, tickets, one ticket's status.
+
+    run_bot.py calls [--since 2026-12-01] [--json]   # calls with their turns (--json: the export)
+    run_bot.py tickets [--status open]
+    run_bot.py ticket 20260001 --status done
+
+Caller numbers are shown masked; ``calls --json`` exports them whole (it is the records export).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import TextIO
+
+from bot.config import Config, Secrets
+from bot.privacy import mask
+from bot.store.db import StoreError, open_store
+from bot.store.schema import TICKET_STATUSES
+
+
+def _store(config: Config):
+    return open_store(Secrets.from_env(config).records_url or config.records.url, config.base_dir)
+
+
+def _since(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        d = dt.datetime.fromisoformat(value)
+    except ValueError as e:
+        raise StoreError(f"--since: not a date (YYYY-MM-DD or ISO time): {value!r}") from e
+    return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
+
+
+def _iso(v):
+    return v.isoformat() if isinstance(v, dt.datetime) else v
+
+
+def list_calls(config: Config, since: str | None, as_json: bool, out: TextIO = sys.stdout) -> int:
+    store = _store(config)
+    try:
+        calls = store.list_calls(_since(since))
+    finally:
+        store.close()
+    if as_json:
+        for c in calls:
+            out.write(json.dumps({k: _iso(v) for k, v in c.items()}, ensure_ascii=False) + "\n")
+        return 0
+    out.write("| call | caller | started (UTC) | ended | turns | routes | voice-to-voice p50 ms | qa |\n")
+    out.write("|---|---|---|---|---|---|---|---|\n")
+    for c in calls:
+        said = [t for t in c["turns"] if t.get("route") != "greeting"]
+        routes: dict[str, int] = {}
+        for t in said:
+            routes[t.get("route") or "?"] = routes.get(t.get("route") or "?", 0) + 1
+        v2v = sorted(t["stages_ms"]["voice_to_voice"] for t in said if (t.get("stages_ms") or {}).get("voice_to_voice"))
+        p50 = f"{v2v[len(v2v) // 2]:.0f}" if v2v else "-"
+        ended = c["end_reason"] or "(running)"
+        out.write(f"| {mask(c['call_sid'])} | {mask(c['caller'] or '-')} | {c['started_at']:%Y-%m-%d %H:%M:%S} | "
+                  f"{ended} | {len(said)} | {' '.join(f'{k}:{v}' for k, v in sorted(routes.items()))} | {p50} | "
+                  f"{'yes' if c['qa'] else ''} |\n")
+    out.write(f"{len(calls)} call(s)\n")
+    return 0
+
+
+def list_tickets(config: Config, status: str | None, out: TextIO = sys.stdout) -> int:
+    if status and status not in TICKET_STATUSES:
+        raise StoreError(f"--status must be one of {', '.join(TICKET_STATUSES)}")
+    store = _store(config)
+    try:
+        tickets = store.list_tickets(status)
+    finally:
+        store.close()
+    out.write("| reception no | status | category | location | time | created (UTC) | updated (UTC) |\n")
+    out.write("|---|---|---|---|---|---|---|\n")
+    for t in tickets:
+        out.write(f"| {t['reception_no']} | {t['status']} | {t['category']} | {t['location'] or '-'} | "
+                  f"{t['time'] or '-'} | {t['created_at']:%Y-%m-%d %H:%M} | {t['updated_at']:%Y-%m-%d %H:%M} |\n")
+    out.write(f"{len(tickets)} ticket(s)\n")
+    return 0
+
+
+def update_ticket(config: Config, number: str, status: str | None, out: TextIO = sys.stdout) -> int:
+    store = _store(config)
+    try:
+        ticket = store.set_ticket_status(number, status) if status else store.find_ticket(number)
+    finally:
+        store.close()
+    if ticket is None:
+        raise StoreError(f"no ticket with reception number {number}")
+    out.write(json.dumps({k: _iso(v) for k, v in ticket.items()}, ensure_ascii=False) + "\n")
+    return 0
