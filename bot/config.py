@@ -138,6 +138,10 @@ class LLMConfig:
     prompt_file: str = "bot/data/prompt.md"
     domain_file: str = "bot/data/domain.toml"
     shortcuts_file: str = "bot/data/shortcuts.toml"
+    # The city's own facts, looked up per turn and put into the same structured call's prompt.
+    knowledge: bool = True
+    faq_file: str = "bot/data/faq.toml"
+    directory_file: str = "bot/data/directory.toml"
     # Qwen3-family chat templates think before answering unless told not to: seconds of hidden
     # tokens before the first spoken word. Sent as chat_template_kwargs (vLLM; ignored elsewhere).
     enable_thinking: bool = False

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
-from pipecat.frames.frames import EndWorkerFrame, TTSSpeakFrame
+from pipecat.frames.frames import EndWorkerFrame, TTSAudioRawFrame, TTSSpeakFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -29,6 +29,7 @@ from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, load_domain
 from bot.dialog.intake import Intake
+from bot.knowledge import Knowledge
 from bot.store.recorder import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
@@ -48,6 +49,7 @@ class DialogAssets:
     canned: CannedReplies
     endpointing: EndOfTurnRules
     intake: Intake
+    knowledge: Knowledge | None
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
@@ -59,6 +61,8 @@ class DialogAssets:
             canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml"),
             endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
             intake=Intake.load(Path(__file__).parent / "data" / "intake.toml", domain),
+            knowledge=_knowledge(config.path(config.llm.faq_file), config.path(config.llm.directory_file),
+                                 tuple(domain.category_names)) if config.llm.knowledge else None,
         )
 
     def fixed_sentences(self, greeting: str) -> list[str]:
@@ -73,6 +77,17 @@ class DialogAssets:
         """Fixed sentence -> the name turn records give it in ``heard`` (model sentences are "reply")."""
         ids = {s.reply.strip(): f"shortcut:{s.name}" for s in self.shortcuts.shortcuts if s.reply}
         return ids | self.canned.ids() | {greeting.strip(): "greeting"}
+
+
+def _knowledge(faq: Path, directory: Path, categories: tuple[str, ...]) -> Knowledge:
+    """Index the FAQ and directory once per file version (Kiwi's analyser takes ~1.5 s to load)."""
+    key = (faq, faq.stat().st_mtime_ns, directory, directory.stat().st_mtime_ns, categories)
+    if key not in _KNOWLEDGE:
+        _KNOWLEDGE[key] = Knowledge.load(faq, directory, categories=list(categories))
+    return _KNOWLEDGE[key]
+
+
+_KNOWLEDGE: dict[tuple, Knowledge] = {}
 
 
 @dataclass
@@ -98,6 +113,7 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
         api_key=secrets.llm_api_key,
         can_transfer=bool(config.call.transfer_number),
         intake=assets.intake,
+        knowledge=assets.knowledge,
         **kwargs,
     )
 
@@ -189,7 +205,7 @@ def build_call(
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
                                out_rate=out_rate, qa=qa, observers=observers)
-    guard_call(session, user_agg, models.assets.canned, config)
+    guard_call(session, user_agg, models.assets.canned, config, canned_audio=models.canned_audio)
     return session
 
 
@@ -199,13 +215,15 @@ def _sentence_heard(recorder: CallRecorder, result, heard_ids: dict[str, str]) -
     recorder.current.heard.append(heard_ids.get(result.normalized_text, "reply"))
 
 
-def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Config) -> None:
+def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Config,
+               canned_audio: CannedAudio | None = None) -> None:
     """The edges of a call end in speech, never silence.
 
     * Idle caller: after ``call.idle_prompt_secs`` of silence (Pipecat's idle timer, which runs only
       while the bot waits for the caller) "여보세요, 듣고 계신가요?"; as long again: goodbye and hang-up.
     * The STT raising on a segment: the turn ends like unclear speech ("잘 못 들었습니다…").
-    * The TTS raising on a sentence: the canned apology, played from memory (once per turn).
+    * The TTS raising on a sentence: the canned apology, played from memory at once (once per turn;
+      not queued as a sentence: it would wait behind the failed answer's silent audio context).
     * A second turn with a failing stage: the polite end (opening hours), then hang-up.
     """
     recorder, stt, tts = session.recorder, session.stt, session.tts
@@ -218,12 +236,12 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
         await processor.queue_frame(EndWorkerFrame(reason=reason))
 
     def stage_failed(stage: str, error) -> bool:
-        """Record the failure; True when it is the first of its turn and not yet the second failed turn."""
+        """Record the failure; True when the call should end (a second turn in this call failed)."""
         rec = recorder.current
         rec.error = rec.error or f"{stage}: {str(getattr(error, 'error', error))[:200]}"
         first_of_turn = rec.index not in state["failed_turns"]
         state["failed_turns"].add(rec.index)
-        return first_of_turn
+        return first_of_turn and len(state["failed_turns"]) >= 2
 
     @user_agg.event_handler("on_user_turn_started")
     async def _caller_spoke(_agg, _strategy):
@@ -244,10 +262,10 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
 
     @stt.event_handler("on_error")
     async def _stt_failed(processor, error):
-        if not stage_failed("stt", error):
-            return
-        if len(state["failed_turns"]) >= 2:
+        if stage_failed("stt", error):
             await end_politely(tts, "stt_failed: twice in one call")
+        elif len(state["failed_turns"]) >= 2:
+            return  # already ending
         elif config.turn.korean_endpointing:
             # The turn ends after the normal wait with "please say that again", as for unreadable speech.
             await processor.push_frame(UnclearSpeechFrame(reason="stt_error", audio_secs=0.0))
@@ -256,12 +274,21 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
 
     @tts.event_handler("on_error")
     async def _tts_failed(processor, error):
-        if not stage_failed("tts", error):
-            return
-        if len(state["failed_turns"]) >= 2:
+        first_of_turn = recorder.current.index not in state["failed_turns"]
+        if stage_failed("tts", error):
             await end_politely(processor, "tts_failed: twice in one call")
-        else:
-            await processor.queue_frame(TTSSpeakFrame(canned.apology))  # from memory: no synthesis needed
+        elif first_of_turn:
+            await play_canned(processor, canned.apology, "apology")
+
+    async def play_canned(tts_service, text: str, name: str):
+        hit = canned_audio.get(text, tts_service.sample_rate, config.tts.voice) if canned_audio else None
+        if hit is None:
+            await tts_service.queue_frame(TTSSpeakFrame(text))
+            return
+        recorder.current.heard.append(name)
+        step = max(1, tts_service.sample_rate * config.tts.frame_ms // 1000) * 2
+        for i in range(0, len(hit.pcm), step):
+            await tts_service.push_frame(TTSAudioRawFrame(hit.pcm[i : i + step], tts_service.sample_rate, 1))
 
 
 def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from bot.config import LLMConfig
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, render_system_prompt
 from bot.dialog.intake import Intake
+from bot.knowledge import Knowledge, directory_reply, render_facts
 from bot.telemetry.latency import TurnRecord
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
 from bot.dialog.shortcuts import ShortcutMatcher
@@ -44,6 +46,8 @@ from bot.dialog.shortcuts import ShortcutMatcher
 
 # Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
 SPECULATION_WAIT_SECS = 10.0
+# One thread for every call's fact lookups (Kiwi's analyser is shared; lookups take ~0.1-1 ms).
+_LOOKUP_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge")
 # The filler never comes sooner than this after the model request (a prompt answer needs no filler).
 FILLER_MIN_SECS = 0.3
 
@@ -85,6 +89,7 @@ class StructuredLLMService(OpenAILLMService):
         end_call_on_end_flow: bool = True,
         can_transfer: bool = False,
         intake: Intake | None = None,
+        knowledge: Knowledge | None = None,
         desk=None,
         call_id: str | None = None,
         new_record: Callable[[], TurnRecord | None] = lambda: None,
@@ -113,6 +118,7 @@ class StructuredLLMService(OpenAILLMService):
         self._can_transfer = can_transfer
         # Intake and tickets: ``desk`` is the records database's CallLog (None: no tickets).
         self._intake = intake
+        self._knowledge = knowledge
         self._desk = desk
         self._call_id = call_id
         self._new_record = new_record
@@ -120,7 +126,8 @@ class StructuredLLMService(OpenAILLMService):
         self._keys = ""  # digits keyed on the phone pad, until '#'
         self._last_messages: list = []
         self._confirmed_or_withdrawn = asyncio.Event()
-        self._response_format = domain.response_format(config.dialect, config.reply_max_chars)
+        sources = [e.id for e in knowledge.entries] if knowledge is not None else None
+        self._response_format = domain.response_format(config.dialect, config.reply_max_chars, sources)
         self.last_result: TurnResult | None = None
         # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
         self._run_speculative = False
@@ -202,8 +209,12 @@ class StructuredLLMService(OpenAILLMService):
             shortcut = self._shortcuts.match(user_text) if user_text else None
             if shortcut is not None:
                 await self._answer_shortcut(shortcut, record)
+                return
+            found = await self._look_up(user_text, record)
+            if found is not None and found.directory_hit is not None:
+                await self._answer_directory(found.directory_hit, record)
             else:
-                await self._answer_with_model(context, record)
+                await self._answer_with_model(context, record, render_facts(found.hits) if found else "")
         finally:
             self._run_active = False
 
@@ -373,9 +384,27 @@ class StructuredLLMService(OpenAILLMService):
 
         await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record, commit)
 
-    async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None):
+    async def _look_up(self, text: str, record: TurnRecord | None):
+        """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
+        if self._knowledge is None or not text:
+            return None
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots())
+        if record:
+            record.retrieval_ms = round(found.ms, 3)
+            record.facts = [entry.id for entry, _ in found.hits]
+        return found
+
+    async def _answer_directory(self, dept, record: TurnRecord | None):
+        """A department's phone number or hours, asked plainly: read from the directory, no model."""
+        if record:
+            record.answer_source = dept.id
+
+        await self._rule_answer([directory_reply(dept)], "ask_info", record, lambda: None)
+
+    async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None, facts: str = ""):
         self._settings.system_instruction = render_system_prompt(
-            self._template, self._domain, self.dialog.known_slots()
+            self._template, self._domain, self.dialog.known_slots(), facts=facts
         )
         trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
         spoken: list[str] = []
@@ -426,6 +455,7 @@ class StructuredLLMService(OpenAILLMService):
                 self.dialog.transfer_requested = True
             if record:
                 record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
+                record.answer_source = turn.get("answer_source") or "none"
                 record.slots = self.dialog.known_slots()
             logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
 

@@ -11,6 +11,7 @@ import pytest
 from bot.config import LLMConfig
 from bot.dialog.domain import (
     FIELDS,
+    SOURCE_FIELD,
     Choice,
     Domain,
     DomainError,
@@ -279,7 +280,7 @@ def test_prompt_examples_are_valid_turns(template: str, domain: Domain) -> None:
     examples = [json.loads(line) for line in template.splitlines() if line.startswith('{"reply"')]
     assert 3 <= len(examples) <= 5
     for ex in examples:
-        assert list(ex) == list(FIELDS)
+        assert list(ex) == [*FIELDS, SOURCE_FIELD]  # the order the schema asks for
         assert domain.validate(ex, reply_max_chars=LLMConfig().reply_max_chars) == [], ex
     assert {ex["flow"] for ex in examples} == {"continue", "end", "new_topic"}
 

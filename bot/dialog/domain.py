@@ -25,6 +25,10 @@ from bot.datafile import read_toml
 # the classification costs nothing the caller hears.
 FIELDS: tuple[str, ...] = ("reply", "intent", "category", "location", "time", "flow")
 SLOT_FIELDS: tuple[str, ...] = ("location", "time")
+# Which of the city's facts the reply used (an FAQ or directory id, or "none"). Last: it is the
+# model's note for the records, never spoken, so it must not delay the reply. Optional when
+# validating (older scripted turns and servers without it are still turns).
+SOURCE_FIELD = "answer_source"
 REQUIRED_FLOWS: tuple[str, ...] = ("continue", "end", "new_topic")
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -68,8 +72,8 @@ class Domain:
     def flow_names(self) -> list[str]:
         return [c.name for c in self.flows]
 
-    def response_schema(self, reply_max_chars: int = 160) -> dict[str, Any]:
-        """The JSON schema of one turn (a fresh dict on every call)."""
+    def response_schema(self, reply_max_chars: int = 160, sources: list[str] | None = None) -> dict[str, Any]:
+        """The JSON schema of one turn (a fresh dict on every call); ``sources``: the fact ids."""
         if reply_max_chars < 1:
             raise ValueError(f"reply_max_chars must be >= 1, got {reply_max_chars}")
         # Property order matters: constrained decoders (xgrammar, llama.cpp grammars) emit the
@@ -83,22 +87,26 @@ class Domain:
             "time": {"type": ["string", "null"]},
             "flow": {"type": "string", "enum": self.flow_names},
         }
+        required = list(FIELDS)
+        if sources is not None:
+            properties[SOURCE_FIELD] = {"type": "string", "enum": ["none", *sources]}
+            required.append(SOURCE_FIELD)
         return {
             "type": "object",
             "properties": properties,
-            "required": list(FIELDS),
+            "required": required,
             "additionalProperties": False,
         }
 
     def response_format(
-        self, dialect: Literal["openai", "llama_cpp"], reply_max_chars: int = 160
+        self, dialect: Literal["openai", "llama_cpp"], reply_max_chars: int = 160, sources: list[str] | None = None
     ) -> dict[str, Any]:
         """The request's ``response_format`` for a server dialect.
 
         ``openai`` (vLLM, OpenAI): ``json_schema`` with ``strict``; ``llama_cpp`` (llama.cpp
         server): ``json_object`` carrying the schema, which llama.cpp turns into a grammar.
         """
-        schema = self.response_schema(reply_max_chars)
+        schema = self.response_schema(reply_max_chars, sources)
         if dialect == "openai":
             return {"type": "json_schema", "json_schema": {"name": "turn", "schema": schema, "strict": True}}
         if dialect == "llama_cpp":
@@ -118,8 +126,10 @@ class Domain:
             if name not in obj:
                 errors.append(f"{name}: missing")
         for name in obj:
-            if name not in FIELDS:
+            if name not in FIELDS and name != SOURCE_FIELD:
                 errors.append(f"{name}: unexpected property")
+        if SOURCE_FIELD in obj and not isinstance(obj[SOURCE_FIELD], str):
+            errors.append(f"{SOURCE_FIELD}: expected a string, got {_json_type(obj[SOURCE_FIELD])}")
         reply = obj.get("reply")
         if "reply" in obj:
             if not isinstance(reply, str):
@@ -212,7 +222,7 @@ def load_domain(path: str | Path) -> Domain:
 # System prompt
 
 _SLOT_LABELS = {"location": "위치", "time": "시간", "intent": "용건", "category": "분야"}
-_PLACEHOLDER_RE = re.compile(r"\{(intents|categories|flows|slots)\}")
+_PLACEHOLDER_RE = re.compile(r"\{(intents|categories|flows|facts|slots)\}")
 _COMMENT_RE = re.compile(r"<!--.*?-->\s*", re.S)
 
 
@@ -237,7 +247,8 @@ def render_slots(domain: Domain, slots: Mapping[str, Any] | None) -> str:
     return "\n".join(lines) if lines else "- 아직 없음"
 
 
-def render_system_prompt(template: str, domain: Domain, slots: Mapping[str, Any] | None = None) -> str:
+def render_system_prompt(template: str, domain: Domain, slots: Mapping[str, Any] | None = None,
+                         facts: str = "") -> str:
     """Fill ``{intents}``, ``{categories}``, ``{flows}`` and ``{slots}`` in the prompt template.
 
     Only those four exact placeholders are replaced (the JSON examples keep their braces, which
@@ -250,6 +261,8 @@ def render_system_prompt(template: str, domain: Domain, slots: Mapping[str, Any]
         "categories": _choice_lines(domain.categories),
         "flows": _choice_lines(domain.flows),
         "slots": render_slots(domain, slots),
+        # The city's facts found for this turn: after the static prefix, so the prefix cache holds.
+        "facts": facts.strip() or "- 이번 질문에 맞는 참고 정보 없음",
     }
     text = _COMMENT_RE.sub("", template)
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], text).strip() + "\n"

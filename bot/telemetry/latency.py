@@ -58,6 +58,9 @@ class TurnRecord:
     stt_rtf: float | None = None
     tts_synth_ms: list[float] = field(default_factory=list)
     qa: bool = False
+    retrieval_ms: float | None = None  # the city's facts looked up for this turn
+    facts: list[str] = field(default_factory=list)  # their ids, as put into the prompt
+    answer_source: str | None = None  # the fact the answer used (the model's answer_source, or a directory rule)
     transcript: str | None = None  # what the caller said (or keyed), as the dialog saw it
     # Sentences played to the caller during this turn, in order: a canned sentence's name
     # ("filler", "apology", "idle_prompt", "shortcut:<name>", ...) or "reply" for the model's words.

@@ -174,7 +174,8 @@ class Bot:
                 f"server.public_host='{self.public_host}'", f"records.url='sqlite:///{self.records_db}'", *overrides]
         self.proc = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
                                       "BOT_FAULT_INJECTION": "1"},
-                               lab.work / f"bot-{name}.log", config_path=lab.config_path)
+                               lab.work / f"bot-{name}.log", config_path=lab.config_path,
+                               extra_args=("-v",) if lab.verbose else ())
 
     @property
     def public_url(self) -> str:
@@ -224,8 +225,9 @@ class FaultLab:
     """The fakes and the two bots; ``with FaultLab(...) as lab:`` then ``await lab.run(...)``."""
 
     def __init__(self, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
-                 work_dir: Path | None = None, clip: Path = CLIP):
+                 work_dir: Path | None = None, clip: Path = CLIP, verbose: bool = False):
         self.config_path = config_path
+        self.verbose = verbose
         self.base_overrides = [*overrides, *LAB_OVERRIDES]
         self._stack = ExitStack()
         self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
@@ -261,6 +263,21 @@ class FaultLab:
         await call.send_audio(self.clip_pcm, self.clip_rate)
         return time.monotonic()
 
+    def _floor(self) -> asyncio.Semaphore:
+        """The speaking floor of this event loop: on a 2-core CPU box two transcriptions at once
+        double each other's time, which is the machine, not the fault (production STT is on the GPU)."""
+        loop = asyncio.get_running_loop()
+        if getattr(self, "_floor_loop", None) is not loop:
+            self._floor_loop, self._floor_sem = loop, asyncio.Semaphore(1)
+        return self._floor_sem
+
+    async def first_heard(self, call: TwilioCallSimulator, since: float) -> None:
+        """Until the bot's first audible answer after ``since`` (or a hang-up, or NOTHING_HEARD_S)."""
+        while time.monotonic() - since < NOTHING_HEARD_S and not call.closed:
+            if any(iv[1] > since for iv in call.heard_intervals()):
+                return
+            await asyncio.sleep(0.05)
+
     async def listen(self, call: TwilioCallSimulator, since: float) -> float:
         """Until the bot has answered and gone quiet (or hung up, or said nothing); returns the end."""
         while True:
@@ -287,7 +304,9 @@ class FaultLab:
             for _ in range(turns):
                 if call.closed:
                     break
-                speech_end = await self.speak(call)
+                async with self._floor():  # one caller speaks (and is transcribed) at a time
+                    speech_end = await self.speak(call)
+                    await self.first_heard(call, speech_end)
                 end = await self.listen(call, speech_end)
                 first, silence = silence_after(call, speech_end, end)
                 silences.append(silence)
@@ -723,7 +742,7 @@ def run_faults(config: Config, args) -> int:
             "LLM": "fake vLLM (bot/testing/fake_llm.py), faults per request",
             "caller clip": str(CLIP.relative_to(ROOT)), "machine": f"{os.cpu_count()} CPUs"}
     t0 = time.monotonic()
-    with FaultLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-work")) as lab:
+    with FaultLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-work"), verbose=args.verbose) as lab:
         rows = asyncio.run(lab.run(args.only or None))
     meta["wall time"] = f"{time.monotonic() - t0:.0f} s"
     out.write_text(render_report(rows, meta), encoding="utf-8")
