@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--soak-rounds", type=int, default=2, help="with --soak: rounds after the warm-up (default 2)")
     p.add_argument("--soak-sequential", type=int, default=50, help="with --soak: calls one after another per round")
     p.add_argument("--soak-concurrent", type=int, default=8, help="with --soak: calls at once per round")
+    p = sub.add_parser("call", help="place a simulated phone call on a running server (say:, wav:, keys:, wait:)")
+    _common(p)
+    p.add_argument("steps", nargs="+", metavar="STEP", help='say:"한국어 문장" | wav:FILE | keys:DIGITS | wait:SECONDS')
+    p.add_argument("--url", default=None, help="the server (default http://127.0.0.1:{server.port})")
+    p.add_argument("--caller", default="+821012345678", help="the caller's number in the webhook (From)")
     p = sub.add_parser("calls", help="calls in the records database, with turns, routes and voice-to-voice")
     _common(p)
     p.add_argument("--since", default=None, help="only calls started on or after this date (YYYY-MM-DD)")
@@ -264,6 +269,12 @@ def _desk_command(fn):
     return run
 
 
+def cmd_call(config, args) -> int:
+    from bot.tools.call import run_call
+
+    return run_call(config, args)
+
+
 @_desk_command
 def cmd_calls(config, args) -> int:
     from bot.tools.desk import list_calls
@@ -285,7 +296,7 @@ def cmd_ticket(config, args) -> int:
     return update_ticket(config, args.number, args.status)
 
 
-COMMANDS = {"calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+COMMANDS = {"call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:

@@ -55,3 +55,32 @@ tickets = sa.Table(
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
+
+# Several workers on one line (bot/line.py). One row per stream token the webhook issued: the
+# caller's number waits here for the media stream (which may reach another worker), and the first
+# worker to set used_at owns the token. Rows are deleted a while after they expire.
+stream_tokens = sa.Table(
+    "stream_tokens",
+    metadata,
+    sa.Column("token_id", sa.String(32), primary_key=True),
+    sa.Column("call_sid", sa.String(64), nullable=False, index=True),
+    sa.Column("caller", sa.String(32)),  # E.164 from the webhook's From; never in the TwiML
+    sa.Column("issued_by", sa.String(64)),  # the worker that answered the webhook
+    sa.Column("issued_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("used_at", sa.DateTime(timezone=True)),
+    sa.Column("used_by", sa.String(64)),  # the worker that runs the call
+)
+
+# One row per worker, its lease renewed every few seconds: the line-wide call count only counts
+# unfinished calls of workers whose heartbeat is fresh, so a killed worker's calls stop counting.
+workers = sa.Table(
+    "workers",
+    metadata,
+    sa.Column("worker", sa.String(64), primary_key=True),
+    sa.Column("host", sa.String(255)),
+    sa.Column("pid", sa.Integer),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("draining", sa.Boolean, nullable=False, default=False),
+)
