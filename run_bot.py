@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Korean public-service phone agent: one entry point for every command.
 
-    python run_bot.py                    # = serve: Twilio webhook + media stream, /healthz, /metrics
+    python run_bot.py                    # = serve: Twilio webhook + media stream, /healthz, /readyz, /metrics
+    python run_bot.py serve --workers N  # N worker processes on ports server.port..+N-1 (a proxy in front)
     python run_bot.py models [--offline] # get the models the config needs
     python run_bot.py transcribe FILE.wav [--json]
     python run_bot.py say "텍스트" --out FILE.wav
@@ -35,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run_bot.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(parser)
     sub = parser.add_subparsers(dest="command")
-    _common(sub.add_parser("serve", help="run the server (default)"))
+    p = sub.add_parser("serve", help="run the server (default)")
+    _common(p)
+    p.add_argument("--workers", type=int, default=1, help="N worker processes on ports server.port..+N-1, each "
+                   "with its own models, records.worker <name>-i and one shared STREAM_TOKEN_KEY; put a "
+                   "round-robin proxy in front (docs/scaling.md)")
     p = sub.add_parser("models", help="download or assemble the models the config needs")
     _common(p)
     p.add_argument("--offline", action="store_true",
@@ -154,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_serve(config, args) -> int:
     from bot.tools.local_llm import serving_llm
+
+    if getattr(args, "workers", 1) > 1:
+        from bot.workers import run_workers
+
+        return run_workers(config, args, args.workers)
+    if getattr(args, "workers", 1) < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
 
     with serving_llm(config) as llm_server:  # llm.backend = "local": a llama.cpp child, stopped with us
         return _serve(config, llm_server)

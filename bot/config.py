@@ -149,6 +149,7 @@ class LLMConfig:
     knowledge: bool = True
     faq_file: str = "bot/data/faq.toml"
     directory_file: str = "bot/data/directory.toml"
+    facts_k: int = 3  # facts per turn in the prompt (a small model does better with 1)
     # Qwen3-family chat templates think before answering unless told not to: seconds of hidden
     # tokens before the first spoken word. Sent as chat_template_kwargs (vLLM; ignored elsewhere).
     enable_thinking: bool = False

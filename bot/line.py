@@ -50,6 +50,7 @@ DB_TIMEOUT_SECS = 2.0
 PURGE_AFTER_SECS = 600.0  # token rows are deleted this long after they expired
 PURGE_EVERY_SECS = 60.0
 _PG_ADMIT_LOCK = 0x6B6F6C696E65  # serializes admission across workers on one PostgreSQL database
+REPLAYED = "replayed"  # admit's answer for a CallSid some worker already answered
 
 
 class _Refused(Exception):
@@ -78,7 +79,8 @@ def count_line_calls(conn, at: dt.datetime, lease_secs: float) -> tuple[int, int
 
 def admit(store: Store, issued: IssuedToken, *, caller: str | None, worker: str, line_max_calls: int,
           lease_secs: float) -> str | None:
-    """Record an issued token; with a line limit, refuse (None = admitted, else the reason) at the limit."""
+    """Record an issued token (None = admitted), else why not: ``REPLAYED`` (a webhook for this CallSid was
+    already answered, by any worker) or the line limit."""
     t = now()
     try:
         with store.engine.begin() as conn:
@@ -89,6 +91,10 @@ def admit(store: Store, issued: IssuedToken, *, caller: str | None, worker: str,
             conn.execute(stream_tokens.insert().values(
                 token_id=issued.token_id, call_sid=issued.call_sid, caller=caller, issued_by=worker,
                 issued_at=t, expires_at=_ts(issued.expires_at)))
+            earlier = conn.execute(sa.select(stream_tokens.c.issued_by).where(
+                stream_tokens.c.call_sid == issued.call_sid, stream_tokens.c.token_id != issued.token_id)).first()
+            if earlier is not None:  # Twilio sends one webhook per call: a second one is a replay
+                raise _Refused(REPLAYED)
             if line_max_calls > 0:
                 active, reserved = count_line_calls(conn, t, lease_secs)  # reserved includes this token
                 if active + reserved > line_max_calls:
@@ -173,7 +179,7 @@ class Line:
     """This worker's side of the line (one per process; see the module doc)."""
 
     def __init__(self, store: Store, *, worker: str, line_max_calls: int, lease_secs: float,
-                 records_enabled: bool = True):
+                 records_enabled: bool = True, is_draining=lambda: False):
         if line_max_calls > 0 and not records_enabled:
             from bot.errors import StartupError
 
@@ -183,7 +189,7 @@ class Line:
         self.worker = worker
         self.line_max_calls = line_max_calls
         self.lease_secs = lease_secs
-        self.draining = False
+        self.is_draining = is_draining
         self._started_at = now()
         self._task: asyncio.Task | None = None
         self._used_here: OrderedDict[str, float] = OrderedDict()  # single use while the database is down
@@ -258,7 +264,7 @@ class Line:
         while True:
             await asyncio.sleep(every)
             try:
-                await self._db("the worker lease", heartbeat, self.worker, draining=self.draining,
+                await self._db("the worker lease", heartbeat, self.worker, draining=self.is_draining(),
                                started_at=self._started_at)
                 if time.monotonic() - last_purge > PURGE_EVERY_SECS:
                     last_purge = time.monotonic()

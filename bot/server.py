@@ -7,6 +7,7 @@ records. A media stream is accepted only with a one-time token from the signed w
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -28,10 +29,12 @@ from bot.telemetry.metrics import ProcessMetrics
 from bot.pipeline import SharedModels, build_call, speak_greeting
 from bot.privacy import mask
 from bot.store.calls import CallLog
+from bot.line import REPLAYED, BusyAudio, Line, play_busy_and_close
+from bot.readiness import LLMProbe, readiness
+from bot.tokens import StreamTokens, TokenRefused
 from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
-    StreamTokenStore,
     build_busy_twiml,
     build_stream_twiml,
     media_format_problem,
@@ -98,18 +101,27 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     async def lifespan(_app):
         lag.start()
         desk.start_retention()
+        await line.start()
         yield
         await lag.stop()
+        await line.stop()
         await desk.aclose()
 
     app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan)
-    tokens = StreamTokenStore(config.server.token_ttl_secs)
+    tokens = StreamTokens(config.server.token_ttl_secs)  # signed: any worker of the line checks them
     calls = CallRegistry(config.server.token_ttl_secs)
     background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
     gate = CallGate(calls, max_calls=config.server.max_calls, token_ttl_secs=config.server.token_ttl_secs,
                     registry=metrics.registry)
+    # Shared with the other workers through the records database: token single use, the caller's
+    # number, the line-wide call limit, worker leases (bot/line.py).
+    line = Line(desk.store, worker=desk.worker, line_max_calls=config.server.line_max_calls,
+                lease_secs=config.server.worker_lease_secs, records_enabled=config.records.enabled,
+                is_draining=lambda: gate.draining)
     canned = CannedReplies.load(Path(__file__).parent / "data" / "replies.toml")
+    busy_audio = BusyAudio(models, config.tts.voice, canned.busy)
+    llm_probe = LLMProbe(config, secrets)
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
 
     @app.post("/twilio/voice")
@@ -134,16 +146,29 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             logger.warning("webhook refused: call {} was already answered (a replayed request)", mask(call_sid))
             gate.refuse("replayed")
             return PlainTextResponse("replayed webhook", status_code=403)
-        busy = gate.busy_reason()
+        # With a line limit the stream may reach any worker: the line's count (in the database) admits
+        # the call and each worker checks its own max_calls when the stream arrives. Without one, this
+        # worker reserves a slot of its own (one worker, or a proxy that keeps both on one worker).
+        busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
+        issued = None
+        if not busy:
+            issued = tokens.issue(call_sid)
+            busy = await line.admit(issued, form.get("From"))  # the caller's number waits in the database
+            if busy == REPLAYED:
+                logger.warning("webhook refused: call {} was already answered by a worker of the line (a replayed "
+                               "request)", mask(call_sid))
+                gate.refuse("replayed")
+                return PlainTextResponse("replayed webhook", status_code=403)
         if busy:
-            logger.warning("call {} answered busy: {} ({} calls active or reserved, server.max_calls {})",
+            logger.warning("call {} answered busy: {} ({} calls active or reserved here, server.max_calls {})",
                            mask(call_sid), busy, len(calls), config.server.max_calls)
-            gate.refuse(busy)
+            gate.refuse(busy.split(" ")[0])
             return Response(build_busy_twiml(canned.busy), media_type="application/xml")
-        calls.reserve(call_sid)
-        logger.info("call {} from {}: webhook accepted", mask(call_sid), mask(form.get("From", "?")))
-        token = tokens.issue(call_sid, caller=form.get("From"))
-        return Response(build_stream_twiml(config.server.public_host, token), media_type="application/xml")
+        if line.line_max_calls <= 0:
+            calls.reserve(call_sid)
+        logger.info("call {} from {}: webhook accepted by worker {}", mask(call_sid), mask(form.get("From", "?")),
+                    line.worker)
+        return Response(build_stream_twiml(config.server.public_host, issued.token), media_type="application/xml")
 
     @app.websocket("/twilio/media")
     async def twilio_media(websocket: WebSocket):
@@ -163,13 +188,31 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             with suppress(Exception):
                 await websocket.close(code=1008, reason="protocol error")
             return
-        token = start.custom_parameters.get("token")
-        caller = tokens.caller_of(token)
-        problem = tokens.redeem(token, start.call_sid) or media_format_problem(start.media_format)
+        caller = issued_by = issued = None
+        try:
+            issued = tokens.verify(start.custom_parameters.get("token"), start.call_sid)
+        except TokenRefused as e:
+            problem = str(e)
+        else:
+            problem, caller, issued_by = await line.redeem(issued)  # single use, line-wide
+        problem = problem or media_format_problem(start.media_format)
         if problem:
             logger.warning("media stream for call {} refused: {}", mask(start.call_sid), problem)
+            if issued is not None:
+                await line.release(issued.token_id)
             await websocket.close(code=1008, reason=problem[:120])
             return
+        full = "draining" if gate.draining else "max_calls" if len(calls.active) >= config.server.max_calls else None
+        if full:  # the webhook was answered elsewhere (or before the drain): this worker says busy itself
+            logger.warning("call {}: media stream answered busy by worker {}: {} ({} calls here, server.max_calls {})",
+                           mask(start.call_sid), line.worker, full, len(calls.active), config.server.max_calls)
+            gate.refuse(f"stream_{full}")
+            calls.reserved.pop(start.call_sid, None)
+            await line.release(issued.token_id)
+            await play_busy_and_close(websocket, start.stream_sid, busy_audio, reason=f"busy: {full}")
+            return
+        logger.info("call {}: stream token issued by worker {}, call runs on worker {}", mask(start.call_sid),
+                    issued_by or "?", line.worker)
         await run_phone_call(websocket, start, caller)
 
     async def run_phone_call(websocket: WebSocket, start, caller: str | None):
@@ -252,8 +295,16 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         # asyncio_tasks, rss_bytes, open_fds: numbers that must come back down after calls end (soak).
         return JSONResponse({"status": "draining" if gate.draining else "ok", "active_calls": len(calls.active),
                              "reserved_calls": len(calls) - len(calls.active), "max_calls": config.server.max_calls,
+                             "worker": line.worker, "pid": os.getpid(),
                              "asyncio_tasks": len(asyncio.all_tasks()), **process_figures()},
                             status_code=503 if gate.draining else 200)
+
+    @app.get("/readyz")
+    async def readyz():
+        """Readiness (new calls welcome): models loaded, LLM reachable, not draining; plus the line's figures."""
+        ready, body = await readiness(config, llm_probe, draining=gate.draining, worker=line.worker)
+        body.update(await line.figures())
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     async def say_goodbye(session) -> None:
         session.end_reason = session.end_reason or "server_shutdown"

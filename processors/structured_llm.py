@@ -126,8 +126,7 @@ class StructuredLLMService(OpenAILLMService):
         self._keys = ""  # digits keyed on the phone pad, until '#'
         self._last_messages: list = []
         self._confirmed_or_withdrawn = asyncio.Event()
-        sources = [e.id for e in knowledge.entries] if knowledge is not None else None
-        self._response_format = domain.response_format(config.dialect, config.reply_max_chars, sources)
+        self._response_format = self._format_for([])
         self.last_result: TurnResult | None = None
         # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
         self._run_speculative = False
@@ -214,7 +213,9 @@ class StructuredLLMService(OpenAILLMService):
             if found is not None and found.directory_hit is not None:
                 await self._answer_directory(found.directory_hit, record)
             else:
-                await self._answer_with_model(context, record, render_facts(found.hits) if found else "")
+                hits = found.hits if found else []
+                self._response_format = self._format_for([entry.id for entry, _ in hits])
+                await self._answer_with_model(context, record, render_facts(hits))
         finally:
             self._run_active = False
 
@@ -384,12 +385,18 @@ class StructuredLLMService(OpenAILLMService):
 
         await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record, commit)
 
+    def _format_for(self, fact_ids: list[str]) -> dict:
+        """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
+        sources = fact_ids if self._knowledge is not None else None
+        return self._domain.response_format(self._cfg.dialect, self._cfg.reply_max_chars, sources)
+
     async def _look_up(self, text: str, record: TurnRecord | None):
         """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
         if self._knowledge is None or not text:
             return None
         loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots())
+        found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots(),
+                                           self._cfg.facts_k)
         if record:
             record.retrieval_ms = round(found.ms, 3)
             record.facts = [entry.id for entry, _ in found.hits]

@@ -151,3 +151,29 @@ def test_eval_command_with_the_in_process_fake(standin_tts_dir, whisper_dir):
                          timeout=180)  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
     assert "intent accuracy" in out.stdout and "STAND-IN" in out.stdout
+
+
+def test_tts_round_trip_measures_a_real_voice_path(standin_tts_dir, whisper_dir, monkeypatch):
+    # The stand-in flag off: the code path of a real voice runs (the noise scores badly, as it should).
+    import processors.supertonic_tts as st
+
+    class PretendVoice(st.SupertonicEngine):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.is_standin = False
+
+    monkeypatch.setattr(st, "SupertonicEngine", PretendVoice)
+    cfg = load_config(overrides=[f"tts.model_dir='{standin_tts_dir}'", f"stt.model='{whisper_dir}'"])
+    result = ev.tts_round_trip(cfg, ev._whisper(cfg), ["3시에 접수됐습니다."])
+    assert result["standin"] is False and result["samples"][0]["text"].startswith("세 시")
+    assert result["cer_mean"] > 0.5
+    assert "TTS round trip CER   mean" in ev.render(cfg, ev.summarize([]), [], 0, None, result, False, 0.0)
+
+
+async def test_the_bench_audio_turns_go_through_whisper_then_the_dialog(whisper_dir):
+    cfg = load_config()
+    with FakeLLM(model=cfg.llm.model, responder=keyword_responder, first_token_delay=0.01, token_delay=0.001) as fake:
+        cfg = load_config(overrides=[f"llm.base_url='{fake.base_url}'", f"stt.model='{whisper_dir}'"])
+        rows = await ev.audio_turns(cfg, ev.Secrets.from_env(cfg), ev._whisper(cfg), 30.0)
+    assert len(rows) == 8 and {r["expected_route"] for r in rows} == {"llm", "shortcut"}
+    assert all(r["route"] in ("llm", "shortcut") or r["route"].startswith("no transcript") for r in rows)

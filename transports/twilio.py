@@ -1,7 +1,9 @@
-"""Twilio phone path: the signed voice webhook, one-time stream tokens, and the media serializer.
+"""Twilio phone path: the signed voice webhook's TwiML, the media stream's start, and the serializer.
 
 Nobody opens a call on our GPU without going through the signed webhook: the webhook issues a
-one-time token bound to the CallSid, and the media stream must present it in ``customParameters``.
+one-time token bound to the CallSid (signed and expiring, ``bot/tokens.py``; its single use is
+kept in the records database, ``bot/line.py``, so any worker can take the media stream), and the
+media stream must present it in ``customParameters``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import secrets
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -61,50 +62,6 @@ def signature_is_valid(auth_token: str, url: str, params: dict[str, str], signat
     if not signature:
         return False
     return RequestValidator(auth_token).validate(url, params, signature)
-
-
-@dataclass
-class _Issued:
-    call_sid: str
-    expires: float
-    caller: str | None = None
-
-
-class StreamTokenStore:
-    """One-time tokens issued by the signed webhook, each bound to one CallSid."""
-
-    def __init__(self, ttl_secs: float):
-        self._ttl = ttl_secs
-        self._tokens: dict[str, _Issued] = {}
-
-    def issue(self, call_sid: str, caller: str | None = None) -> str:
-        self._expire()
-        token = secrets.token_urlsafe(24)
-        self._tokens[token] = _Issued(call_sid, time.monotonic() + self._ttl, caller)
-        return token
-
-    def caller_of(self, token: str | None) -> str | None:
-        """The caller's number the webhook saw for this token (kept here, never sent in TwiML)."""
-        issued = self._tokens.get(token or "")
-        return issued.caller if issued else None
-
-    def redeem(self, token: str | None, call_sid: str | None) -> str | None:
-        """Use up a token. Returns None when accepted, else the reason it was refused."""
-        self._expire()
-        if not token:
-            return "no token in customParameters"
-        issued = self._tokens.get(token)
-        if issued is None:
-            return "unknown, used or expired token"
-        if issued.call_sid != call_sid:
-            return "token was issued for another call"
-        del self._tokens[token]
-        return None
-
-    def _expire(self):
-        now = time.monotonic()
-        for token in [t for t, i in self._tokens.items() if i.expires < now]:
-            del self._tokens[token]
 
 
 @dataclass

@@ -102,8 +102,8 @@ def load_turns(path: Path, domain) -> list[list[Expected]]:
             if unknown:
                 raise EvalError(f"{where}: unknown key {unknown[0]!r} (known: {sorted(TURN_KEYS)})")
             route = t.get("route", "llm")
-            if route not in ("llm", "shortcut"):
-                raise EvalError(f"{where}: route must be 'llm' or 'shortcut', got {route!r}")
+            if route not in ("llm", "shortcut", "rule"):
+                raise EvalError(f"{where}: route must be 'llm', 'shortcut' or 'rule', got {route!r}")
             for key, allowed in (("intent", domain.intent_names), ("category", domain.category_names),
                                  ("flow", domain.flow_names)):  # fmt: skip
                 if key in t and t[key] not in allowed:
@@ -341,8 +341,8 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     slot_pairs = [(o, k, v) for o in outcomes for k, v in o.expected.slots.items()]
     slots_right = sum(1 for o, k, v in slot_pairs if not o.failure and o.route == "llm" and slot_ok(v, o.slots.get(k)))
     no_model = sum(1 for o in outcomes if o.route in NO_MODEL_ROUTES)
-    expected_no_model = sum(1 for o in outcomes if o.expected.route == "shortcut")
-    route_right = sum(1 for o in outcomes if (o.route in NO_MODEL_ROUTES) == (o.expected.route == "shortcut"))
+    expected_no_model = sum(1 for o in outcomes if o.expected.route in NO_MODEL_ROUTES)
+    route_right = sum(1 for o in outcomes if (o.route in NO_MODEL_ROUTES) == (o.expected.route in NO_MODEL_ROUTES))
     model_replies = [len(o.reply) for o in outcomes if o.answered_by_model]
     all_replies = [len(o.reply) for o in outcomes if o.reply and not o.failure]
     first = [o.first_token_ms for o in outcomes if o.first_token_ms is not None]
@@ -411,7 +411,7 @@ def render(config: Config, s: dict[str, Any], outcomes: list[Outcome], dialogs: 
 
 async def _run(config: Config, args, secrets: Secrets) -> int:
     from bot.dialog.domain import load_domain
-    from bot.tools.check import llm_rows, CheckReport, probe_llm, ways_out
+    from bot.tools.check import CheckReport, llm_rows, probe_llm
 
     domain = load_domain(config.path(config.llm.domain_file))
     dialogs = load_turns(Path(args.turns) if args.turns else DEFAULT_TURNS, domain)

@@ -110,6 +110,10 @@ def keyword_responder(body: dict[str, Any]) -> dict[str, Any]:
     else:
         reply = f"네, {_LABELS[guess['category']]} 관련해서 안내해 드리겠습니다."
     turn = {"reply": reply, **guess}
+    for name, spec in props.items():  # anything else the schema asks for (e.g. answer_source): "none" or the first
+        enum = spec.get("enum") if isinstance(spec, dict) else None
+        if name not in turn and isinstance(enum, list) and enum:
+            turn[name] = "none" if "none" in enum else enum[0]
     max_len = (props.get("reply") or {}).get("maxLength")
     if isinstance(max_len, int):
         turn["reply"] = turn["reply"][:max_len]

@@ -169,7 +169,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
     except OSError:
         pass
 
@@ -249,9 +249,9 @@ class LocalLLMServer:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        proc.terminate()  # uvicorn waits for a request in flight; a prompt evaluation can take 20 s: then kill
         try:
-            proc.wait(10)
+            proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
