@@ -136,6 +136,15 @@ class StructuredLLMService(OpenAILLMService):
         self._pending_commit: tuple | None = None
         self._filler_played = False  # this run spoke the "one moment" filler
 
+    async def cleanup(self):
+        """The call is over: close this call's HTTP client (its keep-alive sockets to the LLM server
+        otherwise stay open, CLOSE-WAIT, until garbage collection: the soak counted one per call)."""
+        await super().cleanup()
+        try:
+            await self._client.close()
+        except Exception as e:  # noqa: BLE001 - teardown must not fail
+            logger.debug("closing the LLM client: {}", e)
+
     def create_client(self, api_key=None, base_url=None, organization=None, project=None, default_headers=None, **kw):
         # max_retries=0: a retry would be a second model call the caller waits for.
         return AsyncOpenAI(

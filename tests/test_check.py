@@ -257,3 +257,34 @@ def test_hatch_rows_list_the_escape_hatches(standin_tts_dir):
                              wheels=[("onnxruntime", "1.32.0")])  # fmt: skip
     hatches = [r.detail for r in report.rows if r.status == HATCH]
     assert any("STAND-IN" in h for h in hatches) and any("validate_signature" in h for h in hatches)
+
+
+def test_a_hub_model_already_in_the_hugging_face_cache_is_read_from_there(tmp_path, monkeypatch):
+    snap = tmp_path / "hub" / "models--Org--Dense-1B" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"num_hidden_layers": 4, "num_attention_heads": 8,
+                                                  "num_key_value_heads": 8, "hidden_size": 512,
+                                                  "torch_dtype": "bfloat16"}))  # fmt: skip
+    _safetensors(snap / "model.safetensors", {"w": ("BF16", [1000, 500], 1_000_000)})
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    size = check.llm_size(load_config(overrides=["llm.model='Org/Dense-1B'"]))
+    assert size.dtype == "bf16" and size.weight_bytes == 1_000_000 and size.total_params == 500_000
+    assert (size.kv_layers, size.kv_heads, size.head_dim) == (4, 8, 64) and str(snap) in size.source
+
+
+def _vllm_row(config, cmdline):
+    report = CheckReport()
+    check.vllm_process_row(report, config, [cmdline])
+    return report.rows[0]
+
+
+def test_a_running_vllm_is_compared_with_llm_command():
+    cfg = load_config("config.gpu.toml")
+    same = ["/venv/bin/python", "/venv/bin/vllm", *check.llm_command(cfg)[1:]]
+    assert _vllm_row(cfg, same).status == OK
+    eager = _vllm_row(cfg, [*same, "--enforce-eager"])
+    assert eager.status == FAIL and "CUDA graphs OFF" in eager.detail
+    drift = _vllm_row(cfg, [x if x != "32" else "64" for x in same])
+    assert drift.status == "warn" and "--max-num-seqs 64 (config: 32)" in drift.detail
+    other_port = _vllm_row(cfg, [*check.llm_command(cfg)[:3], "--port", "9000"])
+    assert other_port.status == "skip"

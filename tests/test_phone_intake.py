@@ -79,6 +79,18 @@ async def say(call: TwilioCallSimulator, wav) -> None:
     await call.wait_for_silence_from_bot(gap=0.8, timeout=40)
 
 
+async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) -> int:
+    """Greeting, then two spoken turns: the model gets category, then location. Returns the read-back's audio bytes."""
+    await call.wait_for_media(timeout=20)
+    await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+    fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"))
+    await say(call, REPORT)
+    fake_llm.script(model_turn("알겠습니다.", location=location))
+    before = len(call.media_audio())
+    await say(call, REPORT)
+    return len(call.media_audio()) - before
+
+
 async def wait_for(predicate, timeout=15.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -105,14 +117,7 @@ async def test_report_hear_a_number_call_again_key_it_in_hear_the_status(
     try:
         call = await open_call(bot)
         async with call:
-            await call.wait_for_media(timeout=20)
-            await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-            fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"))
-            await say(call, REPORT)
-            fake_llm.script(model_turn("알겠습니다.", location="중앙로 12번길"))
-            before = len(call.media_audio())
-            await say(call, REPORT)
-            readback_audio = len(call.media_audio()) - before
+            readback_audio = await report(call, fake_llm, "중앙로 12번길")
             before = len(call.media_audio())
             t = time.monotonic()
             await call.send_dtmf("1")  # yes
@@ -180,12 +185,7 @@ async def test_sigkill_mid_call_loses_no_turn_and_the_call_is_marked_aborted(
     try:
         call = await open_call(bot)
         async with call:
-            await call.wait_for_media(timeout=20)
-            await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-            fake_llm.script(model_turn("위치를 말씀해 주시겠어요?"))
-            await say(call, REPORT)
-            fake_llm.script(model_turn("알겠습니다.", location="시청 앞"))
-            await say(call, REPORT)
+            await report(call, fake_llm, "시청 앞")
             bot.kill()  # mid-call: no shutdown, no flush
             await call.wait_closed(timeout=10)
         row = call_row(store, call.call_sid)

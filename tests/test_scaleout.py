@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import time
 import uuid
 
@@ -31,7 +30,8 @@ import pytest
 
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
-from bot.testing.process import ROOT, BotProcess, free_port
+from bot.testing.nginx import free_port_run, wait_workers_ready
+from bot.testing.process import ROOT, BotProcess
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 from tests.conftest import FIXTURES, offline_bot_overrides
 
@@ -52,37 +52,6 @@ def nginx_available():
         if os.environ.get("CI_REQUIRE_NGINX"):
             pytest.fail("nginx is not installed (CI_REQUIRE_NGINX=1)")
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
-
-
-def two_free_ports() -> int:
-    for _ in range(50):
-        base = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", base + 1))
-            except OSError:
-                continue
-        return base
-    raise RuntimeError("no two consecutive free ports")
-
-
-def wait_ready(sup: BotProcess, ports: list[int], timeout: float = 150.0) -> dict[int, dict]:
-    deadline = time.monotonic() + timeout
-    ready: dict[int, dict] = {}
-    while time.monotonic() < deadline and len(ready) < len(ports):
-        if sup.proc.poll() is not None:
-            raise RuntimeError(f"supervisor exited with {sup.proc.returncode}:\n{sup.log()[-3000:]}")
-        for port in ports:
-            try:
-                resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
-                if resp.status_code == 200:
-                    ready[port] = {**resp.json(), **httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()}
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.5)
-    if len(ready) < len(ports):
-        raise TimeoutError(f"workers not ready:\n{sup.log()[-3000:]}")
-    return ready
 
 
 async def webhook(base_url: str, call_sid: str):
@@ -116,7 +85,7 @@ async def test_two_workers_behind_nginx_survive_a_killed_worker(
     from bot.testing.nginx import NginxProxy
 
     url = postgres.create_database(f"scale_{uuid.uuid4().hex[:10]}")
-    base = two_free_ports()
+    base = free_port_run(2)
     ports = [base, base + 1]
     with FakeLLM(first_token_delay=0.1, token_delay=0.005) as fake_llm:
         overrides = [o for o in offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp_path)
@@ -133,7 +102,7 @@ async def test_two_workers_behind_nginx_survive_a_killed_worker(
         store = Store(url)
         proxy = None
         try:
-            health = wait_ready(sup, ports)
+            health = await asyncio.to_thread(wait_workers_ready, sup, ports)
             names = {port: h["worker"] for port, h in health.items()}
             assert sorted(names.values()) == ["scale-0", "scale-1"]
             proxy = NginxProxy(ports).start()
@@ -206,10 +175,10 @@ async def test_two_workers_behind_nginx_survive_a_killed_worker(
             for c in survivors:
                 row, turns = said(c.call_sid)
                 assert row["end_reason"] == "caller_hangup"
-                assert len(turns) == 2 and all(t["route"] == "llm" for t in turns), _brief(turns)
+                assert _utterances_answered(turns) == 2, _brief(turns)
             for c in victims:
                 row, turns = said(c.call_sid)
-                assert len(turns) == 1 and turns[0]["route"] == "llm", _brief(turns)  # said before the kill: kept
+                assert _utterances_answered(turns) == 1, _brief(turns)  # said before the kill: kept
 
             # The supervisor restarts the killed worker; it marks its cut-off calls aborted.
             def victims_aborted():
@@ -236,6 +205,13 @@ def _token_rows(store: Store) -> dict[str, dict]:
 
     with store.engine.connect() as conn:
         return {r["call_sid"]: dict(r) for r in conn.execute(sa.select(stream_tokens)).mappings()}
+
+
+def _utterances_answered(turns: list[dict]) -> int:
+    """How many "hello, how are you today" the bot answered. On 2 busy cores Whisper can finish the first
+    VAD segment ("Hello") before the second starts, and the utterance becomes two answered turns."""
+    assert all(t["route"] == "llm" and t["reply"] for t in turns), _brief(turns)
+    return " ".join(t["transcript"] or "" for t in turns).lower().count("hello")
 
 
 def _brief(turns: list[dict]) -> list[tuple]:

@@ -1,5 +1,7 @@
 """The Twilio webhook in process (no models needed): signature, busy, malformed requests."""
 
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 from fastapi.testclient import TestClient
@@ -13,7 +15,9 @@ URL = "https://voice.example.org/twilio/voice"
 
 
 def _client(*overrides: str) -> TestClient:
-    config = load_config(overrides=["server.public_host='voice.example.org'", "server.qa_page=false", *overrides])
+    db = Path(tempfile.mkdtemp(prefix="webhook-")) / "calls.db"  # never the checkout's records/
+    config = load_config(overrides=["server.public_host='voice.example.org'", "server.qa_page=false",
+                                    f"records.url='sqlite:///{db}'", *overrides])
     models = SimpleNamespace(tts=SimpleNamespace(session_providers={}, fallback_active=False, is_standin=False),
                              whisper=SimpleNamespace(device="cpu"))
     return TestClient(create_app(config, Secrets("AC" + "0" * 32, TOKEN, "EMPTY"), models))
@@ -46,7 +50,8 @@ def test_no_free_call_slot_answers_busy():
     client = _client("server.max_calls=0")
     params = voice_webhook_params()
     resp = _post(client, params, sign_twilio_request(URL, params, TOKEN))
-    assert resp.status_code == 200 and '<Reject reason="busy" />' in resp.text
+    # Spoken by Twilio in Korean (bot/data/replies.toml `busy`), then hung up.
+    assert resp.status_code == 200 and '<Say language="ko-KR">' in resp.text and "<Hangup />" in resp.text
 
 
 def test_signature_check_off_accepts_unsigned_webhooks_and_says_so():

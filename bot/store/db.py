@@ -195,15 +195,15 @@ class Store:
 
     def finished_turns(self, since: float = 0.0) -> list[dict[str, Any]]:
         """Turn records of calls that have ended, whose turn ended after ``since`` (epoch seconds)."""
-        q = (sa.select(turns.c.record, turns.c.transcript, turns.c.reply)
+        q = (sa.select(turns.c.record, turns.c.transcript, turns.c.reply, calls.c.worker)
              .join(calls, calls.c.call_sid == turns.c.call_sid)
              .where(calls.c.ended_at.is_not(None)).order_by(turns.c.id))
         if since:
             q = q.where(turns.c.created_at >= dt.datetime.fromtimestamp(since - 3600, dt.timezone.utc))
         out = []
         with self.engine.connect() as conn:
-            for rec, transcript, reply in conn.execute(q):
-                rec = {**rec, "transcript": transcript, "reply": reply}
+            for rec, transcript, reply, worker in conn.execute(q):
+                rec = {**rec, "transcript": transcript, "reply": reply, "worker": worker}  # worker: the bench's share
                 if (rec.get("turn_end") or rec.get("first_audio_out") or 0) >= since:
                     out.append(rec)
         return out

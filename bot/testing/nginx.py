@@ -139,3 +139,52 @@ class NginxProxy:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+# --------------------------------------------------------------------------- workers behind it
+
+
+def free_port_run(n: int) -> int:
+    """A port p such that p .. p+n-1 are all free now (``serve --workers n`` listens on them)."""
+    for _ in range(100):
+        base = free_port()
+        socks = []
+        try:
+            for i in range(1, n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        return base
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def wait_workers_ready(proc, ports: list[int], timeout: float = 180.0) -> dict[int, dict]:
+    """Poll each worker's /readyz until all answer 200; returns port -> /readyz + /healthz (worker name, pid).
+
+    ``proc``: the ``BotProcess`` that started them (its exit or log ends the wait with the reason).
+    """
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    ready: dict[int, dict] = {}
+    while time.monotonic() < deadline and len(ready) < len(ports):
+        if proc.proc.poll() is not None:
+            raise RuntimeError(f"run_bot.py exited with {proc.proc.returncode}:\n{proc.log()[-3000:]}")
+        for port in ports:
+            if port in ready:
+                continue
+            try:
+                resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+                if resp.status_code == 200:
+                    ready[port] = {**resp.json(), **httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()}
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.5)
+    if len(ready) < len(ports):
+        raise TimeoutError(f"workers not ready on {sorted(set(ports) - set(ready))}:\n{proc.log()[-3000:]}")
+    return ready

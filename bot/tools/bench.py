@@ -543,6 +543,12 @@ def _hatch_lines(env: dict) -> list[str]:
     return [f"- **ESCAPE HATCH:** {h}" for h in hatches] or ["- escape hatches: none"]
 
 
+def calls_per_worker(run: RunResult) -> Counter:
+    """How many of the run's calls each worker ran (from the server records; several workers behind a proxy)."""
+    worker_of = {t.get("call_id"): t.get("worker") for t in run.server_turns if t.get("worker")}
+    return Counter(worker_of.values())
+
+
 def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
     run = st.run
     recs = st.records
@@ -553,6 +559,11 @@ def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
     ended = Counter(c.ended_by for c in run.calls)
     lines += [f"Calls: {len(run.calls)} ({', '.join(f'{k}: {v}' for k, v in sorted(ended.items()))}); "
               f"caller turns: {len(callers)}; server turns: {len(recs)}; wall time {run.wall_secs:.1f} s.", ""]
+    share = calls_per_worker(run)
+    if share:
+        total = sum(share.values())
+        lines += ["Calls per worker (the records' `worker`): " + ", ".join(
+            f"{w} {n} ({100 * n / total:.0f} %)" for w, n in sorted(share.items())) + ".", ""]
     errors = [c for c in run.calls if c.error]
     if errors:
         lines += ["Call problems:", ""] + [f"- `{c.call_id[:10]}…` {c.ended_by}: {c.error}" for c in errors] + [""]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import shlex
 import struct
 import time
@@ -191,12 +192,26 @@ def safetensors_bytes(model_dir: Path) -> tuple[float, float]:
     return total_bytes, total_elems
 
 
+def hf_snapshot(model: str) -> Path | None:
+    """The newest snapshot of a hub model id in the Hugging Face cache (where vLLM downloads it), if any."""
+    if model.count("/") != 1:
+        return None
+    hub = os.environ.get("HF_HUB_CACHE") or str(Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+                                                 / "hub")  # fmt: skip
+    snaps = [p for p in (Path(hub) / f"models--{model.replace('/', '--')}" / "snapshots").glob("*")
+             if (p / "config.json").is_file()]  # fmt: skip
+    return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
+
+
 def llm_size(config: Config) -> LLMSize:
-    """The LLM's memory figures: from the local model directory, else the declared keys."""
+    """The LLM's memory figures: the model directory (a local path or the hub cache), else the declared keys."""
     llm = config.llm
     local = config.path(llm.model)
     if (local / "config.json").is_file():
         return _size_from_dir(local, llm)
+    cached = hf_snapshot(llm.model)
+    if cached is not None:
+        return _size_from_dir(cached, llm)
     size = LLMSize(kv_layers=llm.kv_layers, kv_heads=llm.kv_heads, head_dim=llm.head_dim,
                    source="declared: llm.total_params_b, llm.weight_dtype")  # fmt: skip
     if llm.total_params_b > 0 and llm.weight_dtype:
@@ -256,7 +271,8 @@ def whisper_gpu_bytes(config: Config) -> tuple[float, str]:
     stt = config.stt
     if stt.device == "cpu":
         return 0.0, "Whisper on CPU"
-    scale = {"float16": 1.0, "int8_float16": 0.5, "int8": 0.5, "float32": 2.0, "bfloat16": 1.0}.get(stt.compute_type, 1.0)
+    scales = {"float16": 1.0, "int8_float16": 0.5, "int8": 0.5, "float32": 2.0, "bfloat16": 1.0}
+    scale = scales.get(stt.compute_type, 1.0)
     workers = 2  # WhisperEngine runs 2 replicas on CUDA
     path = config.path(stt.model)
     if (path / "model.bin").is_file():
@@ -344,10 +360,10 @@ def budget_rows(report: CheckReport, config: Config, card: tuple[str, float] | s
             need = size.weight_bytes + kv + state + VLLM_RUNTIME_BYTES
             share = None if total is None else llm.gpu_memory_utilization * total
             status, tail = verdict(need, share)
+            per_token = kv_cache_bytes(1, size.kv_layers, size.kv_heads, size.head_dim, KV_BYTES[llm.kv_cache_dtype])
             parts = [f"weights {_gb(size.weight_bytes)} ({size.total_params / 1e9:.1f}B params x "
                      f"{BYTES_PER_PARAM.get(size.dtype, 0):g} B {size.dtype}; {size.source})",
-                     f"KV {_gb(kv)} ({llm.max_model_len} tok x {llm.max_num_seqs} seqs x "
-                     f"{2 * size.kv_layers * size.kv_heads * size.head_dim * KV_BYTES[llm.kv_cache_dtype] / 1024:.0f} KB)"]  # fmt: skip
+                     f"KV {_gb(kv)} ({llm.max_model_len} tok x {llm.max_num_seqs} seqs x {per_token / 1024:.0f} KB)"]
             if state:
                 parts.append(f"linear-attention state {_gb(state)}")
             parts.append(f"runtime ~{_gb(VLLM_RUNTIME_BYTES)}")
@@ -592,7 +608,8 @@ def llm_rows(report: CheckReport, config: Config, api_key: str = "EMPTY", probe:
         report.notes += [f"NO LLM SERVER at {llm.base_url} (llm.base_url): every model turn would be an apology.",
                          "Three ways out:", *ways_out(config)]  # fmt: skip
         if hatch:
-            report.notes.append("llm.start_without_llm = true: `serve` starts anyway (shortcuts answer, the rest apologises).")
+            report.notes.append("llm.start_without_llm = true: `serve` starts anyway "
+                                "(shortcuts answer, the rest apologises).")
         return probe
     report.add("LLM", "server", OK, f"{llm.base_url} answers /models")
     if llm.model in probe.models:
@@ -610,6 +627,62 @@ def llm_rows(report: CheckReport, config: Config, api_key: str = "EMPTY", probe:
     else:
         report.add("LLM", "structured answer", FAIL, probe.problem or "no answer", hatch)
     return probe
+
+
+def vllm_cmdlines() -> list[list[str]]:
+    """Command lines of the ``vllm serve`` processes on this host (from /proc; empty elsewhere)."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            args = [a.decode(errors="replace") for a in (d / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        head = [Path(a).name for a in args[:3]]
+        if ("vllm" in head and "serve" in args[:4]) or any("vllm.entrypoints.openai.api_server" in a for a in args[:4]):
+            out.append(args)
+    return out
+
+
+def _flags(args: list[str]) -> dict[str, str | None]:
+    flags: dict[str, str | None] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if not eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                value, i = args[i + 1], i + 1
+            flags[name] = value if (eq or value) else None
+        i += 1
+    return flags
+
+
+def vllm_process_row(report: CheckReport, config: Config, cmdlines: list[list[str]] | None = None) -> None:
+    """The running vLLM (same host): CUDA graphs on unless declared, and no drift from `llm-command`."""
+    llm = config.llm
+    if llm.backend == "local":
+        return
+    port = str(_port(llm.base_url))
+    found = [c for c in (vllm_cmdlines() if cmdlines is None else cmdlines) if _flags(c).get("--port", "8000") == port]
+    if not found:
+        report.add("LLM", "vLLM process", SKIP, f"no `vllm serve` on port {port} of this host (remote, fake or "
+                   "local model): its flags cannot be compared with `run_bot.py llm-command`")  # fmt: skip
+        return
+    running = _flags(found[0])
+    wanted = _flags(llm_command(config)[3:])
+    eager = "--enforce-eager" in running
+    if eager and not llm.server_enforce_eager:
+        report.add("LLM", "vLLM process", FAIL, "vLLM runs with --enforce-eager (CUDA graphs OFF: slower decoding) "
+                   "but llm.server_enforce_eager = false; restart it with `run_bot.py llm-command`")  # fmt: skip
+        return
+    drift = [f"{k} {running.get(k) or ('absent' if k not in running else 'set')} (config: {v or 'set'})"
+             for k, v in wanted.items() if k not in ("--host", "--enforce-eager") and running.get(k, "absent") != v]
+    if drift:
+        report.add("LLM", "vLLM process", WARN, "the running vLLM differs from `run_bot.py llm-command`: "
+                   + "; ".join(drift))  # fmt: skip
+    else:
+        report.add("LLM", "vLLM process", OK, f"its flags match `run_bot.py llm-command`; CUDA graphs "
+                   f"{'OFF (declared: llm.server_enforce_eager)' if eager else 'on'}")  # fmt: skip
 
 
 def _port(url: str) -> int:
@@ -660,6 +733,7 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     tts_engine = provider_rows(report, config, tts_engine, vad_session)
     ctranslate2_row(report, config)
     llm_rows(report, config, secrets.llm_api_key, probe)
+    vllm_process_row(report, config)
     for h in escape_hatches(config, tts_engine=tts_engine, whisper_engine=whisper_engine, secrets=secrets):
         report.add("hatch", "escape hatch", HATCH, h)
     return report

@@ -372,8 +372,8 @@ def render(config: Config, s: dict[str, Any], outcomes: list[Outcome], dialogs: 
     lines.append(f"  category accuracy    {_pct(*s['category'])}")
     lines.append(f"  slot accuracy        {_pct(*s['slots'])}")
     lines.append(f"  flow accuracy        {_pct(*s['flow'])}")
-    lines.append(f"  shortcut hit rate    {_pct(s['shortcut_hits'], s['turns'])} (expected "
-                 f"{_pct(s['shortcut_expected'], s['turns'])}); route agreement {_pct(s['route_agreement'], s['turns'])}")
+    lines.append(f"  shortcut hit rate    {_pct(s['shortcut_hits'], s['turns'])} answered with no model call (shortcut "
+                 f"or rule; expected {s['shortcut_expected']}); route agreement {_pct(s['route_agreement'], s['turns'])}")
     lines.append(f"  LLM calls per turn   {s['llm_calls_per_turn']:.2f}")
     mr = s["reply_chars_model"]
     if mr:

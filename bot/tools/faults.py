@@ -68,6 +68,7 @@ LIMIT_LAG_P99_MS = 20.0
 STAGGER_S = 0.2  # the first-named call of a scenario takes the speaking floor first
 QUIET_DONE_S = 2.1  # the bot has finished when it has been quiet this long (longer than the silence limit)
 NOTHING_HEARD_S = 6.0  # ... or when nothing at all came this long after the caller's turn
+TALKING_ENOUGH_S = 4.0  # ... or (last turn) when it has talked this long without a pause
 
 # Settings every fault run uses (printed in the report): English STT for the English test clip
 # (the faults are about the call path, not Korean recognition), quick idle and slow-loris timers.
@@ -270,8 +271,13 @@ class FaultLab:
             self._floor_loop, self._floor_sem = loop, asyncio.Semaphore(1)
         return self._floor_sem
 
-    async def listen(self, call: TwilioCallSimulator, since: float) -> float:
-        """Until the bot has answered and gone quiet (or hung up, or said nothing); returns the end."""
+    async def listen(self, call: TwilioCallSimulator, since: float, *, hang_up_early: bool = False) -> float:
+        """Until the bot has answered and gone quiet (or hung up, or said nothing); returns the end.
+
+        ``hang_up_early``: also stop once the bot has been talking without a pause for
+        ``TALKING_ENOUGH_S`` (the caller's last turn: a gap inside a canned sentence cannot
+        happen, and waiting out a 10-second apology only makes the suite slower).
+        """
         while True:
             now = time.monotonic()
             if call.closed:
@@ -281,6 +287,14 @@ class FaultLab:
                 return after[-1][1] + QUIET_DONE_S
             if not after and now - since >= NOTHING_HEARD_S:
                 return now
+            if hang_up_early and after:
+                start = after[-1][0]
+                for prev, nxt in zip(reversed(after[:-1]), reversed(after)):
+                    if nxt[0] - prev[1] > 0.35:
+                        break
+                    start = prev[0]
+                if min(now, after[-1][1]) - start >= TALKING_ENOUGH_S:
+                    return now
             await asyncio.sleep(0.05)
 
     # --- rows ---------------------------------------------------------------------------------
@@ -322,7 +336,7 @@ class FaultLab:
                     give()
                     if turn + 1 < turns:
                         waiting = asyncio.ensure_future(take())
-                    end = await self.listen(call, speech_end)
+                    end = await self.listen(call, speech_end, hang_up_early=turn + 1 == turns and not expect_end)
                     first, silence = silence_after(call, speech_end, end)
                     silences.append(silence)
                     firsts.append(first)
@@ -603,6 +617,27 @@ class FaultLab:
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
+    async def soak_row(self) -> Row:
+        """The short soak, on bot A after every fault above: what the calls took comes back."""
+        from bot.tools.bench import Target, load_turn_set
+        from bot.tools.soak import soak
+
+        bot = self.a
+        row = Row("soak (short)", "after all the faults: 3 calls one after another, then 3 at once (the full "
+                  "soak: run_bot.py bench --soak)")
+        t0, wall0 = time.monotonic(), time.time()
+        target = Target(bot.proc.base_url, bot.public_url, bot.proc.ws_url, AUTH_TOKEN)
+        result = await soak(target, load_turn_set(), rounds=1, sequential=3, concurrent=3, warmup_sequential=0,
+                            warmup_concurrent=False)
+        base, last = result.baseline, result.samples[-1]
+        row.outcome = (f"RSS {base.rss_mb:.0f} → {last.rss_mb:.0f} MB ({result.rss_growth_pct(last):+.1f} %), "
+                       f"asyncio tasks {base.tasks} → {last.tasks}, open fds {base.fds} → {last.fds}, "
+                       f"failed calls {sum(s.failed for s in result.samples)}")
+        row.lag_p99_ms = (await bot.loop_lag(wall0)).get("p99_ms")
+        row.problems += result.problems
+        row.seconds = round(time.monotonic() - t0, 1)
+        return row
+
     async def shutdown_row(self) -> Row:
         """SIGTERM with a call in progress: busy to new calls, draining, goodbye after drain_secs, exit 0."""
         bot = self.b
@@ -647,14 +682,15 @@ class FaultLab:
     # to speak); the hostile client has the server to itself apart from its two witnesses, and
     # bot B's overload and shutdown come last, one after the other.
     WAVES = (("llm",), ("twice", "idle", "loris"), ("stage",), ("hostile",), ("webhook",), ("overload",),
-             ("shutdown",))
+             ("soak", "shutdown"))
 
     async def run(self, only: list[str] | None = None) -> list[Row]:
         """Every scenario (or only those named: llm, twice, stage, idle, loris, hostile, webhook,
-        overload, shutdown), rows in report order."""
+        overload, soak, shutdown), rows in report order."""
         scenarios = {"llm": self.llm_rows, "twice": self.repeated_failure_rows, "stage": self.stage_rows,
                      "idle": self.idle_row, "loris": self.slow_loris_row, "hostile": self.hostile_row,
-                     "webhook": self.webhook_row, "overload": self.overload_row, "shutdown": self.shutdown_row}
+                     "webhook": self.webhook_row, "overload": self.overload_row, "soak": self.soak_row,
+                     "shutdown": self.shutdown_row}
         unknown = set(only or ()) - set(scenarios)
         if unknown:
             raise ValueError(f"unknown scenarios {sorted(unknown)} (known: {', '.join(scenarios)})")

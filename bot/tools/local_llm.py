@@ -74,7 +74,8 @@ def _marker_ok(path: Path) -> bool:
         st = path.stat()
     except (OSError, ValueError):
         return False
-    return marker.get("sha256") == GGUF_SHA256 and marker.get("size") == st.st_size and marker.get("mtime_ns") == st.st_mtime_ns
+    return (marker.get("sha256") == GGUF_SHA256 and marker.get("size") == st.st_size
+            and marker.get("mtime_ns") == st.st_mtime_ns)
 
 
 def _write_marker(path: Path) -> None:
