@@ -165,12 +165,18 @@ class DrainingServer(uvicorn.Server):
 
 
 def process_figures() -> dict[str, int]:
-    """Resident memory (bytes) and open file descriptors of this process (Linux; 0 elsewhere)."""
-    rss = fds = 0
+    """Resident memory (bytes), open file descriptors and how many are sockets (Linux; 0 elsewhere)."""
+    rss = fds = sockets = 0
     try:
         with open("/proc/self/statm") as f:
             rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        fds = len(os.listdir("/proc/self/fd"))
+        names = os.listdir("/proc/self/fd")
+        fds = len(names)
+        for name in names:
+            try:
+                sockets += os.readlink(f"/proc/self/fd/{name}").startswith("socket:")
+            except OSError:
+                pass
     except (OSError, ValueError, IndexError):
         pass
-    return {"rss_bytes": rss, "open_fds": fds}
+    return {"rss_bytes": rss, "open_fds": fds, "open_sockets": sockets}

@@ -150,22 +150,24 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         # the call and each worker checks its own max_calls when the stream arrives. Without one, this
         # worker reserves a slot of its own (one worker, or a proxy that keeps both on one worker).
         busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
+        if not busy and line.line_max_calls <= 0:
+            calls.reserve(call_sid)  # before any await: webhooks arriving meanwhile see the slot taken
         issued = None
         if not busy:
             issued = tokens.issue(call_sid)
             busy = await line.admit(issued, form.get("From"))  # the caller's number waits in the database
             if busy == REPLAYED:
+                calls.reserved.pop(call_sid, None)
                 logger.warning("webhook refused: call {} was already answered by a worker of the line (a replayed "
                                "request)", mask(call_sid))
                 gate.refuse("replayed")
                 return PlainTextResponse("replayed webhook", status_code=403)
         if busy:
+            calls.reserved.pop(call_sid, None)
             logger.warning("call {} answered busy: {} ({} calls active or reserved here, server.max_calls {})",
                            mask(call_sid), busy, len(calls), config.server.max_calls)
             gate.refuse(busy.split(" ")[0])
             return Response(build_busy_twiml(canned.busy), media_type="application/xml")
-        if line.line_max_calls <= 0:
-            calls.reserve(call_sid)
         logger.info("call {} from {}: webhook accepted by worker {}", mask(call_sid), mask(form.get("From", "?")),
                     line.worker)
         return Response(build_stream_twiml(config.server.public_host, issued.token), media_type="application/xml")

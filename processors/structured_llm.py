@@ -564,14 +564,14 @@ class StructuredLLMService(OpenAILLMService):
 
         Counted from the end of the caller's speech (what the caller waits through: endpointing
         and STT included), never sooner than ``FILLER_MIN_SECS`` after the request, so a model
-        that answers promptly never gets a filler in front of its answer.
+        that answers promptly never gets a filler in front of its answer. Only spoken turns: a
+        typed one (``chat``, ``eval``) or a keypad one has no silence to fill.
         """
         self._filler_played = False
         after = self._cfg.filler_after_ms / 1000.0
-        if after <= 0:
+        if after <= 0 or not (record and record.speech_end):
             return None
-        if record and record.speech_end:
-            after -= max(0.0, time.time() - record.speech_end)
+        after -= max(0.0, time.time() - record.speech_end)
         delay = max(FILLER_MIN_SECS, after)
         if delay >= self._cfg.first_token_timeout_ms / 1000.0:
             return None

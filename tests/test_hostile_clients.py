@@ -134,3 +134,19 @@ def test_webhooks_answered_but_not_yet_streaming_hold_their_call_slots():
         assert [("<Stream" in a, "<Say" in a and "<Hangup" in a) for a in answers] == [
             (True, False), (True, False), (False, True), (False, True)]
         assert 'voice_calls_rejected_total{reason="max_calls"} 2.0' in client.get("/metrics").text
+
+
+async def test_webhooks_arriving_at_the_same_moment_cannot_take_more_slots_than_max_calls():
+    import asyncio
+
+    import httpx
+
+    app = _app("server.max_calls=2")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot") as client:
+        async def dial() -> str:
+            params = voice_webhook_params(new_sid("CA"))
+            resp = await client.post("/twilio/voice", data=params,
+                                     headers={"X-Twilio-Signature": sign_twilio_request(URL, params, TOKEN)})
+            return "stream" if "<Stream" in resp.text else "busy" if "<Say" in resp.text else resp.text
+        answers = await asyncio.gather(*(dial() for _ in range(6)))
+    assert sorted(answers) == ["busy"] * 4 + ["stream"] * 2

@@ -178,3 +178,52 @@ def test_release_purge_and_leaving_the_line(store):
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(workers)).scalar_one() == 0
         assert conn.execute(sa.select(sa.func.count()).select_from(calls)).scalar_one() == 0
+
+
+# --------------------------------------------------------------------------- two apps, one database
+
+
+def _worker_app(tmp_path, monkeypatch, name: str, *overrides: str):
+    from types import SimpleNamespace
+
+    from fastapi.testclient import TestClient
+
+    from bot.config import Secrets, load_config
+    from bot.server import create_app
+
+    monkeypatch.setenv("STREAM_TOKEN_KEY", "one-key-for-the-whole-line")
+    config = load_config(overrides=["server.public_host='voice.example.org'", "server.qa_page=false",
+                                    f"records.url='sqlite:///{tmp_path / 'line.db'}'", f"records.worker='{name}'",
+                                    *overrides])
+    models = SimpleNamespace(tts=SimpleNamespace(session_providers={}, fallback_active=False, is_standin=False),
+                             whisper=SimpleNamespace(device="cpu"))
+    return TestClient(create_app(config, Secrets("AC" + "0" * 32, "webhook-token", "EMPTY"), models))
+
+
+def _signed_webhook(client, params):
+    from bot.testing.twilio_sim import sign_twilio_request
+
+    signature = sign_twilio_request("https://voice.example.org/twilio/voice", params, "webhook-token")
+    return client.post("/twilio/voice", data=params, headers={"X-Twilio-Signature": signature})
+
+
+def test_a_webhook_replayed_to_another_worker_is_refused(tmp_path, monkeypatch):
+    from bot.testing.twilio_sim import voice_webhook_params
+
+    a = _worker_app(tmp_path, monkeypatch, "w-a")
+    b = _worker_app(tmp_path, monkeypatch, "w-b")
+    params = voice_webhook_params()
+    params["From"] = "+821012340000"
+    first = _signed_webhook(a, params)
+    assert first.status_code == 200 and "<Stream" in first.text and "+821012340000" not in first.text
+    assert _signed_webhook(b, params).status_code == 403
+
+
+def test_the_line_limit_answers_busy_on_any_worker(tmp_path, monkeypatch):
+    from bot.testing.twilio_sim import voice_webhook_params
+
+    a = _worker_app(tmp_path, monkeypatch, "w-a", "server.line_max_calls=1")
+    b = _worker_app(tmp_path, monkeypatch, "w-b", "server.line_max_calls=1")
+    assert "<Stream" in _signed_webhook(a, voice_webhook_params()).text  # a reservation on the line
+    busy = _signed_webhook(b, voice_webhook_params())
+    assert busy.status_code == 200 and "<Say" in busy.text and "<Stream" not in busy.text

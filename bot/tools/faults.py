@@ -413,11 +413,8 @@ class FaultLab:
 
     async def stage_rows(self) -> list[Row]:
         """The STT or the TTS raising inside one call while another call goes on beside it."""
-        rows = []
-        for name, injected, fault, expect in (
-            ("stt raises", "every transcription of the call raises", "stt_error", ["unclear"]),
-            ("tts raises", "every synthesis of the call raises (canned audio still plays)", "tts_error", ["apology"]),
-        ):
+        async def one(delay: float, name: str, injected: str, fault: str, expect: list[str]) -> Row:
+            await asyncio.sleep(delay)
             wall0 = time.time()
             bystander = Row(f"{name}: other call", "none (a normal call at the same time)")
             fault_row, other = await asyncio.gather(
@@ -426,8 +423,12 @@ class FaultLab:
             fault_row.check(other.ok, f"the other call was disturbed: {'; '.join(other.problems)}")
             fault_row.outcome += f"; other call: {other.heard}, silence {_s(other.longest_silence_s)} s"
             fault_row.lag_p99_ms = (await self.a.loop_lag(wall0)).get("p99_ms")
-            rows.append(fault_row)
-        return rows
+            return fault_row
+
+        return list(await asyncio.gather(
+            one(0.0, "stt raises", "every transcription of the call raises", "stt_error", ["unclear"]),
+            one(2 * STAGGER_S, "tts raises", "every synthesis of the call raises (canned audio still plays)",
+                "tts_error", ["apology"])))
 
     @staticmethod
     async def _later(secs: float, coro):
@@ -623,15 +624,15 @@ class FaultLab:
         from bot.tools.soak import soak
 
         bot = self.a
-        row = Row("soak (short)", "after all the faults: 3 calls one after another, then 3 at once (the full "
-                  "soak: run_bot.py bench --soak)")
+        row = Row("soak (short)", "after all the faults: 3 at once (warm-up), then 2 one after another and 3 at "
+                  "once (the full soak: run_bot.py bench --soak)")
         t0, wall0 = time.monotonic(), time.time()
         target = Target(bot.proc.base_url, bot.public_url, bot.proc.ws_url, AUTH_TOKEN)
-        result = await soak(target, load_turn_set(), rounds=1, sequential=3, concurrent=3, warmup_sequential=0,
-                            warmup_concurrent=False)
+        result = await soak(target, load_turn_set(), rounds=1, sequential=2, concurrent=3, warmup_sequential=0)
         base, last = result.baseline, result.samples[-1]
         row.outcome = (f"RSS {base.rss_mb:.0f} → {last.rss_mb:.0f} MB ({result.rss_growth_pct(last):+.1f} %), "
-                       f"asyncio tasks {base.tasks} → {last.tasks}, open fds {base.fds} → {last.fds}, "
+                       f"asyncio tasks {base.tasks} → {last.tasks}, open fds {base.fds} → {last.fds} "
+                       f"(sockets {base.sockets} → {last.sockets}), "
                        f"failed calls {sum(s.failed for s in result.samples)}")
         row.lag_p99_ms = (await bot.loop_lag(wall0)).get("p99_ms")
         row.problems += result.problems
@@ -681,7 +682,7 @@ class FaultLab:
     # Scenarios in waves: the scenarios of a wave run at the same time (their callers take turns
     # to speak); the hostile client has the server to itself apart from its two witnesses, and
     # bot B's overload and shutdown come last, one after the other.
-    WAVES = (("llm",), ("twice", "idle", "loris"), ("stage",), ("hostile",), ("webhook",), ("overload",),
+    WAVES = (("llm",), ("twice", "idle", "loris"), ("stage",), ("hostile",), ("webhook", "overload"),
              ("soak", "shutdown"))
 
     async def run(self, only: list[str] | None = None) -> list[Row]:
