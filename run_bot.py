@@ -161,7 +161,7 @@ def cmd_serve(config, args) -> int:
     from bot.tools.local_llm import serving_llm
 
     if getattr(args, "workers", 1) > 1:
-        from bot.workers import run_workers
+        from bot.line.workers import run_workers
 
         return run_workers(config, args, args.workers)
     if getattr(args, "workers", 1) < 1:
@@ -199,7 +199,7 @@ def _serve(config, llm_server) -> int:
     app = create_app(config, secrets, models)
     logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
                 config.server.host, config.server.port, config.server.public_host)
-    from bot.callgate import WS_MAX_BYTES, DrainingServer
+    from bot.line.callgate import WS_MAX_BYTES, DrainingServer
 
     # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
     DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port, log_level="warning",

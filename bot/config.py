@@ -41,7 +41,7 @@ class ServerConfig:
     # On SIGTERM: refuse new calls (busy TwiML), let calls in progress go on this long, then say
     # goodbye, hang up and exit 0.
     drain_secs: float = 25.0
-    # Several workers on one line (bot/line.py): calls on the whole line, counted in the records
+    # Several workers on one line (bot/line/admission.py): calls on the whole line, counted in the records
     # database (unfinished calls of live workers + webhooks answered whose stream has not started);
     # at the limit the webhook answers busy. 0 = off (then max_calls alone, for one worker).
     line_max_calls: int = 0

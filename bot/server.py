@@ -19,7 +19,7 @@ from pipecat.frames.frames import EndFrame, TTSSpeakFrame
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from pipecat.workers.runner import WorkerRunner
 
-from bot.callgate import CallGate, FormTooLarge, process_figures, read_webhook_form
+from bot.line.callgate import CallGate, FormTooLarge, process_figures, read_webhook_form
 from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies
 from bot.hatches import escape_hatches
@@ -29,9 +29,9 @@ from bot.telemetry.metrics import ProcessMetrics
 from bot.pipeline import SharedModels, build_call, speak_greeting
 from bot.privacy import mask
 from bot.store.calls import CallLog
-from bot.line import REPLAYED, BusyAudio, Line, play_busy_and_close
+from bot.line.admission import REPLAYED, BusyAudio, Line, play_busy_and_close
 from bot.readiness import LLMProbe, readiness
-from bot.tokens import StreamTokens, TokenRefused
+from bot.line.tokens import StreamTokens, TokenRefused
 from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
@@ -115,7 +115,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     gate = CallGate(calls, max_calls=config.server.max_calls, token_ttl_secs=config.server.token_ttl_secs,
                     registry=metrics.registry)
     # Shared with the other workers through the records database: token single use, the caller's
-    # number, the line-wide call limit, worker leases (bot/line.py).
+    # number, the line-wide call limit, worker leases (bot/line/admission.py).
     line = Line(desk.store, worker=desk.worker, line_max_calls=config.server.line_max_calls,
                 lease_secs=config.server.worker_lease_secs, records_enabled=config.records.enabled,
                 is_draining=lambda: gate.draining)

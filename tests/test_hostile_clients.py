@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from loguru import logger
 from pipecat.frames.frames import InputAudioRawFrame, StartFrame
 
-from bot.callgate import WEBHOOK_MAX_BYTES
+from bot.line.callgate import WEBHOOK_MAX_BYTES
 from bot.config import Secrets, load_config
 from bot.server import create_app
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params

@@ -1,4 +1,4 @@
-"""Signed stream tokens and the line's shared state (bot/tokens.py, bot/line.py), on SQLite and PostgreSQL."""
+"""Signed stream tokens and the line's shared state (bot/line/tokens.py, bot/line/admission.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from bot import line
+from bot.line import admission as line
 from bot.store.db import Store
 from bot.store.schema import calls, stream_tokens, workers
-from bot.tokens import StreamTokens, TokenRefused, load_key
+from bot.line.tokens import StreamTokens, TokenRefused, load_key
 
 KEY = b"k" * 32
 

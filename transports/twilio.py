@@ -1,8 +1,8 @@
 """Twilio phone path: the signed voice webhook's TwiML, the media stream's start, and the serializer.
 
 Nobody opens a call on our GPU without going through the signed webhook: the webhook issues a
-one-time token bound to the CallSid (signed and expiring, ``bot/tokens.py``; its single use is
-kept in the records database, ``bot/line.py``, so any worker can take the media stream), and the
+one-time token bound to the CallSid (signed and expiring, ``bot/line/tokens.py``; its single use is
+kept in the records database, ``bot/line/admission.py``, so any worker can take the media stream), and the
 media stream must present it in ``customParameters``.
 """
 

@@ -56,7 +56,7 @@ tickets = sa.Table(
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
 
-# Several workers on one line (bot/line.py). One row per stream token the webhook issued: the
+# Several workers on one line (bot/line/admission.py). One row per stream token the webhook issued: the
 # caller's number waits here for the media stream (which may reach another worker), and the first
 # worker to set used_at owns the token. Rows are deleted a while after they expire.
 stream_tokens = sa.Table(

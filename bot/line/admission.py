@@ -3,7 +3,7 @@
 Twilio's webhook and the media stream it opens may reach different workers (a round-robin proxy,
 several pods). Nothing that a call needs between the two lives in one process:
 
-* **Stream tokens** are signed (``bot/tokens.py``): any worker with the shared key checks them.
+* **Stream tokens** are signed (``bot/line/tokens.py``): any worker with the shared key checks them.
   Their single use and the caller's number live in ``stream_tokens``: the webhook inserts the row
   (token id, CallSid, caller's number, issuing worker, expiry); the worker that gets the media
   stream sets ``used_at`` where it is still NULL: one row changed = this worker owns the call and
@@ -44,7 +44,7 @@ from loguru import logger
 from bot.privacy import mask
 from bot.store.db import Store, now
 from bot.store.schema import calls, stream_tokens, workers
-from bot.tokens import IssuedToken
+from bot.line.tokens import IssuedToken
 
 DB_TIMEOUT_SECS = 2.0
 PURGE_AFTER_SECS = 600.0  # token rows are deleted this long after they expired

@@ -3,7 +3,7 @@
 Worker ``i`` is ``run_bot.py serve`` with ``server.port = port + i`` and ``records.worker =
 <name>-i`` (``<name>`` is ``records.worker`` or the host name), the same ``--config`` and ``--set``
 items otherwise; each loads its own models once. Put a proxy in front (``deploy/nginx.conf``: plain
-round-robin, WebSocket upgrade; no sticky sessions needed: see ``bot/line.py``), and give them a
+round-robin, WebSocket upgrade; no sticky sessions needed: see ``bot/line/admission.py``), and give them a
 shared records database (PostgreSQL; SQLite works on one machine) and a line limit
 (``server.line_max_calls``). On a GPU they share one vLLM server by ``llm.base_url``; with
 ``llm.backend = "local"`` this process starts the one llama.cpp server and points them all at it.
@@ -31,9 +31,9 @@ from pathlib import Path
 from loguru import logger
 
 from bot.config import Config
-from bot.tokens import KEY_ENV
+from bot.line.tokens import KEY_ENV
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 BACKOFF_START_SECS = 1.0
 BACKOFF_MAX_SECS = 30.0
 STABLE_AFTER_SECS = 60.0

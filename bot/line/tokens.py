@@ -11,7 +11,7 @@ workers (a round-robin proxy, several pods), so nothing about the token lives in
   Without it each process makes a random key and says loudly that a second worker cannot check its
   tokens (``run_bot.py serve --workers N`` makes one key for its N children).
 * Single use is not decided here: the records database keeps one row per token (``stream_tokens``,
-  see ``bot/line.py``); the first worker to mark it used wins.
+  see ``bot/line/admission.py``); the first worker to mark it used wins.
 
 Nothing else is in the token: the caller's number stays in the database, never in the TwiML.
 """
