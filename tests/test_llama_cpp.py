@@ -87,7 +87,7 @@ async def test_real_model_cites_the_fact_it_answers_from(llama_url, question, ex
     """
     config = load_config(overrides=[f"llm.base_url='{llama_url}'", "llm.dialect='llama_cpp'",
                                     "llm.first_token_timeout_ms=120000", "llm.total_timeout_ms=240000",
-                                    "llm.model='qwen2.5-coder-0.5b-instruct'", "llm.facts_k=1"])
+                                    "llm.model='qwen2.5-coder-0.5b-instruct'", "llm.facts_k=1", "llm.temperature=0.0"])
     async with DialogSession(config) as session:
         turn = await session.turn(question)
     rec = turn.record
