@@ -310,3 +310,18 @@ def test_standalone_cli() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_script_file_answers_caller_turns_in_order_but_not_the_startup_probe(tmp_path):
+    from bot.testing.fake_llm import scripted_responder
+    from bot.tools.check import PROBE_CALLER_LINE
+
+    path = tmp_path / "turns.jsonl"
+    path.write_text('{"reply": "하나."}\n\n{"reply": "둘."}\n', encoding="utf-8")
+    respond = scripted_responder(str(path), lambda body: {"reply": "기본."})
+
+    def body(text):
+        return {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": text}]}
+
+    assert respond(body(PROBE_CALLER_LINE)) == {"reply": "기본."}
+    assert [respond(body("아무 말"))["reply"] for _ in range(3)] == ["하나.", "둘.", "기본."]

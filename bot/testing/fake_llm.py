@@ -462,6 +462,26 @@ class FakeLLM:
         )
 
 
+def scripted_responder(path: str, fallback: Responder) -> Responder:
+    """Turns from a JSON-lines file, one per caller turn, in order; then ``fallback``.
+
+    For walking a dialog by hand (the README's intake walkthrough): the words the STT heard do not
+    matter, the turns come in the order written.
+    """
+    from bot.tools.check import PROBE_CALLER_LINE
+
+    with open(path, encoding="utf-8") as f:
+        turns = collections.deque(json.loads(line) for line in f if line.strip())
+
+    def respond(body: dict[str, Any]) -> "dict[str, Any] | str":
+        users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+        if turns and users and users[-1] != PROBE_CALLER_LINE:
+            return turns.popleft()
+        return fallback(body)
+
+    return respond
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible LLM server streaming like vLLM.")
     parser.add_argument("--host", default="127.0.0.1")
@@ -474,10 +494,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--responder", choices=["default", "keyword"], default="default",
                         help="keyword: intent/category/slots guessed from the caller's words, and judge answers "
                         "(bot/tools/keyword_llm.py; for `run_bot.py eval`)")
+    parser.add_argument("--script", default=None, metavar="FILE.jsonl",
+                        help="answer the caller turns with these turns, one JSON object per line, in order "
+                        "(then the responder); `run_bot.py check`'s probe is not counted")
     args = parser.parse_args(argv)
     responder = default_responder
     if args.responder == "keyword":
         from bot.tools.keyword_llm import keyword_responder as responder
+    if args.script:
+        responder = scripted_responder(args.script, responder)
     fake = FakeLLM(
         args.host,
         args.port,
