@@ -67,11 +67,10 @@ class DialogAssets:
 
     def fixed_sentences(self, greeting: str) -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
-        return [greeting, self.canned.apology, self.canned.nothing_to_repeat, self.canned.transfer_unavailable,
-                self.canned.unclear,
+        return [greeting,
+                *(text for text, name in self.canned.ids().items() if name != "busy"),  # busy: Twilio says it
                 *(s.reply for s in self.shortcuts.shortcuts if s.reply),
-                self.intake.text("ask_correction"),
-                *(text for text, name in self.canned.ids().items() if name != "busy")]  # busy: Twilio says it
+                self.intake.text("ask_correction")]
 
     def sentence_ids(self, greeting: str) -> dict[str, str]:
         """Fixed sentence -> the name turn records give it in ``heard`` (model sentences are "reply")."""

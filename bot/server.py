@@ -58,8 +58,6 @@ def _injected_fault(start, config: Config, models: SharedModels):
 
 
 def _fault_injection_on() -> bool:
-    import os
-
     return os.environ.get("BOT_FAULT_INJECTION") == "1"
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from bot.datafile import read_toml
 from bot.dialog.domain import Domain
-from bot.korean.digits import read_digits, spoken_digits
+from bot.korean.digits import spoken_digits
+from bot.korean.normalize import read_digits
 
 TEXT_KEYS = ("read_back", "time_part", "confirmed", "ask_correction", "ticket_failed", "status", "status_unknown",
              "status_failed", "keypad_too_short")

@@ -2,21 +2,19 @@
 
 Whisper writes a spoken number as numerals ("2026 0001"), as digit words ("이 공 이 육"), or a
 mix, with fillers and STT spacing in between. ``spoken_digits`` reads all of those back to a
-digit string; ``read_digits`` (from the normalizer) says one digit at a time (공 for 0).
+digit string (saying one digit at a time is ``bot.korean.normalize.read_digits``).
 """
 
 from __future__ import annotations
 
 import re
 
-from bot.korean.normalize import read_digits  # noqa: F401  (the reading side lives with the normalizer)
-
 DIGIT_WORDS = {"공": "0", "영": "0", "빵": "0", "일": "1", "이": "2", "삼": "3", "사": "4", "오": "5",
                "육": "6", "륙": "6", "칠": "7", "팔": "8", "구": "9"}
 # Words that may sit around a spoken number without changing it.
-_FILLER = re.compile(r"(?:접수\s*번호|번호|는|은|가|요|이요|입니다|이에요|예요|에요|요|음|어|저|그|네|예|"
+_FILLER = re.compile(r"(?:접수\s*번호|번호|는|은|가|요|이요|입니다|이에요|예요|에요|음|어|저|그|네|예|"
                      r"확인|해\s*주세요|처리|상황|상태|좀|알려\s*주세요|다시|번)")
-_WORD_RUN = re.compile(r"(?:[공영빵일이삼사오육륙칠팔구](?!요)[\s,.\-]*){6,}")
+_WORD_RUN = re.compile(rf"(?:[{''.join(DIGIT_WORDS)}](?!요)[\s,.\-]*){{6,}}")
 
 
 def spoken_digits(text: str) -> str | None:

@@ -32,6 +32,7 @@ from loguru import logger
 
 from bot.config import Config
 from bot.line.tokens import KEY_ENV
+from bot.store.db import records_url
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BACKOFF_START_SECS = 1.0
@@ -172,7 +173,7 @@ def run_workers(config: Config, args, n: int) -> int:
         logger.warning("workers: server.line_max_calls is 0: each worker admits up to server.max_calls by itself "
                        "and reserves a slot for streams that may reach another worker; set server.line_max_calls "
                        "(e.g. {}) for a line-wide limit", n * config.server.max_calls)
-    if config.records.url.startswith("sqlite") and not os.environ.get("RECORDS_URL"):
+    if records_url(config).startswith("sqlite"):
         logger.info("workers: the records database is SQLite ({}): fine on one machine; use PostgreSQL across "
                     "machines", config.records.url)
     base = config.records.worker or socket.gethostname()

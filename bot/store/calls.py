@@ -36,7 +36,7 @@ class CallLog:
     def open(cls, config: Config, secrets: Secrets | None = None) -> "CallLog":
         """Open, migrate, mark this worker's unfinished calls aborted, apply retention (blocking)."""
         rc = config.records
-        store = open_store((secrets.records_url if secrets else None) or rc.url, config.base_dir)
+        store = open_store(config, secrets)
         worker = rc.worker or f"{socket.gethostname()}:{config.server.port}"
         log = cls(store, worker=worker, write_turns=rc.enabled, retention_days=rc.retention_days,
                   max_pending=rc.max_pending)

@@ -16,6 +16,7 @@ from alembic import command
 from alembic.config import Config as AlembicConfig
 from loguru import logger
 
+from bot.config import Config, Secrets
 from bot.privacy import mask_stored
 from bot.store.schema import TICKET_STATUSES, calls, tickets, turns
 
@@ -230,9 +231,14 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def open_store(url: str, base_dir: Path) -> Store:
-    """Open and migrate the records database named by ``records.url``."""
-    store = Store(resolve_url(url, base_dir))
+def records_url(config: Config, secrets: Secrets | None = None) -> str:
+    """The records database's URL: env ``RECORDS_URL`` (a URL with its password) over ``records.url``."""
+    return (secrets or Secrets.from_env(config)).records_url or config.records.url
+
+
+def open_store(config: Config, secrets: Secrets | None = None) -> Store:
+    """Open and migrate the records database of this config."""
+    store = Store(resolve_url(records_url(config, secrets), config.base_dir))
     store.migrate()
     logger.info("records database: {} (migrated to head)", store.url_for_logs)
     return store

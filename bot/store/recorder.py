@@ -53,9 +53,7 @@ class CallRecorder:
         """The caller started a turn: close the previous record (interrupted if the bot was talking)."""
         if self.bot_speaking:
             self.current.interrupted = True
-        self._finish(self.current)
-        self.current = self._new("pending")
-        return self.current
+        return self.keypad_turn()
 
     def vad_stopped(self, timestamp: float, stop_secs: float) -> None:
         # The last pause of the turn is the one the caller waits after.
@@ -77,7 +75,7 @@ class CallRecorder:
         return self.current
 
     def keypad_turn(self) -> TurnRecord:
-        """Keys pressed on the phone pad make a turn of their own."""
+        """Close the current record and open the next (keys pressed on the phone pad make a turn too)."""
         self._finish(self.current)
         self.current = self._new("pending")
         return self.current

@@ -14,14 +14,14 @@ import json
 import sys
 from typing import TextIO
 
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.privacy import mask
 from bot.store.db import StoreError, open_store
 from bot.store.schema import TICKET_STATUSES
 
 
 def _store(config: Config):
-    return open_store(Secrets.from_env(config).records_url or config.records.url, config.base_dir)
+    return open_store(config)
 
 
 def _since(value: str | None) -> dt.datetime | None:
