@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_serve(config, args) -> int:
-    from bot.tools.local_llm import serving_llm
+    from bot.local_llm import serving_llm
 
     if getattr(args, "workers", 1) > 1:
         from bot.line.workers import run_workers
@@ -168,47 +168,14 @@ def cmd_serve(config, args) -> int:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
 
+    from bot.serve import serve
+
     with serving_llm(config) as llm_server:  # llm.backend = "local": a llama.cpp child, stopped with us
-        return _serve(config, llm_server)
-
-
-def _serve(config, llm_server) -> int:
-    import uvicorn
-
-    from bot.config import Secrets
-    from bot.errors import startup_errors
-    from bot.hatches import escape_hatches, log_banner
-    from bot.pipeline import load_models
-    from bot.server import create_app
-
-    secrets = Secrets.from_env(config)
-    with startup_errors():
-        models = load_models(config)
-    from bot.tools.check import startup_check
-
-    config = llm_server.ready()
-    # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
-    checked = startup_check(config, models, secrets)
-    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)
-    if not config.twilio.validate_signature:
-        logger.warning("!" * 78)
-        logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
-        logger.warning("!" * 78)
-    elif not secrets.twilio_auth_token:
-        logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
-    app = create_app(config, secrets, models)
-    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
-                config.server.host, config.server.port, config.server.public_host)
-    from bot.line.callgate import WS_MAX_BYTES, DrainingServer
-
-    # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
-    DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port, log_level="warning",
-                                  ws_max_size=WS_MAX_BYTES), drain=app.state.drain).run()
-    return 0
+        return serve(config, llm_server)
 
 
 def cmd_models(config, args) -> int:
-    from bot.errors import startup_errors
+    from bot.models import startup_errors
     from bot.models import ensure_models
 
     with startup_errors():
@@ -217,7 +184,7 @@ def cmd_models(config, args) -> int:
 
 
 def cmd_transcribe(config, args) -> int:
-    from bot.errors import startup_errors
+    from bot.models import startup_errors
     from bot.models import resolve_whisper_model
     from processors.whisper_stt import WhisperEngine, transcribe_file
 
@@ -231,7 +198,7 @@ def cmd_transcribe(config, args) -> int:
 def cmd_say(config, args) -> int:
     import wave
 
-    from bot.errors import startup_errors
+    from bot.models import startup_errors
     from processors.supertonic_tts import SupertonicEngine
 
     with startup_errors():
@@ -249,7 +216,7 @@ def cmd_say(config, args) -> int:
 
 def cmd_chat(config, args) -> int:
     from bot.tools.chat import run_chat
-    from bot.tools.local_llm import serving_llm
+    from bot.local_llm import serving_llm
 
     with serving_llm(config) as llm_server:
         return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout))
@@ -313,8 +280,8 @@ COMMANDS = {"call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticke
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:
-    from bot.tools.check import cmd_check as check
-    from bot.tools.local_llm import serving_llm
+    from bot.preflight import cmd_check as check
+    from bot.local_llm import serving_llm
 
     with serving_llm(config) as llm_server:
         return check(llm_server.ready())
@@ -323,8 +290,8 @@ def cmd_check(config, args) -> int:
 def cmd_llm_command(config, args) -> int:
     import shlex
 
-    from bot.tools.check import llm_command_line
-    from bot.tools.local_llm import local_command
+    from bot.preflight import llm_command_line
+    from bot.local_llm import local_command
 
     if config.llm.backend == "local":
         print("# llm.backend = local: the bot starts this itself (port chosen at start)")

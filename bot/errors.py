@@ -1,21 +1,15 @@
-"""Startup errors: a missing model or an unusable provider stops the process with one clear line."""
+"""Errors the layers share: a missing or damaged model, and the startup error that stops the process."""
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 
 class StartupError(RuntimeError):
     """The process cannot serve calls; the message says why and how to fix it."""
 
 
-@contextmanager
-def startup_errors():
-    """Turn the model loaders' typed errors into a ``StartupError`` with their message."""
-    from bot.models import ModelIntegrityError, ModelMissingError
-    from processors.supertonic_tts import TTSModelMissingError, TTSProviderError
+class ModelMissingError(RuntimeError):
+    """A model the config asks for is not on disk; the message says how to get it."""
 
-    try:
-        yield
-    except (ModelMissingError, ModelIntegrityError, TTSModelMissingError, TTSProviderError) as e:
-        raise StartupError(str(e)) from e
+
+class ModelIntegrityError(RuntimeError):
+    """Model files are present but not the expected bytes (size or sha256 mismatch)."""

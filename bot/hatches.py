@@ -29,7 +29,9 @@ def escape_hatches(config: Config, *, tts_engine=None, whisper_engine=None, secr
             hatches.append(f"TTS provider FALLBACK active: {tts_engine.session_providers}")
         if getattr(tts_engine, "is_standin", False):
             hatches.append("TTS model is a STAND-IN (random weights, not a voice): run `run_bot.py models`")
-    if config.stt.device == "cpu":
+    if getattr(whisper_engine, "is_fixed_delay", False):
+        hatches.append(f"STT is a FIXED-DELAY TEST ENGINE ({whisper_engine.model_path}): no speech is recognised")
+    elif config.stt.device == "cpu":
         hatches.append(f"STT on CPU ({config.stt.compute_type}); production runs float16 on CUDA")
     elif whisper_engine is not None and getattr(whisper_engine, "device", None) == "cpu":
         hatches.append(f"STT asked for {config.stt.device} but runs on CPU")

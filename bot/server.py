@@ -43,24 +43,6 @@ from transports.twilio import (
 )
 from transports.webrtc import mount_webrtc
 
-def _injected_fault(start, config: Config, models: SharedModels):
-    """Test fault injection: with env BOT_FAULT_INJECTION=1 a stream's ``fault`` parameter breaks that call.
-
-    Off by default (and loudly logged when on). See ``bot/testing/inject.py``.
-    """
-    fault = start.custom_parameters.get("fault")
-    if not fault or not _fault_injection_on():
-        return config, models
-    from bot.testing.inject import apply_call_fault
-
-    logger.warning("call {}: FAULT INJECTED: {}", mask(start.call_sid), fault)
-    return apply_call_fault(fault, config, models)
-
-
-def _fault_injection_on() -> bool:
-    return os.environ.get("BOT_FAULT_INJECTION") == "1"
-
-
 class CallRegistry:
     """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
 
@@ -85,15 +67,14 @@ class CallRegistry:
 
 def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call,
                desk: CallLog | None = None) -> FastAPI:
-    """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own).
+    """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own,
+    the test lab one that reads an injected fault from ``stream_parameters``, the stream's customParameters).
 
     ``desk``: the records database (default: opened from ``records.url``, migrated, this worker's
     calls cut off by a crash marked aborted).
     """
     lag = LoopLagMonitor()
     desk = desk or CallLog.open(config, secrets)
-    if _fault_injection_on():
-        logger.warning("BOT_FAULT_INJECTION=1: a media stream's `fault` parameter breaks its call (tests only)")
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -232,9 +213,8 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             websocket,
             FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer),
         )
-        call_config, call_models = _injected_fault(start, config, models)
-        session = call_builder(config=call_config, secrets=secrets, models=call_models, transport=transport,
-                               call_id=start.call_sid, desk=desk)
+        session = call_builder(config=config, secrets=secrets, models=models, transport=transport,
+                               call_id=start.call_sid, desk=desk, stream_parameters=start.custom_parameters)
 
         async def stop_call():
             session.end_reason = session.end_reason or "caller_hangup"

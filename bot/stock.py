@@ -116,6 +116,7 @@ def build_stock_call(
     qa: bool = False,
     observers: list | None = None,
     desk=None,
+    stream_parameters: dict | None = None,
 ) -> CallSession:
     """``build_call`` with stock Pipecat STT, turn strategies and LLM (same transport and TTS)."""
     recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from bot.config import ConfigError, load_config
-    from bot.errors import startup_errors
+    from bot.models import startup_errors
     from bot.hatches import escape_hatches, log_banner
     from bot.pipeline import load_models
     from bot.privacy import install_log_masking

@@ -150,7 +150,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._user_speech_timeout = wait
         if self._on_decision:
             self._on_decision(kind, wait)
-        logger.debug(f"{self}: ending {kind} ({rule}) -> wait {wait:.2f}s")
+        logger.debug("{}: ending {} ({}) -> wait {:.2f}s", self, kind, rule, wait)
         if self._vad_stopped_at is not None and not self._vad_user_speaking:
             # This ending's wait, counted from when speech stopped; answer speculatively meanwhile.
             if await self._rearm_speech_wait(wait) and self._speculate and frame.finalized:

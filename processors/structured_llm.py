@@ -41,6 +41,7 @@ from bot.dialog.intake import Intake
 from bot.knowledge import Knowledge, directory_reply, render_facts
 from bot.telemetry.latency import TurnRecord
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
+from bot.dialog.policy import AskModel, CreateTicket, Decision, DialogPolicy, KeyBuffer, LookUpStatus, Speak
 from bot.dialog.shortcuts import ShortcutMatcher
 
 
@@ -94,6 +95,7 @@ class StructuredLLMService(OpenAILLMService):
         call_id: str | None = None,
         new_record: Callable[[], TurnRecord | None] = lambda: None,
         on_answered: Callable[[TurnRecord], None] = lambda record: None,
+        policy: DialogPolicy | None = None,
         **kwargs,
     ):
         self._cfg = config  # create_client() reads the timeouts during super().__init__
@@ -109,21 +111,20 @@ class StructuredLLMService(OpenAILLMService):
             **kwargs,
         )
         self._domain = domain
-        self._shortcuts = shortcuts
         self._template = prompt_template
         self._canned = canned
         self.dialog = dialog or DialogState()
         self._current_record = current_record
         self._end_call = end_call_on_end_flow
-        self._can_transfer = can_transfer
         # Intake and tickets: ``desk`` is the records database's CallLog (None: no tickets).
-        self._intake = intake
         self._knowledge = knowledge
         self._desk = desk
         self._call_id = call_id
         self._new_record = new_record
         self._on_answered = on_answered
-        self._keys = ""  # digits keyed on the phone pad, until '#'
+        self.policy = policy or DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
+                                             can_transfer=can_transfer)
+        self._keys = KeyBuffer()  # keys on the phone pad, until they make an entry
         self._last_messages: list = []
         self._confirmed_or_withdrawn = asyncio.Event()
         self._response_format = self._format_for([])
@@ -212,97 +213,81 @@ class StructuredLLMService(OpenAILLMService):
             user_text = _last_user_text(context)
             if record and user_text:
                 record.transcript = user_text
-            if user_text and await self._answer_by_rules(user_text, record):
-                return
-            shortcut = self._shortcuts.match(user_text) if user_text else None
-            if shortcut is not None:
-                await self._answer_shortcut(shortcut, record)
-                return
-            found = await self._look_up(user_text, record)
-            if found is not None and found.directory_hit is not None:
-                await self._answer_directory(found.directory_hit, record)
-            else:
-                hits = found.hits if found else []
-                self._response_format = self._format_for([entry.id for entry, _ in hits])
-                await self._answer_with_model(context, record, render_facts(hits))
+            await self._carry_out(self.policy.decide(user_text, self.dialog), record, user_text, context)
         finally:
             self._run_active = False
 
-    # --- intake and status: rules around the records database --------------------------------
+    async def _carry_out(self, decision: Decision, record: TurnRecord | None, text: str,
+                         context: LLMContext | None = None):
+        """Do what the policy decided; side effects come back to it for the words."""
+        if isinstance(decision, CreateTicket):
+            if not await self._turn_is_final():
+                return  # the caller went on speaking: no ticket for a withdrawn "yes"
+            decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text))
+        elif isinstance(decision, LookUpStatus):
+            decision = await self._find_status(decision.number)
+        elif isinstance(decision, AskModel):
+            found = await self._look_up(decision.text, record)
+            if found is not None and found.directory_hit is not None:
+                if record:
+                    record.answer_source = found.directory_hit.id
+                decision = self.policy.directory(directory_reply(found.directory_hit))
+            elif context is not None:
+                hits = found.hits if found else []
+                self._response_format = self._format_for([entry.id for entry, _ in hits])
+                await self._answer_with_model(context, record, render_facts(hits))
+                return
+            else:
+                return
+        await self._say(decision, record)
 
-    async def _answer_by_rules(self, text: str, record: TurnRecord | None) -> bool:
-        """Yes/no to a pending read-back, or a reception number: answered without the model."""
-        if self._intake is None:
-            return False
-        if self.dialog.awaiting == "confirmation":
-            act = self._shortcuts.match(text, context="confirmation")
-            if act is not None and act.action == "confirm_yes":
-                await self._confirm_ticket(text, record)
-                return True
-            if act is not None and act.action == "confirm_no":
-                def commit():
-                    self.dialog.awaiting = None
+    # --- intake and status: the records database ---------------------------------------------
 
-                await self._rule_answer([self._intake.text("ask_correction")], "report_problem", record, commit)
-                return True
-            return False  # anything else: the model hears it (and the read-back is no longer pending)
-        number = self._intake.reception_number(text)
-        if number is not None:
-            await self._answer_status(number, record)
-            return True
-        return False
-
-    async def _confirm_ticket(self, text: str, record: TurnRecord | None):
-        if not await self._turn_is_final():
-            return  # the caller went on speaking: no ticket for a withdrawn "yes"
-        slots = dict(self.dialog.slots)
-        number = None
+    async def _create_ticket(self, slots: dict, text: str) -> str | None:
+        """The ticket's reception number, or None when the database failed (the caller is told)."""
         try:
             if self._desk is None:
                 raise RuntimeError("no records database")
             number = await self._desk.create_ticket(
                 call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
                 time=slots.get("time"), excerpt=self._excerpt(text))
-            sentences = [self._intake.confirmed(number)]
-            logger.info("ticket {} created ({})", number, slots["category"])
         except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
             logger.error("TICKET NOT CREATED ({}: {}); telling the caller", type(e).__name__, e)
-            sentences = [self._intake.text("ticket_failed")]
+            return None
+        logger.info("ticket {} created ({})", number, slots["category"])
+        return number
 
-        def commit():
-            if number:
-                self.dialog.ticket_made(number)
-            else:
-                self.dialog.awaiting = None
-
-        await self._rule_answer(sentences, "report_problem", record, commit)
-
-    async def _answer_status(self, number: str, record: TurnRecord | None):
+    async def _find_status(self, number: str) -> Speak:
         try:
             if self._desk is None:
                 raise RuntimeError("no records database")
             ticket = await self._desk.find_ticket(number)
-            sentence = self._intake.status(number, ticket)
         except Exception as e:  # noqa: BLE001
             logger.error("status lookup failed ({}: {})", type(e).__name__, e)
-            sentence = self._intake.text("status_failed")
-        await self._rule_answer([sentence], "check_status", record, lambda: None)
+            return self.policy.status_found(number, None, failed=True)
+        return self.policy.status_found(number, ticket)
 
-    async def _rule_answer(self, sentences: list[str], intent: str, record: TurnRecord | None, commit_state):
+    async def _say(self, answer: Speak, record: TurnRecord | None):
+        """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
+        if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
+            logger.warning("caller asked for a person but call.transfer_number is not set")
         if record:
             record.mark("first_sentence", overwrite=True)
-        for sentence in sentences:
+        for sentence in answer.sentences:
             await self._speak(sentence)
-        reply = " ".join(sentences)
+        reply = answer.reply
 
         def commit():
-            commit_state()
-            self.dialog.last_reply = reply
+            answer.change.apply(self.dialog, reply)
             if record:
-                record.route, record.intent, record.flow = "rule", intent, "continue"
-            logger.info("turn route=rule intent={}", intent)
+                record.route, record.intent, record.flow = answer.route, answer.intent, answer.flow
+            if answer.rule:
+                logger.info("turn route={} rule={} flow={}", answer.route, answer.rule, answer.flow)
+            else:
+                logger.info("turn route={} intent={}", answer.route, answer.intent)
 
-        await self._finish_turn(TurnResult("rule", reply, "continue", intent, 0), record, commit)
+        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, 0), record, commit,
+                                ends_call=answer.ends_call, transfer=answer.change.transfer)
 
     async def _turn_is_final(self) -> bool:
         """Side effects wait until a speculative turn is confirmed; False if it was withdrawn."""
@@ -326,73 +311,22 @@ class StructuredLLMService(OpenAILLMService):
     # --- the phone pad ------------------------------------------------------------------------
 
     async def _on_key(self, key: str):
-        """'0' alone: a person. Digits then '#': a reception number. '*': start over.
-
-        While a read-back waits, '1' is yes and '2' is no (as said in the read-back).
-        """
-        if self.dialog.awaiting == "confirmation" and not self._keys and key in ("1", "2"):
-            self.create_task(self._keypad_turn(key), name="keypad-confirm")
-            return
-        if key == "*":
-            self._keys = ""
-        elif key == "#":
-            keys, self._keys = self._keys, ""
-            if keys:
-                self.create_task(self._keypad_turn(keys), name="keypad-turn")
-        elif key.isdigit():
-            if key == "0" and not self._keys:
-                self.create_task(self._keypad_turn("0"), name="keypad-transfer")
-                return  # a lone 0 transfers at once; a 0 later in a number is a digit
-            self._keys += key
+        entry = self._keys.press(key, self.dialog)
+        if entry is not None:
+            self.create_task(self._keypad_turn(entry), name="keypad-turn")
 
     async def _keypad_turn(self, keys: str):
+        decision = self.policy.keypad(keys, self.dialog)
+        if decision is None:
+            return
         record = self._new_record()
         if record:
             record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
         await self.push_frame(LLMFullResponseStartFrame())
         try:
-            if keys == "0":
-                await self._answer_shortcut(next(s for s in self._shortcuts.shortcuts if s.action == "transfer"), record)
-            elif keys == "1" and self.dialog.awaiting == "confirmation":
-                await self._confirm_ticket(record.transcript if record else "1", record)
-            elif keys == "2" and self.dialog.awaiting == "confirmation":
-                await self._rule_answer([self._intake.text("ask_correction")], "report_problem", record,
-                                        lambda: setattr(self.dialog, "awaiting", None))
-            elif self._intake is not None and len(keys) == self._intake.reception_digits:
-                await self._answer_status(keys, record)
-            elif self._intake is not None:
-                msg = self._intake.text("keypad_too_short", digits=self._intake.reception_digits)
-                await self._rule_answer([msg], "check_status", record, lambda: None)
+            await self._carry_out(decision, record, record.transcript if record else keys)
         finally:
             await self.push_frame(LLMFullResponseEndFrame())
-
-    async def _answer_shortcut(self, shortcut, record: TurnRecord | None):
-        if shortcut.action == "repeat":
-            last = self.dialog.last_reply
-            sentences = [shortcut.reply, last] if last else [self._canned.nothing_to_repeat]
-        elif shortcut.action == "transfer" and not self._can_transfer:
-            logger.warning("caller asked for a person but call.transfer_number is not set")
-            sentences = [self._canned.transfer_unavailable]
-        else:
-            sentences = [shortcut.reply]
-        if record:
-            record.mark("first_sentence", overwrite=True)
-        for sentence in sentences:  # separately: each canned sentence is pre-synthesized
-            await self._speak(sentence)
-        reply = " ".join(sentences)
-
-        def commit():
-            if shortcut.action != "repeat":
-                self.dialog.last_reply = reply
-            if shortcut.action == "transfer" and self._can_transfer:
-                self.dialog.transfer_requested = True
-            if shortcut.flow == "end":
-                self.dialog.ended = True
-            if record:
-                record.route, record.intent, record.flow = "shortcut", shortcut.intent, shortcut.flow
-            logger.info("turn route=shortcut rule={} flow={}", shortcut.name, shortcut.flow)
-
-        await self._finish_turn(TurnResult("shortcut", reply, shortcut.flow, shortcut.intent, 0), record, commit)
 
     def _format_for(self, fact_ids: list[str]) -> dict:
         """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
@@ -411,13 +345,6 @@ class StructuredLLMService(OpenAILLMService):
             record.facts = [entry.id for entry, _ in found.hits]
         return found
 
-    async def _answer_directory(self, dept, record: TurnRecord | None):
-        """A department's phone number or hours, asked plainly: read from the directory, no model."""
-        if record:
-            record.answer_source = dept.id
-
-        await self._rule_answer([directory_reply(dept)], "ask_info", record, lambda: None)
-
     async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None, facts: str = ""):
         self._settings.system_instruction = render_system_prompt(
             self._template, self._domain, self.dialog.known_slots(), facts=facts
@@ -427,64 +354,43 @@ class StructuredLLMService(OpenAILLMService):
         try:
             turn = await self._stream_turn(trimmed, record, spoken)
         except LLMTurnError as e:
-            error = str(e)  # `e` is unbound after the except block; a held commit runs later
-            # The second failed turn in a row: a person takes over, or (no desk) a polite end.
-            give_up = self.last_result is not None and self.last_result.route == "error"
-            transfer = give_up and self._can_transfer
-            if transfer:
-                sentence, intent, flow = self._canned.transfer_after_errors, "transfer", "continue"
-            elif give_up:
-                sentence, intent, flow = self._canned.closing_hours, None, "end"
-            else:
-                sentence, intent, flow = (self._canned.apology if self._can_transfer else self._canned.apology_no_agent,
-                                          None, "continue")
-            logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
-                         "transfer" if transfer else "closing" if give_up else "apology")
-            if record:
-                record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
-            await self._speak(sentence)
-
-            def commit_error():
-                if transfer:
-                    self.dialog.transfer_requested = True
-                elif give_up:
-                    self.dialog.ended = True
-                if record:
-                    record.route, record.error = "error", error
-
-            result = TurnResult("error", sentence, flow, intent, 1, error)
-            await self._finish_turn(result, record, commit_error)
+            await self._model_failed(e, record, spoken)
             return
-        if turn["intent"] == "transfer" and not self._can_transfer:
+        follow = self.policy.after_model(turn, self.dialog)
+        if turn["intent"] == "transfer" and not self.policy.can_transfer:
             logger.warning("the model chose transfer but call.transfer_number is not set")
-            await self._speak_sentence(self._canned.transfer_unavailable, record, spoken)
-        read_back = self._read_back_after(turn)
-        if read_back:
-            await self._speak_sentence(read_back, record, spoken)
+        for sentence in follow.sentences:
+            await self._speak_sentence(sentence, record, spoken)
         reply = " ".join(spoken)
 
         def commit():
-            self.dialog.apply_turn(turn)
-            self.dialog.awaiting = "confirmation" if read_back else None
-            self.dialog.last_reply = reply
-            if turn["intent"] == "transfer" and self._can_transfer:
-                self.dialog.transfer_requested = True
+            follow.change.apply(self.dialog, reply)
             if record:
                 record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
                 record.answer_source = turn.get("answer_source") or "none"
                 record.slots = self.dialog.known_slots()
             logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
 
-        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit)
+        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit,
+                                ends_call=follow.ends_call, transfer=follow.change.transfer)
 
-    def _read_back_after(self, turn: dict) -> str | None:
-        """Once a complaint's slots are complete, the bot reads them back and asks yes or no."""
-        if self._intake is None or turn["intent"] != "report_problem" or turn["flow"] == "end":
-            return None
-        after = self.dialog.after(turn)
-        if not after.intake_open or self._intake.missing(after.slots):
-            return None
-        return self._intake.read_back(after.slots)
+    async def _model_failed(self, e: LLMTurnError, record: TurnRecord | None, spoken: list[str]):
+        error = str(e)
+        answer = self.policy.model_failed(self.last_result is not None and self.last_result.route == "error")
+        logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
+                     "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
+        if record:
+            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
+        for sentence in answer.sentences:
+            await self._speak(sentence)
+
+        def commit():
+            answer.change.apply(self.dialog, answer.reply)
+            if record:
+                record.route, record.error = "error", error
+
+        result = TurnResult("error", answer.reply, answer.flow, answer.intent, 1, error)
+        await self._finish_turn(result, record, commit, ends_call=answer.ends_call, transfer=answer.change.transfer)
 
     async def _stream_turn(self, context: LLMContext, record: TurnRecord | None, spoken: list[str]) -> dict:
         """Make the one model call; speak reply sentences as they complete; return the parsed turn."""
@@ -601,9 +507,9 @@ class StructuredLLMService(OpenAILLMService):
     async def _speak(self, text: str):
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
 
-    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
-        transfer = result.intent == "transfer" and self._can_transfer
-        if (result.flow == "end" or transfer) and self._end_call:
+    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None], *,
+                           ends_call: bool, transfer: bool):
+        if ends_call and self._end_call:
             # Queued behind the closing sentence (and held with it while speculative): the caller
             # hears it, then the call ends, or is handed to a person (see PhoneSerializer).
             await self.push_frame(EndWorkerFrame(reason="transfer" if transfer else "dialog ended"))

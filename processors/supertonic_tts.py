@@ -40,7 +40,7 @@ from pipecat.services.tts_service import TTSService
 
 from bot.config import TTSConfig
 from bot.korean.normalize import normalize_korean, remove_unsupported
-from bot.models import ModelMissingError
+from bot.errors import ModelMissingError
 
 #: Hugging Face hub repository of the real model (what the Supertonic SDK pins).
 SUPERTONIC_REPO = "Supertone/supertonic-3"
@@ -276,9 +276,7 @@ class SupertonicEngine:
         if self.is_standin:
             bar = "!" * 78
             logger.warning(
-                f"\n{bar}\n!! TTS: {self.model_dir} is a STAND-IN Supertonic model (random weights).\n"
-                "!! The bot will play noise, not speech. For the real voice run `python run_bot.py models`.\n"
-                f"{bar}"
+                "\n{}\n!! TTS: {} is a STAND-IN Supertonic model (random weights).\n!! The bot will play noise, not speech. For the real voice run `python run_bot.py models`.\n{}", bar, self.model_dir, bar
             )
 
         indexer = json.loads((onnx_dir / "unicode_indexer.json").read_text(encoding="utf-8"))
@@ -377,16 +375,14 @@ class SupertonicEngine:
         missing = [name for name in wanted if name not in available]
         if missing:
             logger.warning(
-                f"TTS: execution provider(s) {missing} from tts.providers are not available in this "
-                f"onnxruntime build (available: {available}); they are skipped. A GPU needs the "
-                "onnxruntime-gpu wheel (requirements-gpu.txt), never together with onnxruntime."
+                "TTS: execution provider(s) {} from tts.providers are not available in this onnxruntime build (available: {}); they are skipped. A GPU needs the onnxruntime-gpu wheel (requirements-gpu.txt), never together with onnxruntime.", missing, available
             )
         sessions: dict[str, ort.InferenceSession] = {}
         for name in SESSION_NAMES:
             chain = self._provider_chain(name)
             if not chain:
                 logger.warning(
-                    f"TTS: none of tts.providers {cfg.providers} is available; using CPUExecutionProvider"
+                    "TTS: none of tts.providers {} is available; using CPUExecutionProvider", cfg.providers
                 )
                 chain = [PROVIDER_NAMES["cpu"]]
             opts = ort.SessionOptions()
@@ -401,8 +397,7 @@ class SupertonicEngine:
                 raise TTSModelError(f"TTS: cannot load {path}: {e}") from e
             sessions[name] = session
             logger.info(
-                f"TTS session {name}: providers {session.get_providers()} "
-                f"(loaded in {time.perf_counter() - t0:.1f} s)"
+                "TTS session {}: providers {} (loaded in {:.1f} s)", name, session.get_providers(), time.perf_counter() - t0
             )
         return sessions
 
@@ -468,8 +463,7 @@ class SupertonicEngine:
         self.fallback_active = True
         bar = "#" * 78
         logger.warning(
-            f"\n{bar}\n## TTS PROVIDER FALLBACK: tts.allow_fallback = true\n## {message}\n"
-            f"## Synthesis runs on a slower provider: expect much higher reply latency.\n{bar}"
+            "\n{}\n## TTS PROVIDER FALLBACK: tts.allow_fallback = true\n## {}\n## Synthesis runs on a slower provider: expect much higher reply latency.\n{}", bar, message, bar
         )
 
     # -- text --------------------------------------------------------------------------------
@@ -493,7 +487,7 @@ class SupertonicEngine:
         clean, removed = remove_unsupported(text, self._supported)
         if removed:
             # Never silently: a dropped character may change what the caller hears.
-            logger.warning(f"TTS: removed characters the voice cannot speak: {removed!r}")
+            logger.warning("TTS: removed characters the voice cannot speak: {!r}", removed)
         clean = re.sub(r"\s+", " ", clean).strip()
         clean = re.sub(r" ([,.!?;:])", r"\1", clean)
         return clean, list(removed)
@@ -512,7 +506,7 @@ class SupertonicEngine:
             # Second line of defence after remove_unsupported: -1 would index out of the embedding.
             bad = sorted({tagged[i] for i in np.flatnonzero(unknown)})
             names = [f"U+{ord(c):04X}" for c in bad]
-            logger.warning(f"TTS: removed code points the model does not index: {names}")
+            logger.warning("TTS: removed code points the model does not index: {}", names)
             ids = ids[~unknown]
         return ids
 
@@ -549,8 +543,7 @@ class SupertonicEngine:
         if latent_len > cfg.trt_max_latent_length:
             # Fewer latent frames make the model speak faster; better than a TRT shape error.
             logger.warning(
-                f"TTS: predicted {duration:.1f} s exceeds tts.trt_max_latent_length = "
-                f"{cfg.trt_max_latent_length} frames; speaking this chunk faster to fit"
+                "TTS: predicted {:.1f} s exceeds tts.trt_max_latent_length = {} frames; speaking this chunk faster to fit", duration, cfg.trt_max_latent_length
             )
             latent_len = cfg.trt_max_latent_length
             duration = latent_len * self._frame_samples / self.sample_rate
@@ -664,8 +657,7 @@ class SupertonicEngine:
             return
         if self._uses_trt:
             logger.info(
-                "TTS warmup: building/loading TensorRT engines. The first start on a machine takes "
-                f"minutes (cached under {self.config.trt_engine_cache_dir} afterwards)."
+                "TTS warmup: building/loading TensorRT engines. The first start on a machine takes minutes (cached under {} afterwards).", self.config.trt_engine_cache_dir
             )
         total0 = time.perf_counter()
         for n in lengths:
@@ -674,10 +666,9 @@ class SupertonicEngine:
             result = self.synthesize(text, sample_rate)
             per_session = ", ".join(f"{k} {v:.0f} ms" for k, v in result.session_ms.items())
             logger.info(
-                f"TTS warmup {n} chars ({result.text_tokens} tokens, {result.duration_s:.1f} s audio): "
-                f"{time.perf_counter() - t0:.2f} s [{per_session}]"
+                "TTS warmup {} chars ({} tokens, {:.1f} s audio): {:.2f} s [{}]", n, result.text_tokens, result.duration_s, time.perf_counter() - t0, per_session
             )
-        logger.info(f"TTS warmup done in {time.perf_counter() - total0:.1f} s")
+        logger.info("TTS warmup done in {:.1f} s", time.perf_counter() - total0)
 
 
 OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
@@ -703,8 +694,7 @@ class CannedAudio:
             for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
                 self._items[(text, rate, voice)] = engine.synthesize(text, rate, voice=voice)
         logger.info(
-            f"canned audio: {len(self._items)} sentences ({len(texts)} texts x {sample_rates} Hz, voice {voice}) "
-            f"in {(time.perf_counter() - t0) * 1000:.0f} ms"
+            "canned audio: {} sentences ({} texts x {} Hz, voice {}) in {:.0f} ms", len(self._items), len(texts), sample_rates, voice, (time.perf_counter() - t0) * 1000
         )
         return self
 
@@ -768,7 +758,7 @@ class SupertonicTTSService(TTSService):
             if inspect.isawaitable(maybe):
                 await maybe
         except Exception as e:  # a broken hook must not silence the bot
-            logger.exception(f"{self}: on_sentence callback failed: {e}")
+            logger.exception("{}: on_sentence callback failed: {}", self, e)
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
         """Synthesize one sentence and yield it as ``frame_ms`` audio frames.
@@ -793,7 +783,7 @@ class SupertonicTTSService(TTSService):
             except SynthesisCancelled:
                 return
             except Exception as e:
-                logger.exception(f"{self}: synthesis failed")
+                logger.exception("{}: synthesis failed", self)
                 await self.stop_ttfb_metrics()
                 yield ErrorFrame(error=f"{self}: synthesis failed: {e}")
                 return
@@ -801,8 +791,7 @@ class SupertonicTTSService(TTSService):
 
         rtf = f"{result.rtf:.3f}" if result.duration_s > 0 else "n/a"
         logger.debug(
-            f"{self}: synthesized {result.duration_s:.2f} s of audio in {result.synth_ms:.0f} ms "
-            f"(RTF {rtf}, {result.text_tokens} tokens, voice {result.voice})"
+            "{}: synthesized {:.2f} s of audio in {:.0f} ms (RTF {}, {} tokens, voice {})", self, result.duration_s, result.synth_ms, rtf, result.text_tokens, result.voice
         )
         await self._notify(result)
 
@@ -842,7 +831,7 @@ def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO) -> P
         raise TTSDownloadError(
             "huggingface_hub is not installed (it comes with faster-whisper): pip install huggingface_hub"
         ) from e
-    logger.info(f"Downloading {repo_id} into {model_dir} (about 400 MB)")
+    logger.info("Downloading {} into {} (about 400 MB)", repo_id, model_dir)
     try:
         snapshot_download(
             repo_id=repo_id,
@@ -857,5 +846,5 @@ def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO) -> P
             "`python run_bot.py models --offline` for a stand-in voice (plumbing only, not speech)."
         ) from e
     check_model_dir(model_dir)
-    logger.info(f"Supertonic model ready in {model_dir}")
+    logger.info("Supertonic model ready in {}", model_dir)
     return model_dir

@@ -174,9 +174,7 @@ class WhisperEngine:
         self._max_new_tokens_cap = self._decoding_budget()
         self._executor = ThreadPoolExecutor(max_workers=self.num_workers, thread_name_prefix="whisper")
         logger.info(
-            f"Whisper loaded from {model_path} in {self.load_ms:.0f} ms "
-            f"(device={device}, compute_type={cfg.compute_type}, cpu_threads={self.cpu_threads}, "
-            f"num_workers={self.num_workers}, language={cfg.language})"
+            "Whisper loaded from {} in {:.0f} ms (device={}, compute_type={}, cpu_threads={}, num_workers={}, language={})", model_path, self.load_ms, device, cfg.compute_type, self.cpu_threads, self.num_workers, cfg.language
         )
 
     def _decoding_budget(self) -> int | None:
@@ -197,7 +195,7 @@ class WhisperEngine:
         """
         result = self.transcribe(bytes(2 * WHISPER_SAMPLE_RATE), WHISPER_SAMPLE_RATE)
         self.warmup_ms = result.transcribe_ms
-        logger.info(f"Whisper warm-up: {self.warmup_ms:.0f} ms")
+        logger.info("Whisper warm-up: {:.0f} ms", self.warmup_ms)
         return self.warmup_ms
 
     def transcribe(
@@ -414,7 +412,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
             result = await self._engine.transcribe_async(audio, self.sample_rate, language=language)
         except Exception as e:
             # No traceback: loguru's would print local variables (the audio) into the log.
-            logger.error(f"{self}: transcription failed: {type(e).__name__}: {e}")
+            logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)
             yield ErrorFrame(error=f"Whisper transcription failed: {type(e).__name__}: {e}", exception=e)
             return
         finally:
@@ -424,21 +422,19 @@ class WhisperSTTProcessor(SegmentedSTTService):
             try:
                 self._on_result(result)
             except Exception as e:
-                logger.error(f"{self}: on_result callback failed: {type(e).__name__}: {e}")
+                logger.error("{}: on_result callback failed: {}: {}", self, type(e).__name__, e)
 
         if not result.accepted:
             reason = result.rejected_reason or "empty"
             self.rejected_counts[reason] += 1
             logger.info(
-                f"{self}: segment rejected ({reason}): {result.audio_secs:.2f} s of audio, "
-                f"{result.transcribe_ms:.0f} ms; rejected so far: {dict(self.rejected_counts)}"
+                "{}: segment rejected ({}): {:.2f} s of audio, {:.0f} ms; rejected so far: {}", self, reason, result.audio_secs, result.transcribe_ms, dict(self.rejected_counts)
             )
             if reason in UNCLEAR_REASONS and result.audio_secs >= self._unclear_min_secs:
                 yield UnclearSpeechFrame(reason=reason, audio_secs=result.audio_secs)
             return
         logger.debug(
-            f"{self}: transcript in {result.transcribe_ms:.0f} ms "
-            f"(rtf {result.rtf:.2f}): [{result.text}]"
+            "{}: transcript in {:.0f} ms (rtf {:.2f}): [{}]", self, result.transcribe_ms, result.rtf, result.text
         )
         yield TranscriptionFrame(
             result.text, self._user_id, time_now_iso8601(), self._frame_language(result.language)

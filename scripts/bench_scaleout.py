@@ -135,7 +135,7 @@ def render(runs, setups, meta, budgets) -> str:
              "| setup | calls (answered / all) | turns with a voice-to-voice figure | voice-to-voice p50 / p90 / p99 ms | caller TTFA p50 / p90 / p99 ms "
              f"| over {budgets.total_ms} ms | calls per worker | wall s |",
              "|---|---|---|---|---|---|---|---|"]
-    for st, (name, workers) in zip(stats, setups):
+    for st, (name, _workers) in zip(stats, setups):
         v, c = _dist(st.v2v), _dist(st.caller_ttfa)
         share = calls_per_worker(st.run)
         total = sum(share.values()) or 1

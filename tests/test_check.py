@@ -12,8 +12,8 @@ import pytest
 from bot.config import load_config
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import free_port
-from bot.tools import check
-from bot.tools.check import FAIL, HATCH, NO_GPU, OK, CheckReport
+from bot import preflight as check
+from bot.preflight import FAIL, HATCH, NO_GPU, OK, CheckReport
 from tests.conftest import ROOT
 
 H200 = ("NVIDIA H200", 143.8e9)
@@ -99,7 +99,7 @@ def test_a_local_model_directory_is_read_instead_of_the_declared_keys(tmp_path):
     model.mkdir()
     (model / "config.json").write_text(json.dumps({
         "text_config": {"num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
-                        "hidden_size": 2048, "layer_types": ["linear_attention"] * 3 + ["full_attention"] + 
+                        "hidden_size": 2048, "layer_types": ["linear_attention"] * 3 + ["full_attention"] +
                         ["linear_attention"] * 3 + ["full_attention"],
                         "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128},
         "quantization_config": {"quant_method": "fp8"},

@@ -19,7 +19,8 @@ from openai import AsyncOpenAI
 
 from bot.dialog.domain import load_domain
 from bot.dialog.reply_stream import ReplyFieldExtractor, TurnParseError, parse_turn
-from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.responders import DEFAULT_TURN
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = load_domain(ROOT / "bot" / "data" / "domain.toml")
@@ -300,9 +301,9 @@ def test_standalone_cli() -> None:
             try:
                 r = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
                 break
-            except httpx.HTTPError:
+            except httpx.HTTPError as e:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "no output")
+                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "no output") from e
                 time.sleep(0.1)
         assert r.json()["data"][0]["id"] == "fake-model"
         r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"model": "x", "messages": MESSAGES})
@@ -314,7 +315,7 @@ def test_standalone_cli() -> None:
 
 def test_a_script_file_answers_caller_turns_in_order_but_not_the_startup_probe(tmp_path):
     from bot.testing.fake_llm import scripted_responder
-    from bot.tools.check import PROBE_CALLER_LINE
+    from bot.preflight import PROBE_CALLER_LINE
 
     path = tmp_path / "turns.jsonl"
     path.write_text('{"reply": "하나."}\n\n{"reply": "둘."}\n', encoding="utf-8")

@@ -190,6 +190,8 @@ async def test_talking_over_the_bot_clears_once_and_drops_the_unspoken_reply(bot
         # Within a frame or two of the clear the bot's audio stopped (the next reply needs STT first).
         late = [t for t in call.audible_media_times if clear_at + 0.2 < t < clear_at + 1.0]
         assert late == [], f"bot kept talking {len(late)} frames after clear"
+        # The barge-in is a turn of its own: wait for it to reach the model (STT's time is the machine's).
+        assert await asyncio.to_thread(fake_llm.wait_for_calls, 2, 60), f"{fake_llm.calls} model calls"
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
         assert len(call.clears) == 1
         assert clear["streamSid"] == call.stream_sid

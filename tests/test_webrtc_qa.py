@@ -25,7 +25,8 @@ import pytest
 
 from bot.testing.process import BotProcess
 from tests.conftest import FIXTURES, offline_bot_overrides
-from bot.testing.fake_llm import DEFAULT_TURN, FakeLLM
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.responders import DEFAULT_TURN
 
 CHROMIUM = Path("/usr/bin/chromium")
 REQUIRE_BROWSER = bool(os.environ.get("CI_REQUIRE_BROWSER"))

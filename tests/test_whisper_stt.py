@@ -31,9 +31,8 @@ from pipecat.transcriptions.language import Language
 
 import bot.models as models
 from bot.config import STTConfig, load_config
+from bot.errors import ModelIntegrityError, ModelMissingError
 from bot.models import (
-    ModelIntegrityError,
-    ModelMissingError,
     assemble_offline_whisper,
     download_whisper,
     fetch_whisper,

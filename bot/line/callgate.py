@@ -114,20 +114,20 @@ class CallGate:
         t0 = time.monotonic()
         logger.warning("SIGTERM: draining: new calls get the busy message; {} call(s) in progress get up to {:.0f} s",
                        len(self.calls.active), drain_secs)
-        while self.calls.active and time.monotonic() - t0 < drain_secs:
+        while self.calls.active and time.monotonic() - t0 < drain_secs:  # noqa: ASYNC110 - polls the registry once a drain
             await asyncio.sleep(0.1)
         left = dict(self.sessions)
         if left:
             logger.warning("drain: {:.0f} s passed; goodbye and hang-up for {} call(s)", drain_secs, len(left))
             await asyncio.gather(*(goodbye(s) for s in left.values()), return_exceptions=True)
             deadline = time.monotonic() + GOODBYE_WAIT_SECS
-            while self.sessions and time.monotonic() < deadline:
+            while self.sessions and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             for session in list(self.sessions.values()):
                 logger.error("drain: a call did not end after its goodbye; cancelling it")
                 await session.worker.cancel()
         deadline = time.monotonic() + 5.0
-        while self.calls.active and time.monotonic() < deadline:  # QA calls end with the server's lifespan
+        while self.calls.active and time.monotonic() < deadline:  # noqa: ASYNC110 - QA calls end with the lifespan
             await asyncio.sleep(0.1)
         logger.warning("drain done in {:.1f} s; exiting", time.monotonic() - t0)
 

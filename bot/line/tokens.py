@@ -74,9 +74,7 @@ class StreamTokens:
             key, shared = load_key()
             if not shared:
                 logger.warning("!" * 78)
-                logger.warning(f"{KEY_ENV} is not set: stream tokens are signed with a random key of THIS process. "
-                               "A media stream that lands on another worker will be refused: give every worker "
-                               f"of the line the same {KEY_ENV} (run_bot.py serve --workers N does for its children)")
+                logger.warning("{} is not set: stream tokens are signed with a random key of THIS process. A media stream that lands on another worker will be refused: give every worker of the line the same {} (run_bot.py serve --workers N does for its children)", KEY_ENV, KEY_ENV)
                 logger.warning("!" * 78)
         self._key = key
         self._ttl = ttl_secs

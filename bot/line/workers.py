@@ -162,7 +162,7 @@ class Supervisor:
 
 def run_workers(config: Config, args, n: int) -> int:
     """``serve --workers N`` (see the module doc)."""
-    from bot.tools.local_llm import serving_llm
+    from bot.local_llm import serving_llm
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if not env.get(KEY_ENV):

@@ -51,17 +51,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from bot.testing.responders import default_responder
+
 Mode = Literal["ok", "http_error", "invalid_json", "length", "hang", "drop"]
 MODES: tuple[str, ...] = ("ok", "http_error", "invalid_json", "length", "hang", "drop")
 
-DEFAULT_TURN: dict[str, Any] = {
-    "reply": "네, 확인해 드릴게요. 어느 위치인가요?",
-    "intent": "report_problem",
-    "category": "roads",
-    "location": None,
-    "time": None,
-    "flow": "continue",
-}
 INVALID_JSON_TEXT = '{"reply": "네, 확인해 드릴게요.", "intent": report_problem, "flow": "continue"}'
 
 Responder = Callable[[dict[str, Any]], "dict[str, Any] | str"]
@@ -84,39 +78,6 @@ class Scripted:
 
 class _Drop(Exception):
     """Raised inside the stream to make uvicorn close the connection mid-response."""
-
-
-def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema of a request's response_format (vLLM json_schema or llama.cpp json_object)."""
-    rf = body.get("response_format")
-    if isinstance(rf, dict):
-        if isinstance(rf.get("json_schema"), dict) and isinstance(rf["json_schema"].get("schema"), dict):
-            return rf["json_schema"]["schema"]
-        if isinstance(rf.get("schema"), dict):
-            return rf["schema"]
-    for key in ("guided_json", "structured_outputs"):
-        value = body.get(key)
-        if isinstance(value, dict):
-            return value.get("json") if key == "structured_outputs" else value
-    return None
-
-
-def default_responder(body: dict[str, Any]) -> dict[str, Any]:
-    """``DEFAULT_TURN``, adjusted to stay valid against the request's schema enums and maxLength."""
-    turn = dict(DEFAULT_TURN)
-    schema = schema_of(body) or {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for name, spec in props.items():
-        if not isinstance(spec, dict):
-            continue
-        enum = spec.get("enum")
-        if name in turn and isinstance(enum, list) and enum and turn[name] not in enum:
-            turn[name] = enum[0]
-        if name == "reply" and isinstance(spec.get("maxLength"), int):
-            turn["reply"] = turn["reply"][: spec["maxLength"]]
-    if props:  # keep the schema's property order (reply first in ours)
-        turn = {k: turn[k] for k in props if k in turn} | {k: v for k, v in turn.items() if k not in props}
-    return turn
 
 
 FAULTS: tuple[str, ...] = ("ok", "slow", "hang", "500", "invalid_json", "cut_off", "drop", "down")
@@ -468,7 +429,7 @@ def scripted_responder(path: str, fallback: Responder) -> Responder:
     For walking a dialog by hand (the README's intake walkthrough): the words the STT heard do not
     matter, the turns come in the order written.
     """
-    from bot.tools.check import PROBE_CALLER_LINE
+    from bot.preflight import PROBE_CALLER_LINE
 
     with open(path, encoding="utf-8") as f:
         turns = collections.deque(json.loads(line) for line in f if line.strip())
@@ -493,14 +454,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--responder", choices=["default", "keyword"], default="default",
                         help="keyword: intent/category/slots guessed from the caller's words, and judge answers "
-                        "(bot/tools/keyword_llm.py; for `run_bot.py eval`)")
+                        "(bot/testing/keyword_llm.py; for `run_bot.py eval`)")
     parser.add_argument("--script", default=None, metavar="FILE.jsonl",
                         help="answer the caller turns with these turns, one JSON object per line, in order "
                         "(then the responder); `run_bot.py check`'s probe is not counted")
     args = parser.parse_args(argv)
     responder = default_responder
     if args.responder == "keyword":
-        from bot.tools.keyword_llm import keyword_responder as responder
+        from bot.testing.keyword_llm import keyword_responder as responder
     if args.script:
         responder = scripted_responder(args.script, responder)
     fake = FakeLLM(

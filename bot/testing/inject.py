@@ -1,8 +1,8 @@
-"""Faults injected into one call of a real bot process (``BOT_FAULT_INJECTION=1`` only).
+"""Faults injected into one call of a test lab server (``python -m bot.testing.lab_server --fault-injection``).
 
 The caller puts ``fault`` in the media stream's ``customParameters`` (the simulator can; a real
-Twilio call only carries what our webhook's TwiML set, and the server ignores it unless the env
-variable is set). The call then runs with a broken part; every other call is untouched:
+Twilio call only carries what our webhook's TwiML set, and the product server never reads it:
+the lab's call builder does). The call then runs with a broken part; every other call is untouched:
 
 * ``llm:<fault>``: the call's LLM requests go to the fake LLM's per-request fault URL
   (``bot/testing/fake_llm.py``: ``slow``, ``slow-<ms>``, ``hang``, ``500``, ``invalid_json``,

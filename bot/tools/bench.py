@@ -328,7 +328,7 @@ def bench_responder(body: dict[str, Any]):
     The stock baseline (plain ``OpenAILLMService``, no ``response_format``) thus gets the same
     words our pipeline speaks, rather than JSON it would read aloud.
     """
-    from bot.testing.fake_llm import DEFAULT_TURN, default_responder, schema_of
+    from bot.testing.responders import DEFAULT_TURN, default_responder, schema_of
 
     return default_responder(body) if schema_of(body) is not None else DEFAULT_TURN["reply"]
 

@@ -411,7 +411,7 @@ def render(config: Config, s: dict[str, Any], outcomes: list[Outcome], dialogs: 
 
 async def _run(config: Config, args, secrets: Secrets) -> int:
     from bot.dialog.domain import load_domain
-    from bot.tools.check import CheckReport, llm_rows, probe_llm
+    from bot.preflight import CheckReport, llm_rows, probe_llm
 
     domain = load_domain(config.path(config.llm.domain_file))
     dialogs = load_turns(Path(args.turns) if args.turns else DEFAULT_TURNS, domain)
@@ -465,7 +465,7 @@ async def _run(config: Config, args, secrets: Secrets) -> int:
     print(render(config, summary, outcomes, len(dialogs), audio if args.audio else None,
                  tts if args.tts_samples > 0 else None, args.judge, time.monotonic() - t0))  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps(
+        Path(args.json).write_text(json.dumps(  # noqa: ASYNC240 - once, when the command ends
             {"summary": summary, "turns": [dataclasses.asdict(o) for o in outcomes], "audio": audio,
              "tts": tts}, ensure_ascii=False, indent=1, default=str))  # fmt: skip
     return 1 if summary["failures"] else 0
@@ -473,13 +473,13 @@ async def _run(config: Config, args, secrets: Secrets) -> int:
 
 def run_eval(config: Config, args) -> int:
     """The command: local LLM child or in-process fake when asked, then the evaluation."""
-    from bot.tools.local_llm import serving_llm
+    from bot.local_llm import serving_llm
 
     secrets = Secrets.from_env(config)
     try:
         if getattr(args, "fake_llm", False):
             from bot.testing.fake_llm import FakeLLM
-            from bot.tools.keyword_llm import keyword_responder
+            from bot.testing.keyword_llm import keyword_responder
 
             with FakeLLM(model=config.llm.model, responder=keyword_responder, first_token_delay=0.05,
                          token_delay=0.002) as fake:  # fmt: skip

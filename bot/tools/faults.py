@@ -1,7 +1,8 @@
 """``run_bot.py faults``: each fault of the reliability suite injected into a real bot, as a caller hears it.
 
-Two bot processes (``run_bot.py``) run on the configured models with a fake vLLM, a fake Twilio
-REST API and fault injection on (``BOT_FAULT_INJECTION=1``, see ``bot/testing/inject.py``):
+Two bot processes (``python -m bot.testing.lab_server``: the product server with fault injection
+on, see ``bot/testing/inject.py``) run on the configured models with a fake vLLM and a fake Twilio
+REST API:
 
 * bot A: ``call.transfer_number`` set (the apology offers a person; two failures transfer);
 * bot B: no transfer number (two failures end politely with the opening hours), ``server.max_calls``
@@ -19,7 +20,10 @@ Limits: no silence over 2.0 s after the caller's turn ends; after an LLM failure
 (the apology, or the filler while waiting) within 1.5 s of the turn's end (server record); other
 calls' event-loop lag p99 under 20 ms while a client is hostile; other calls answered normally.
 
-The tests (``tests/test_faults.py``) run the same scenarios and assert each row.
+``run_bot.py faults`` is a benchmark: real Whisper decides part of every silence, so it prints the
+figures and the limits beside them and exits 0 whatever they are (1 only if the lab could not
+run). The tests (``tests/test_faults.py``) run the same scenarios with a fixed-delay STT, whose
+time they control, and assert each row's behaviour and limits.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from bot.testing.twilio_sim import (
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CLIP = ROOT / "tests" / "fixtures" / "en_hello.wav"
+CLIP_TEXT = "Hello, how are you today?"  # what the clip says (tests/fixtures/make_fixtures.sh)
 CANNED = CannedReplies.load(ROOT / "bot" / "data" / "replies.toml")
 DESK = "+8221200000"
 ACCOUNT_SID = "AC" + "2" * 32
@@ -172,9 +177,11 @@ class Bot:
         self.public_host = f"voice-{name}.example.org"
         sets = [*lab.base_overrides, f"llm.base_url='{lab.llm.base_url}'", f"twilio.api_base_url='{lab.twilio.base_url}'",
                 f"server.public_host='{self.public_host}'", f"records.url='sqlite:///{self.records_db}'", *overrides]
-        self.proc = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
-                                      "BOT_FAULT_INJECTION": "1"},
-                               lab.work / f"bot-{name}.log", config_path=lab.config_path,
+        entry = ["-m", "bot.testing.lab_server", "--fault-injection"]
+        if lab.stt_delay_ms is not None:
+            entry += ["--stt-text", CLIP_TEXT, "--stt-delay-ms", str(lab.stt_delay_ms)]
+        self.proc = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
+                               lab.work / f"bot-{name}.log", config_path=lab.config_path, entry=tuple(entry),
                                extra_args=("-v",) if lab.verbose else ())
 
     @property
@@ -225,8 +232,12 @@ class FaultLab:
     """The fakes and the two bots; ``with FaultLab(...) as lab:`` then ``await lab.run(...)``."""
 
     def __init__(self, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
-                 work_dir: Path | None = None, clip: Path = CLIP, verbose: bool = False):
+                 work_dir: Path | None = None, clip: Path = CLIP, verbose: bool = False,
+                 stt_delay_ms: float | None = None):
+        """``stt_delay_ms``: None runs real Whisper (the benchmark); a number gives every call the
+        fixed-delay STT (``bot/testing/fixed_stt.py``), so the silence is the bot's own (the tests)."""
         self.config_path = config_path
+        self.stt_delay_ms = stt_delay_ms
         self.verbose = verbose
         self.base_overrides = [*overrides, *LAB_OVERRIDES]
         self._stack = ExitStack()
@@ -804,20 +815,21 @@ async def second_stream(ws_url: str, call_sid: str, token: str) -> int | None:
 
 
 def run_faults(config: Config, args) -> int:
-    """``run_bot.py faults``: run the lab on this config, write the report, exit 1 if a row failed."""
+    """``run_bot.py faults``: run the lab on this config with real Whisper and write the report."""
     out = Path(args.out)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "config": args.config or "config.toml",
             "overrides": " ".join(args.overrides) or "-",
             "lab settings": " ".join(LAB_OVERRIDES) + "; bot B: " + " ".join(BOT_B_OVERRIDES),
             "LLM": "fake vLLM (bot/testing/fake_llm.py), faults per request",
             "caller clip": str(CLIP.relative_to(ROOT)), "machine": f"{os.cpu_count()} CPUs"}
+    meta["STT"] = "real Whisper (the configured model): its time on this machine is in every silence"
     t0 = time.monotonic()
     with FaultLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-work"), verbose=args.verbose) as lab:
         rows = asyncio.run(lab.run(args.only or None))
     meta["wall time"] = f"{time.monotonic() - t0:.0f} s"
     out.write_text(render_report(rows, meta), encoding="utf-8")
     print(out.read_text(encoding="utf-8"))
-    return 0 if all(r.ok for r in rows) else 1
+    return 0  # figures, not a gate: tests/test_faults.py asserts the rows with a fixed-delay STT
 
 
 __all__ = ["FaultLab", "Row", "render_report", "run_faults", "silence_after"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.testing.fake_llm import default_responder, schema_of
+from bot.testing.responders import default_responder, schema_of
 
 # (pattern, category); first match wins.
 _CATEGORIES: tuple[tuple[str, str], ...] = (

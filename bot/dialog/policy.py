@@ -1,0 +1,266 @@
+"""The dialog's decisions, in one place: plain functions of the caller's words or keys and the state.
+
+No asyncio, no frames, no HTTP. The LLM stage asks the policy what a turn is and carries the
+answer out; what needs the outside world (the records database, the fact index, the model) comes
+back to the policy as a value, and the policy says what is spoken and how the state changes:
+
+* ``decide(text, state)``: a rule answer (``Speak``), a side effect to run first (``CreateTicket``,
+  ``LookUpStatus``), or ``AskModel`` (look up facts, then the one structured call).
+* ``keypad(keys, state)``: the same decisions for keys on the phone pad.
+* ``ticket_created`` / ``status_found`` / ``directory``: the answer once the side effect is done.
+* ``after_model(turn, state)``: what follows the model's reply (read-back, "no person available")
+  and the state change.
+* ``model_failed`` / ``stage_failed``: apology, transfer or polite end after a failure.
+
+``Change.apply(state, reply)`` is the only place a decision touches ``DialogState``; the stage
+applies it when the turn is confirmed (a speculative turn that is withdrawn changes nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.dialog.intake import Intake
+from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
+from bot.dialog.state import CannedReplies, DialogState
+
+_KEEP = "keep"
+
+
+@dataclass(frozen=True)
+class Change:
+    """How the state changes when the turn is committed."""
+
+    awaiting: str | None = _KEEP  # "confirmation", None (clear) or _KEEP
+    remember_reply: bool = True  # the reply becomes ``last_reply`` ("say again" does not)
+    transfer: bool = False
+    end: bool = False
+    ticket: str | None = None  # a reception number given in this turn
+    model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
+
+    def apply(self, state: DialogState, reply: str) -> None:
+        if self.model_turn is not None:
+            state.apply_turn(self.model_turn)
+        if self.ticket:
+            state.ticket_made(self.ticket)
+        elif self.awaiting != _KEEP:
+            state.awaiting = self.awaiting
+        if self.remember_reply:
+            state.last_reply = reply
+        if self.transfer:
+            state.transfer_requested = True
+        if self.end:
+            state.ended = True
+
+
+@dataclass(frozen=True)
+class Speak:
+    """A rule answer: these sentences (each pre-synthesizable), then the change."""
+
+    sentences: tuple[str, ...]
+    route: Literal["shortcut", "rule", "error"]
+    intent: str | None
+    flow: str = "continue"
+    change: Change = field(default_factory=Change)
+    rule: str | None = None  # the shortcut's name (logs)
+
+    @property
+    def reply(self) -> str:
+        return " ".join(self.sentences)
+
+    @property
+    def ends_call(self) -> bool:
+        """The call ends (or is handed to a person) once these sentences are heard."""
+        return self.flow == "end" or self.change.transfer
+
+
+@dataclass(frozen=True)
+class CreateTicket:
+    """A yes to the read-back: make the ticket from these slots, then ``ticket_created``."""
+
+    slots: dict
+
+
+@dataclass(frozen=True)
+class LookUpStatus:
+    """A reception number: find its ticket, then ``status_found``."""
+
+    number: str
+
+
+@dataclass(frozen=True)
+class AskModel:
+    """No rule answers: look up the city's facts for ``text``, then the one structured model call."""
+
+    text: str
+
+
+Decision = Speak | CreateTicket | LookUpStatus | AskModel
+
+
+@dataclass(frozen=True)
+class ModelFollowUp:
+    """After a valid model answer: sentences the rules add, and the change."""
+
+    sentences: tuple[str, ...]
+    change: Change
+    ends_call: bool
+
+
+class DialogPolicy:
+    """One call line's rules. Shared by every call (it holds no per-call state)."""
+
+    def __init__(self, *, shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None,
+                 can_transfer: bool):
+        self.shortcuts = shortcuts
+        self.canned = canned
+        self.intake = intake
+        self.can_transfer = can_transfer
+        self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
+
+    # --- spoken turns -------------------------------------------------------------------------
+
+    def decide(self, text: str, state: DialogState) -> Decision:
+        """The caller's whole turn: intake rules, then shortcuts, else the model."""
+        if not text:
+            return AskModel(text)
+        if self.intake is not None:
+            if state.awaiting == "confirmation":
+                act = self.shortcuts.match(text, context="confirmation")
+                if act is not None and act.action == "confirm_yes":
+                    return CreateTicket(dict(state.slots))
+                if act is not None and act.action == "confirm_no":
+                    return self._ask_correction()
+                # Anything else: the model hears it (the read-back is no longer pending).
+            else:
+                number = self.intake.reception_number(text)
+                if number is not None:
+                    return LookUpStatus(number)
+        shortcut = self.shortcuts.match(text)
+        if shortcut is not None:
+            return self.shortcut(shortcut, state)
+        return AskModel(text)
+
+    def shortcut(self, shortcut: Shortcut, state: DialogState) -> Speak:
+        if shortcut.action == "repeat":
+            last = state.last_reply
+            sentences = (shortcut.reply, last) if last else (self.canned.nothing_to_repeat,)
+        elif shortcut.action == "transfer" and not self.can_transfer:
+            sentences = (self.canned.transfer_unavailable,)
+        else:
+            sentences = (shortcut.reply,)
+        change = Change(remember_reply=shortcut.action != "repeat",
+                        transfer=shortcut.action == "transfer" and self.can_transfer,
+                        end=shortcut.flow == "end")
+        return Speak(sentences, "shortcut", shortcut.intent, shortcut.flow, change, rule=shortcut.name)
+
+    # --- the phone pad ------------------------------------------------------------------------
+
+    def keypad(self, keys: str, state: DialogState) -> Decision | None:
+        """A complete key entry ("0", "1"/"2" during a read-back, or digits before '#')."""
+        if keys == "0" and self._transfer is not None:
+            return self.shortcut(self._transfer, state)
+        if state.awaiting == "confirmation" and keys == "1":
+            return CreateTicket(dict(state.slots))
+        if state.awaiting == "confirmation" and keys == "2":
+            return self._ask_correction()
+        if self.intake is None:
+            return None
+        if len(keys) == self.intake.reception_digits:
+            return LookUpStatus(keys)
+        msg = self.intake.text("keypad_too_short", digits=self.intake.reception_digits)
+        return Speak((msg,), "rule", "check_status")
+
+    # --- answers once the outside world has answered -----------------------------------------
+
+    def ticket_created(self, number: str | None) -> Speak:
+        """The ticket's reception number, or None when the database failed (the slots are kept)."""
+        if number:
+            return Speak((self.intake.confirmed(number),), "rule", "report_problem", change=Change(ticket=number))
+        return Speak((self.intake.text("ticket_failed"),), "rule", "report_problem", change=Change(awaiting=None))
+
+    def status_found(self, number: str, ticket: dict | None, *, failed: bool = False) -> Speak:
+        sentence = self.intake.text("status_failed") if failed else self.intake.status(number, ticket)
+        return Speak((sentence,), "rule", "check_status")
+
+    def directory(self, reply: str) -> Speak:
+        """A department's number or hours, asked plainly: read from the directory."""
+        return Speak((reply,), "rule", "ask_info")
+
+    def _ask_correction(self) -> Speak:
+        return Speak((self.intake.text("ask_correction"),), "rule", "report_problem", change=Change(awaiting=None))
+
+    # --- after the model ----------------------------------------------------------------------
+
+    def after_model(self, turn: dict, state: DialogState) -> ModelFollowUp:
+        """A validated model answer: "no person available" if it chose a transfer we cannot make,
+        the read-back once a complaint's slots are complete, and the state change."""
+        sentences: list[str] = []
+        wants_transfer = turn["intent"] == "transfer"
+        if wants_transfer and not self.can_transfer:
+            sentences.append(self.canned.transfer_unavailable)
+        read_back = self._read_back_after(turn, state)
+        if read_back:
+            sentences.append(read_back)
+        transfer = wants_transfer and self.can_transfer
+        change = Change(model_turn=turn, awaiting="confirmation" if read_back else None, transfer=transfer)
+        return ModelFollowUp(tuple(sentences), change, ends_call=turn["flow"] == "end" or transfer)
+
+    def _read_back_after(self, turn: dict, state: DialogState) -> str | None:
+        if self.intake is None or turn["intent"] != "report_problem" or turn["flow"] == "end":
+            return None
+        after = state.after(turn)
+        if not after.intake_open or self.intake.missing(after.slots):
+            return None
+        return self.intake.read_back(after.slots)
+
+    # --- failures -----------------------------------------------------------------------------
+
+    def model_failed(self, previous_turn_failed: bool) -> Speak:
+        """The model call failed. The second failed turn in a row: a person, or (no desk) a polite end."""
+        if previous_turn_failed and self.can_transfer:
+            return Speak((self.canned.transfer_after_errors,), "error", "transfer",
+                         change=Change(remember_reply=False, transfer=True))
+        if previous_turn_failed:
+            return Speak((self.canned.closing_hours,), "error", None, "end", Change(remember_reply=False, end=True))
+        apology = self.canned.apology if self.can_transfer else self.canned.apology_no_agent
+        return Speak((apology,), "error", None, change=Change(remember_reply=False))
+
+    def stage_failed(self, stage: Literal["stt", "tts"], failed_turns: int, first_of_turn: bool) -> str | None:
+        """STT or TTS raised in a turn (``failed_turns``: turns of this call with a failure, this one
+        included). "end": the polite end (a second turn failed); "unclear" (STT) or "apology" (TTS,
+        once a turn); None: nothing more to say."""
+        if first_of_turn and failed_turns >= 2:
+            return "end"
+        if failed_turns >= 2:
+            return None  # already ending
+        if stage == "stt":
+            return "unclear"
+        return "apology" if first_of_turn else None
+
+
+class KeyBuffer:
+    """Keys pressed so far in one call, until they make an entry for ``DialogPolicy.keypad``.
+
+    '0' alone: a person, at once. Digits then '#': a reception number. '*': start over. While a
+    read-back waits, '1' is yes and '2' is no, at once (as the read-back says).
+    """
+
+    def __init__(self):
+        self.keys = ""
+
+    def press(self, key: str, state: DialogState) -> str | None:
+        """The complete entry this key makes, or None while it is still being keyed."""
+        if state.awaiting == "confirmation" and not self.keys and key in ("1", "2"):
+            return key
+        if key == "*":
+            self.keys = ""
+        elif key == "#":
+            keys, self.keys = self.keys, ""
+            return keys or None
+        elif key.isdigit():
+            if key == "0" and not self.keys:
+                return "0"  # a lone 0 transfers at once; a 0 later in a number is a digit
+            self.keys += key
+        return None

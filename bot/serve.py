@@ -1,0 +1,51 @@
+"""``run_bot.py serve`` in one process: load the models, check the machine, serve until SIGTERM."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loguru import logger
+
+from bot.pipeline import SharedModels, build_call
+
+
+def serve(config, llm_server, *, call_builder=build_call,
+          prepare_models: Callable[[SharedModels], SharedModels] | None = None) -> int:
+    """Serve calls on ``server.host:server.port``; returns the exit status (0 after a drain).
+
+    ``call_builder`` builds each call's pipeline (the test lab wraps ``build_call``);
+    ``prepare_models`` may replace loaded models after the startup check (the test lab's
+    fixed-delay STT). Both are seams for ``bot/testing/lab_server.py``; the product passes neither.
+    """
+    import uvicorn
+
+    from bot.config import Secrets
+    from bot.models import startup_errors
+    from bot.hatches import escape_hatches, log_banner
+    from bot.line.callgate import WS_MAX_BYTES, DrainingServer
+    from bot.pipeline import load_models
+    from bot.server import create_app
+    from bot.preflight import startup_check
+
+    secrets = Secrets.from_env(config)
+    with startup_errors():
+        models = load_models(config)
+    config = llm_server.ready()
+    # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
+    checked = startup_check(config, models, secrets)
+    if prepare_models is not None:
+        models = prepare_models(models)
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)
+    if not config.twilio.validate_signature:
+        logger.warning("!" * 78)
+        logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
+        logger.warning("!" * 78)
+    elif not secrets.twilio_auth_token:
+        logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
+    app = create_app(config, secrets, models, call_builder=call_builder)
+    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
+                config.server.host, config.server.port, config.server.public_host)
+    # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
+    DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port, log_level="warning",
+                                  ws_max_size=WS_MAX_BYTES), drain=app.state.drain).run()
+    return 0

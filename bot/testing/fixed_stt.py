@@ -1,0 +1,81 @@
+"""An STT whose time the test controls: a fixed delay, then the clip's known text.
+
+Real Whisper on 2 CPU cores takes 0.3 s or 1.5 s for the same clip depending on the machine and
+its load, so a test that holds the bot to a silence limit with real Whisper in the path measures
+the machine. ``FixedDelayEngine`` has the ``WhisperEngine`` interface the product's STT stage
+uses (``transcribe_async``) and answers every segment long enough to be speech with ``text``
+after exactly ``delay_s`` (an ``asyncio`` sleep: it never occupies a core). The product's
+``WhisperSTTProcessor`` (guards, unclear speech, final-transcript marking) runs unchanged on it;
+``FixedDelaySTTService`` is that processor on this engine, for tests that build a pipeline.
+
+Real-Whisper figures are the benchmarks' (``run_bot.py faults``, ``run_bot.py bench``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bot.config import STTConfig
+from processors.whisper_stt import TranscriptResult, WhisperSTTProcessor
+
+
+class FixedDelayEngine:
+    """``WhisperEngine``'s async interface with a fixed, configured transcription time.
+
+    Args:
+        text: What every accepted segment transcribes to (the clip's known words).
+        delay_s: Seconds each transcription takes.
+        min_speech_s: Shorter segments come back rejected as ``empty`` (as Whisper's guards
+            reject a click), so a stray VAD blip does not open a turn.
+        cfg: The ``[stt]`` section (the processor reads its language from it).
+    """
+
+    device = "fixed-delay"
+    is_fixed_delay = True
+
+    def __init__(self, text: str, delay_s: float, *, min_speech_s: float = 0.25, cfg: STTConfig | None = None):
+        if delay_s < 0:
+            raise ValueError(f"delay_s must be >= 0, got {delay_s}")
+        if not text.strip():
+            raise ValueError("text must not be empty")
+        self.text = text.strip()
+        self.delay_s = delay_s
+        self.min_speech_s = min_speech_s
+        self.cfg = cfg or STTConfig()
+        self.model_path = f"fixed-delay-{round(delay_s * 1000)}ms"
+        self.warmup_ms = delay_s * 1000
+        self.calls = 0
+
+    def warmup(self) -> float:
+        return self.warmup_ms
+
+    def transcribe(self, pcm16: bytes, sample_rate: int, *, language: str | None = None) -> TranscriptResult:
+        """Blocking form (``run_bot.py transcribe``-style callers): the same answer, slept in place."""
+        time.sleep(self.delay_s)
+        return self._result(pcm16, sample_rate, language)
+
+    async def transcribe_async(self, pcm16: bytes, sample_rate: int, *, language: str | None = None) -> TranscriptResult:
+        await asyncio.sleep(self.delay_s)
+        return self._result(pcm16, sample_rate, language)
+
+    def _result(self, pcm16: bytes, sample_rate: int, language: str | None) -> TranscriptResult:
+        self.calls += 1
+        secs = len(pcm16) / 2 / sample_rate if sample_rate else 0.0
+        ms = self.delay_s * 1000
+        rtf = ms / 1000 / secs if secs else 0.0
+        lang = language or self.cfg.language
+        if secs < self.min_speech_s:
+            return TranscriptResult("", secs, ms, rtf, "empty", lang)
+        return TranscriptResult(self.text, secs, ms, rtf, None, lang, avg_logprob=-0.1, no_speech_prob=0.0)
+
+    def close(self) -> None:
+        pass
+
+
+class FixedDelaySTTService(WhisperSTTProcessor):
+    """The product's segmented STT stage on a ``FixedDelayEngine`` (a real Pipecat STT service)."""
+
+    def __init__(self, *, text: str, delay_s: float, language: str = "ko", min_speech_s: float = 0.25, **kwargs):
+        self.fixed_engine = FixedDelayEngine(text, delay_s, min_speech_s=min_speech_s)
+        super().__init__(engine=self.fixed_engine, language=language, **kwargs)

@@ -1,0 +1,88 @@
+"""``python -m bot.testing.lab_server``: ``run_bot.py serve`` for the test lab (tests and benchmarks only).
+
+The product server (``bot/serve.py``) is served unchanged, with two test-side seams:
+
+* ``--stt-text TEXT --stt-delay-ms N``: every call's STT answers each speech segment with
+  ``TEXT`` after exactly N ms (``bot/testing/fixed_stt.py``), so what a test bounds is the bot's
+  own timing, not how fast Whisper runs on this machine. Without them, real Whisper.
+* ``--fault-injection``: a media stream's ``fault`` custom parameter breaks that call
+  (``bot/testing/inject.py``); a real Twilio call carries only our webhook's parameters.
+
+Every other argument is ``run_bot.py``'s (``--config``, ``--set``, ``-v``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from loguru import logger
+
+from bot.pipeline import build_call
+from bot.privacy import mask
+from bot.testing.fixed_stt import FixedDelayEngine
+from bot.testing.inject import apply_call_fault
+
+
+def lab_call_builder(*, fault_injection: bool):
+    """``build_call``, with the stream's ``fault`` parameter applied when injection is on."""
+
+    def build(*, config, models, stream_parameters=None, call_id, **kwargs):
+        fault = (stream_parameters or {}).get("fault")
+        if fault and fault_injection:
+            logger.warning("call {}: FAULT INJECTED: {}", mask(call_id), fault)
+            config, models = apply_call_fault(fault, config, models)
+        return build_call(config=config, models=models, call_id=call_id, stream_parameters=stream_parameters,
+                          **kwargs)
+
+    return build
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bot.testing.lab_server", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stt-text", default=None, help="fixed-delay STT: what every speech segment says")
+    parser.add_argument("--stt-delay-ms", type=float, default=None, help="fixed-delay STT: ms per segment")
+    parser.add_argument("--fault-injection", action="store_true", help="a stream's `fault` parameter breaks its call")
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if (args.stt_text is None) != (args.stt_delay_ms is None):
+        parser.error("--stt-text and --stt-delay-ms go together")
+
+    from bot.config import ConfigError, load_config
+    from bot.errors import StartupError
+    from bot.privacy import install_log_masking
+    from bot.serve import serve
+    from bot.local_llm import serving_llm
+
+    logger.remove()
+    install_log_masking()
+    logger.add(sys.stderr, level="DEBUG" if args.verbose else "INFO")
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+
+    prepare = None
+    if args.stt_text is not None:
+        def prepare(models):
+            engine = FixedDelayEngine(args.stt_text, args.stt_delay_ms / 1000, cfg=config.stt)
+            logger.warning("TEST LAB: every call's STT is fixed-delay ({} ms, known text)", args.stt_delay_ms)
+            return dataclasses.replace(models, whisper=engine)
+    if args.fault_injection:
+        logger.warning("TEST LAB: a media stream's `fault` parameter breaks its call")
+    try:
+        with serving_llm(config) as llm_server:
+            return serve(config, llm_server, call_builder=lab_call_builder(fault_injection=args.fault_injection),
+                         prepare_models=prepare)
+    except StartupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

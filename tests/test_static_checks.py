@@ -1,0 +1,40 @@
+"""Static checks over the tree: ruff (async and logging rules) and the import layers (pyproject.toml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def _run(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_ruff_finds_nothing():
+    out = _run(str(BIN / "ruff"), "check", ".")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_import_layers_hold():
+    out = _run(str(BIN / "lint-imports"), "--no-cache")
+    assert out.returncode == 0 and "BROKEN" not in out.stdout, out.stdout[-4000:]
+    assert out.stdout.count("KEPT") == 2
+
+
+def test_a_new_import_circle_breaks_the_contract(tmp_path):
+    # The same tree with one upward import (the dialog state importing the pipeline): CI must fail.
+    for pkg in ("bot", "processors", "transports"):
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__", "data", "migrations"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    state = tmp_path / "bot" / "dialog" / "state.py"
+    state.write_text(state.read_text(encoding="utf-8") + "\n\ndef _late():\n    from bot.pipeline import build_call\n",
+                     encoding="utf-8")
+    out = _run(str(BIN / "lint-imports"), "--no-cache", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
+    assert out.returncode != 0, out.stdout[-3000:]
+    assert "BROKEN" in out.stdout and "bot.dialog.state -> bot.pipeline" in out.stdout
