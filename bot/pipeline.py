@@ -33,7 +33,8 @@ from bot.knowledge import Knowledge
 from bot.store.recorder import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
-from processors.structured_llm import StructuredLLMService
+from processors.dialog_llm import DialogLLMService
+from processors.keypad import KeypadProcessor
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 from processors.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
 from processors.whisper_stt import UnclearSpeechFrame, WhisperEngine, WhisperSTTProcessor
@@ -102,8 +103,8 @@ class SharedModels:
     heard_ids: dict[str, str] = field(default_factory=dict)
 
 
-def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> StructuredLLMService:
-    return StructuredLLMService(
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> DialogLLMService:
+    return DialogLLMService(
         config=config.llm,
         domain=assets.domain,
         shortcuts=assets.shortcuts,
@@ -151,7 +152,7 @@ class CallSession:
     worker: PipelineWorker
     recorder: CallRecorder
     dialog: DialogState
-    llm: StructuredLLMService
+    llm: DialogLLMService
     stt: WhisperSTTProcessor
     tts: SupertonicTTSService
     end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
@@ -205,7 +206,7 @@ def build_call(
     )
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
-                               out_rate=out_rate, qa=qa, observers=observers)
+                               out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog))
     guard_call(session, user_agg, models.assets.canned, config, canned_audio=models.canned_audio)
     return session
 
@@ -295,9 +296,11 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
 
 def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,
                      recorder: CallRecorder, dialog: DialogState, in_rate: int, out_rate: int, qa: bool,
-                     observers: list | None) -> CallSession:
+                     observers: list | None, keypad=None) -> CallSession:
     """The stages in call order, in one worker with the call's turn records (also the stock baseline's)."""
-    pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
+    stages = [transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts, transport.output(),
+              assistant_agg]
+    pipeline = Pipeline(stages)
     worker = PipelineWorker(
         pipeline,
         params=PipelineParams(

@@ -1,56 +1,30 @@
-"""One structured-output LLM call per caller turn, with Korean regex shortcuts in front.
+"""The one structured-output model call of a turn, streamed: nothing else.
 
-The model answers a JSON object (reply, intent, category, location, time, flow). The ``reply``
-string is streamed to TTS sentence by sentence while the JSON is still being generated; nothing
-else of the JSON is ever spoken. Shortcut turns (greetings, thanks, "say again", "a person,
-please") are answered from the rules file and never touch the model. Any failure (unreachable
-server, slow first token, HTTP error, invalid or cut-off JSON) ends in a short canned apology:
-never dead air, never an error read aloud.
+``StructuredLLMService`` asks the model (vLLM's OpenAI-compatible server, or llama.cpp's) for a
+JSON object constrained by this turn's schema (reply, intent, category, location, time, flow,
+answer_source) and streams the ``reply`` string out sentence by sentence while the rest of the JSON
+is still being generated. It parses and validates the whole answer, and turns every way a call can
+fail (unreachable server, slow first token, HTTP error, invalid or cut-off JSON, empty reply) into
+one ``LLMTurnError`` with a ``kind`` for the turn record. What a turn *means* (rules, the model or
+not, what follows a failure) is the dialog stage's (``processors/dialog_llm.py``) and the policy's
+(``bot/dialog/policy.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 
 import httpx
 from loguru import logger
 from openai import APIConnectionError, APITimeoutError, AsyncOpenAI, DefaultAsyncHttpxClient
-from pipecat.frames.frames import (
-    AggregatedTextFrame,
-    EagerEndOfTurnCancelFrame,
-    EndWorkerFrame,
-    Frame,
-    InputDTMFFrame,
-    LLMFullResponseEndFrame,
-    LLMFullResponseStartFrame,
-    UserStoppedSpeakingFrame,
-)
-from pipecat.processors.frame_processor import FrameDirection
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.services.openai.llm import OpenAILLMService
-from pipecat.utils.text.base_text_aggregator import TextType
 
 from bot.config import LLMConfig
-from bot.dialog.state import CannedReplies, DialogState
-from bot.dialog.domain import Domain, render_system_prompt
-from bot.dialog.intake import Intake
-from bot.knowledge import Knowledge, directory_reply, render_facts
-from bot.telemetry.latency import TurnRecord
+from bot.dialog.domain import Domain
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
-from bot.dialog.policy import AskModel, CreateTicket, Decision, DialogPolicy, KeyBuffer, LookUpStatus, Speak
-from bot.dialog.shortcuts import ShortcutMatcher
-
-
-# Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
-SPECULATION_WAIT_SECS = 10.0
-# One thread for every call's fact lookups (Kiwi's analyser is shared; lookups take ~0.1-1 ms).
-_LOOKUP_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge")
-# The filler never comes sooner than this after the model request (a prompt answer needs no filler).
-FILLER_MIN_SECS = 0.3
 
 
 class LLMTurnError(Exception):
@@ -61,43 +35,21 @@ class LLMTurnError(Exception):
         self.kind = kind
 
 
-@dataclass
-class TurnResult:
-    """What one caller turn produced (the ``chat`` command prints this)."""
-
-    route: str  # shortcut | rule | llm | error
-    reply: str
-    flow: str
-    intent: str | None
-    llm_calls: int
-    error: str | None = None
+async def _nothing() -> None:
+    return None
 
 
 class StructuredLLMService(OpenAILLMService):
-    """Pipecat LLM stage: shortcut rules first, else one streamed JSON-schema completion."""
+    """One streamed JSON-schema completion per call of ``stream_turn``.
 
-    def __init__(
-        self,
-        *,
-        config: LLMConfig,
-        domain: Domain,
-        shortcuts: ShortcutMatcher,
-        prompt_template: str,
-        canned: CannedReplies,
-        api_key: str,
-        dialog: DialogState | None = None,
-        current_record: Callable[[], TurnRecord | None] = lambda: None,
-        end_call_on_end_flow: bool = True,
-        can_transfer: bool = False,
-        intake: Intake | None = None,
-        knowledge: Knowledge | None = None,
-        desk=None,
-        call_id: str | None = None,
-        new_record: Callable[[], TurnRecord | None] = lambda: None,
-        on_answered: Callable[[TurnRecord], None] = lambda record: None,
-        policy: DialogPolicy | None = None,
-        **kwargs,
-    ):
+    Args:
+        config: The ``[llm]`` section (server, model, timeouts, dialect, reply length).
+        domain: Intents and categories: the schema and its validation.
+        api_key: Sent as the bearer token ("EMPTY" for a local server).
+        **kwargs: Passed to ``OpenAILLMService``.
+    """
+
+    def __init__(self, *, config: LLMConfig, domain: Domain, api_key: str, **kwargs):
         self._cfg = config  # create_client() reads the timeouts during super().__init__
         super().__init__(
             api_key=api_key,
@@ -111,31 +63,7 @@ class StructuredLLMService(OpenAILLMService):
             **kwargs,
         )
         self._domain = domain
-        self._template = prompt_template
-        self._canned = canned
-        self.dialog = dialog or DialogState()
-        self._current_record = current_record
-        self._end_call = end_call_on_end_flow
-        # Intake and tickets: ``desk`` is the records database's CallLog (None: no tickets).
-        self._knowledge = knowledge
-        self._desk = desk
-        self._call_id = call_id
-        self._new_record = new_record
-        self._on_answered = on_answered
-        self.policy = policy or DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
-                                             can_transfer=can_transfer)
-        self._keys = KeyBuffer()  # keys on the phone pad, until they make an entry
-        self._last_messages: list = []
-        self._confirmed_or_withdrawn = asyncio.Event()
-        self._response_format = self._format_for([])
-        self.last_result: TurnResult | None = None
-        # Speculation bookkeeping (one run at a time: the LLM's process task is serial).
-        self._run_speculative = False
-        self._run_active = False
-        self._run_made_call = False
-        self._turn_confirmed = False
-        self._pending_commit: tuple | None = None
-        self._filler_played = False  # this run spoke the "one moment" filler
+        self.response_format = domain.response_format(config.dialect, config.reply_max_chars, None)
 
     async def cleanup(self):
         """The call is over: close this call's HTTP client (its keep-alive sockets to the LLM server
@@ -162,259 +90,47 @@ class StructuredLLMService(OpenAILLMService):
 
     def build_chat_completion_params(self, params_from_context) -> dict:
         params = super().build_chat_completion_params(params_from_context)
-        params["response_format"] = self._response_format
+        params["response_format"] = self.response_format
         if self._cfg.dialect == "openai":
             self._merge_extra_body(params, {"chat_template_kwargs": {"enable_thinking": self._cfg.enable_thinking}})
         return params
 
-    # --- the turn -----------------------------------------------------------------------------
+    def schema_for(self, fact_ids: list[str] | None) -> dict:
+        """A turn's schema: ``answer_source`` may only name a fact in this prompt (None: no knowledge)."""
+        return self._domain.response_format(self._cfg.dialect, self._cfg.reply_max_chars, fact_ids)
 
-    async def process_frame(self, frame: Frame, direction: FrameDirection):
-        if isinstance(frame, EagerEndOfTurnCancelFrame):
-            self._withdraw_speculation()
-        elif isinstance(frame, UserStoppedSpeakingFrame):
-            await self._confirm_speculation()
-        elif isinstance(frame, InputDTMFFrame):
-            await self._on_key(str(frame.button.value))
-        await super().process_frame(frame, direction)
-
-    def _withdraw_speculation(self):
-        """The caller kept talking: the speculative answer is discarded and never committed."""
-        if not (self._run_speculative and (self._run_active or self._pending_commit)):
-            return
-        record = self._current_record()
-        if record and self._run_made_call:
-            record.llm_calls -= 1
-            record.llm_cancelled_calls += 1
-        self._pending_commit = None
-        self._run_speculative = False
-        self._confirmed_or_withdrawn.set()
-        logger.debug("speculative answer withdrawn (the caller went on speaking)")
-
-    async def _confirm_speculation(self):
-        """The turn really ended: a held speculative answer becomes the answer."""
-        self._turn_confirmed = True
-        self._confirmed_or_withdrawn.set()
-        if self._pending_commit:
-            pending, self._pending_commit = self._pending_commit, None
-            await self._commit(*pending)
-
-    async def _process_context(self, context: LLMContext):
-        # A speculative run answers a turn that has not ended yet: the gate holds its frames,
-        # and the dialog state changes only once the turn is confirmed.
-        self._run_speculative = self._speculation_gate.is_speculating
-        self._turn_confirmed = False
-        self._confirmed_or_withdrawn.clear()
-        self._run_made_call = False
-        self._run_active = True
-        self._last_messages = context.get_messages()
-        try:
-            record = self._current_record()
-            user_text = _last_user_text(context)
-            if record and user_text:
-                record.transcript = user_text
-            await self._carry_out(self.policy.decide(user_text, self.dialog), record, user_text, context)
-        finally:
-            self._run_active = False
-
-    async def _carry_out(self, decision: Decision, record: TurnRecord | None, text: str,
-                         context: LLMContext | None = None):
-        """Do what the policy decided; side effects come back to it for the words."""
-        if isinstance(decision, CreateTicket):
-            if not await self._turn_is_final():
-                return  # the caller went on speaking: no ticket for a withdrawn "yes"
-            decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text))
-        elif isinstance(decision, LookUpStatus):
-            decision = await self._find_status(decision.number)
-        elif isinstance(decision, AskModel):
-            found = await self._look_up(decision.text, record)
-            if found is not None and found.directory_hit is not None:
-                if record:
-                    record.answer_source = found.directory_hit.id
-                decision = self.policy.directory(directory_reply(found.directory_hit))
-            elif context is not None:
-                hits = found.hits if found else []
-                self._response_format = self._format_for([entry.id for entry, _ in hits])
-                await self._answer_with_model(context, record, render_facts(hits))
-                return
-            else:
-                return
-        await self._say(decision, record)
-
-    # --- intake and status: the records database ---------------------------------------------
-
-    async def _create_ticket(self, slots: dict, text: str) -> str | None:
-        """The ticket's reception number, or None when the database failed (the caller is told)."""
-        try:
-            if self._desk is None:
-                raise RuntimeError("no records database")
-            number = await self._desk.create_ticket(
-                call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
-                time=slots.get("time"), excerpt=self._excerpt(text))
-        except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
-            logger.error("TICKET NOT CREATED ({}: {}); telling the caller", type(e).__name__, e)
-            return None
-        logger.info("ticket {} created ({})", number, slots["category"])
-        return number
-
-    async def _find_status(self, number: str) -> Speak:
-        try:
-            if self._desk is None:
-                raise RuntimeError("no records database")
-            ticket = await self._desk.find_ticket(number)
-        except Exception as e:  # noqa: BLE001
-            logger.error("status lookup failed ({}: {})", type(e).__name__, e)
-            return self.policy.status_found(number, None, failed=True)
-        return self.policy.status_found(number, ticket)
-
-    async def _say(self, answer: Speak, record: TurnRecord | None):
-        """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
-        if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
-            logger.warning("caller asked for a person but call.transfer_number is not set")
-        if record:
-            record.mark("first_sentence", overwrite=True)
-        for sentence in answer.sentences:
-            await self._speak(sentence)
-        reply = answer.reply
-
-        def commit():
-            answer.change.apply(self.dialog, reply)
-            if record:
-                record.route, record.intent, record.flow = answer.route, answer.intent, answer.flow
-            if answer.rule:
-                logger.info("turn route={} rule={} flow={}", answer.route, answer.rule, answer.flow)
-            else:
-                logger.info("turn route={} intent={}", answer.route, answer.intent)
-
-        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, 0), record, commit,
-                                ends_call=answer.ends_call, transfer=answer.change.transfer)
-
-    async def _turn_is_final(self) -> bool:
-        """Side effects wait until a speculative turn is confirmed; False if it was withdrawn."""
-        if not self._run_speculative:
-            return True
-        try:
-            async with asyncio.timeout(SPECULATION_WAIT_SECS):
-                await self._confirmed_or_withdrawn.wait()
-        except TimeoutError:
-            return False
-        return self._turn_confirmed and self._run_speculative
-
-    def _excerpt(self, text: str) -> str:
-        """The caller's recent words, for the ticket (masked when stored)."""
-        said = [m.get("content") for m in self._context_messages() if m.get("role") == "user"]
-        return " / ".join(str(x) for x in said[-4:] if isinstance(x, str))[-500:] or text
-
-    def _context_messages(self) -> list[dict]:
-        return [m for m in (self._last_messages or []) if isinstance(m, dict)]
-
-    # --- the phone pad ------------------------------------------------------------------------
-
-    async def _on_key(self, key: str):
-        entry = self._keys.press(key, self.dialog)
-        if entry is not None:
-            self.create_task(self._keypad_turn(entry), name="keypad-turn")
-
-    async def _keypad_turn(self, keys: str):
-        decision = self.policy.keypad(keys, self.dialog)
-        if decision is None:
-            return
-        record = self._new_record()
-        if record:
-            record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
-        await self.push_frame(LLMFullResponseStartFrame())
-        try:
-            await self._carry_out(decision, record, record.transcript if record else keys)
-        finally:
-            await self.push_frame(LLMFullResponseEndFrame())
-
-    def _format_for(self, fact_ids: list[str]) -> dict:
-        """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
-        sources = fact_ids if self._knowledge is not None else None
-        return self._domain.response_format(self._cfg.dialect, self._cfg.reply_max_chars, sources)
-
-    async def _look_up(self, text: str, record: TurnRecord | None):
-        """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
-        if self._knowledge is None or not text:
-            return None
-        loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots(),
-                                           self._cfg.facts_k)
-        if record:
-            record.retrieval_ms = round(found.ms, 3)
-            record.facts = [entry.id for entry, _ in found.hits]
-        return found
-
-    async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None, facts: str = ""):
-        self._settings.system_instruction = render_system_prompt(
-            self._template, self._domain, self.dialog.known_slots(), facts=facts
-        )
-        trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
-        spoken: list[str] = []
-        try:
-            turn = await self._stream_turn(trimmed, record, spoken)
-        except LLMTurnError as e:
-            await self._model_failed(e, record, spoken)
-            return
-        follow = self.policy.after_model(turn, self.dialog)
-        if turn["intent"] == "transfer" and not self.policy.can_transfer:
-            logger.warning("the model chose transfer but call.transfer_number is not set")
-        for sentence in follow.sentences:
-            await self._speak_sentence(sentence, record, spoken)
-        reply = " ".join(spoken)
-
-        def commit():
-            follow.change.apply(self.dialog, reply)
-            if record:
-                record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
-                record.answer_source = turn.get("answer_source") or "none"
-                record.slots = self.dialog.known_slots()
-            logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
-
-        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit,
-                                ends_call=follow.ends_call, transfer=follow.change.transfer)
-
-    async def _model_failed(self, e: LLMTurnError, record: TurnRecord | None, spoken: list[str]):
-        error = str(e)
-        answer = self.policy.model_failed(self.last_result is not None and self.last_result.route == "error")
-        logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
-                     "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
-        if record:
-            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
-        for sentence in answer.sentences:
-            await self._speak(sentence)
-
-        def commit():
-            answer.change.apply(self.dialog, answer.reply)
-            if record:
-                record.route, record.error = "error", error
-
-        result = TurnResult("error", answer.reply, answer.flow, answer.intent, 1, error)
-        await self._finish_turn(result, record, commit, ends_call=answer.ends_call, transfer=answer.change.transfer)
-
-    async def _stream_turn(self, context: LLMContext, record: TurnRecord | None, spoken: list[str]) -> dict:
-        """Make the one model call; speak reply sentences as they complete; return the parsed turn."""
+    async def stream_turn(
+        self,
+        context: LLMContext,
+        *,
+        on_sentence: Callable[[str], Awaitable[None]],
+        on_first_token: Callable[[], Awaitable[None]] = _nothing,
+    ) -> dict:
+        """Make the one model call with ``response_format``; each complete reply sentence goes to
+        ``on_sentence`` as it arrives; returns the parsed, validated turn or raises ``LLMTurnError``."""
         extractor = ReplyFieldExtractor()
         splitter = KoreanSentenceSplitter()
         raw: list[str] = []
         finish_reason = None
-        self._run_made_call = True
-        if record:
-            record.llm_calls += 1
-            record.mark("llm_request", overwrite=True)
+        sentences = 0
+
+        async def sentence_out(sentence: str):
+            nonlocal sentences
+            sentence = sentence.strip()
+            if sentence:
+                sentences += 1
+                await on_sentence(sentence)
+
         t0 = time.monotonic()
         await self.start_ttfb_metrics()
         stream = None
-        filler = self._start_filler(record)
         try:
             async with asyncio.timeout(self._cfg.first_token_timeout_ms / 1000.0):
                 stream = await self.get_chat_completions(context)
                 chunks = stream.__aiter__()
                 chunk = await _next_content_chunk(chunks)
-            await self._stop_filler(filler)
             await self.stop_ttfb_metrics()
-            if record:
-                record.mark("llm_first_token", overwrite=True)
+            await on_first_token()
             logger.debug("LLM first token after {:.0f} ms", (time.monotonic() - t0) * 1000)
             async with asyncio.timeout(self._timeout_total()):
                 while chunk is not None:
@@ -426,7 +142,7 @@ class StructuredLLMService(OpenAILLMService):
                         if text:
                             raw.append(text)
                             for sentence in splitter.push(extractor.feed(text)):
-                                await self._speak_sentence(sentence, record, spoken)
+                                await sentence_out(sentence)
                         finish_reason = choice.finish_reason or finish_reason
                     chunk = await anext(chunks, None)
         except LLMTurnError:
@@ -443,7 +159,6 @@ class StructuredLLMService(OpenAILLMService):
             kind = f"http_{status}" if status else type(e).__name__
             raise LLMTurnError(kind, str(e)[:300]) from e
         finally:
-            await self._stop_filler(filler)
             # Also on interruption (CancelledError): release the HTTP stream so vLLM stops generating.
             if stream is not None:
                 await stream.close()
@@ -460,71 +175,10 @@ class StructuredLLMService(OpenAILLMService):
             raise LLMTurnError("schema", "; ".join(errors)[:300])
         # Whatever the splitter still holds is the last sentence of the reply.
         for sentence in splitter.flush():
-            await self._speak_sentence(sentence, record, spoken)
-        if not spoken:
+            await sentence_out(sentence)
+        if not sentences:
             raise LLMTurnError("empty_reply", "the reply field was empty")
         return turn
-
-    def _start_filler(self, record: TurnRecord | None) -> asyncio.Task | None:
-        """No first token ``llm.filler_after_ms`` after the caller went quiet: a canned "잠시만요, …".
-
-        Counted from the end of the caller's speech (what the caller waits through: endpointing
-        and STT included), never sooner than ``FILLER_MIN_SECS`` after the request, so a model
-        that answers promptly never gets a filler in front of its answer. Only spoken turns: a
-        typed one (``chat``, ``eval``) or a keypad one has no silence to fill.
-        """
-        self._filler_played = False
-        after = self._cfg.filler_after_ms / 1000.0
-        if after <= 0 or not (record and record.speech_end):
-            return None
-        after -= max(0.0, time.time() - record.speech_end)
-        delay = max(FILLER_MIN_SECS, after)
-        if delay >= self._cfg.first_token_timeout_ms / 1000.0:
-            return None
-        return self.create_task(self._filler_after(delay, record), name="llm-filler")
-
-    async def _filler_after(self, delay: float, record: TurnRecord | None):
-        await asyncio.sleep(delay)
-        logger.info("LLM: no first token {:.0f} ms after the request; speaking the filler", delay * 1000)
-        self._filler_played = True
-        if record:
-            record.mark("first_sentence", overwrite=True)  # what the caller hears first
-        await self._speak(self._canned.filler)  # canned: from memory, never synthesized
-
-    async def _stop_filler(self, task: asyncio.Task | None):
-        if task is not None and not task.done():
-            await self.cancel_task(task)
-
-    async def _speak_sentence(self, sentence: str, record: TurnRecord | None, spoken: list[str]):
-        sentence = sentence.strip()
-        if not sentence:
-            return
-        if record:  # the filler, if it played, stays the first thing the caller heard
-            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
-        spoken.append(sentence)
-        await self._speak(sentence)
-
-    async def _speak(self, text: str):
-        await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
-
-    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None], *,
-                           ends_call: bool, transfer: bool):
-        if ends_call and self._end_call:
-            # Queued behind the closing sentence (and held with it while speculative): the caller
-            # hears it, then the call ends, or is handed to a person (see PhoneSerializer).
-            await self.push_frame(EndWorkerFrame(reason="transfer" if transfer else "dialog ended"))
-        if self._run_speculative and not self._turn_confirmed:
-            self._pending_commit = (result, record, commit)
-            return
-        await self._commit(result, record, commit)
-
-    async def _commit(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
-        commit()
-        self.last_result = result
-        if record:
-            record.reply_chars = len(result.reply)
-            record.reply = result.reply
-            self._on_answered(record)
 
 
 async def _next_content_chunk(chunks):
@@ -535,24 +189,6 @@ async def _next_content_chunk(chunks):
         if chunk.choices and chunk.choices[0].finish_reason:
             return chunk
     raise LLMTurnError("empty_stream", "the stream ended before any token")
-
-
-def _last_user_text(context: LLMContext) -> str:
-    """The caller's words this turn: the final message, if it is the caller's.
-
-    Pipecat may end a turn with a developer message instead (an empty turn that cut the bot off:
-    "ask them to repeat"); an older caller message must not be matched against the shortcuts then.
-    """
-    messages = context.get_messages()
-    msg = messages[-1] if messages else None
-    if not isinstance(msg, dict) or msg.get("role") != "user":
-        return ""
-    content = msg.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 def _recent_messages(messages: list, turns: int) -> list:

@@ -23,6 +23,8 @@ import pytest
 from bot.tools.faults import LIMIT_APOLOGY_S, LIMIT_LAG_P99_MS, LIMIT_SILENCE_S, FaultLab, render_report
 from tests.conftest import offline_bot_overrides
 
+pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
+
 # A GPU Whisper's time for a short turn (large-v3-turbo on one H100: ~0.15-0.3 s), on the safe side.
 STT_DELAY_MS = 400
 

@@ -21,6 +21,8 @@ from tests.conftest import FIXTURES, offline_bot_overrides
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
+pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
+
 AUTH_TOKEN = "test-auth-token-0123456789"
 ACCOUNT_SID = "AC" + "1" * 32
 PUBLIC_HOST = "voice.example.org"

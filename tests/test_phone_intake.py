@@ -27,6 +27,8 @@ from bot.testing.process import ROOT, BotProcess
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 from tests.conftest import FIXTURES, offline_bot_overrides
 
+pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
+
 AUTH_TOKEN = "test-auth-token-intake"
 ACCOUNT_SID = "AC" + "2" * 32
 PUBLIC_HOST = "voice.example.org"

@@ -38,6 +38,8 @@ if not REQUIRE_BROWSER:
     pytest.importorskip("playwright.sync_api", reason="needs the playwright package (requirements-dev.txt)")
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
+
 LEAD_SILENCE_SECS = 8.0  # the greeting (~5.5 s with the stand-in voice) plays before the caller talks
 CHROMIUM_ARGS = [
     "--headless=new",

@@ -22,6 +22,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from bot.config import Config, Secrets
 from bot.telemetry.latency import TurnRecord
+from processors.keypad import KeypadProcessor
 from bot.pipeline import DialogAssets, make_llm
 
 
@@ -70,7 +71,8 @@ class DialogSession:
             desk=desk, call_id=call_id, new_record=self._new_record,
         )  # fmt: skip
         self._collector = _ReplyCollector()
-        self._worker = PipelineWorker(Pipeline([self.llm, self._collector]), params=PipelineParams(), enable_rtvi=False)
+        stages = [KeypadProcessor(dialog=self.llm.dialog), self.llm, self._collector]
+        self._worker = PipelineWorker(Pipeline(stages), params=PipelineParams(), enable_rtvi=False)
         self._context = LLMContext()
         self._task: asyncio.Task | None = None
 

@@ -134,7 +134,7 @@ def slot_ok(expected: str, actual: Any) -> bool:
 
 
 async def run_dialog(config: Config, secrets: Secrets, turns: list[Expected], turn_timeout: float) -> list[Outcome]:
-    """One dialog through a fresh ``DialogSession``; the model's parsed turn is captured as it is returned."""
+    """One dialog through a fresh ``DialogSession``; the model's parsed turn is read from the stage."""
     from bot.dialog.domain import load_domain
     from bot.tools.chat import DialogSession
 
@@ -142,17 +142,8 @@ async def run_dialog(config: Config, secrets: Secrets, turns: list[Expected], tu
     outcomes: list[Outcome] = []
     async with DialogSession(config, secrets) as session:
         llm = session.llm
-        captured: list[dict] = []
-        inner = llm._stream_turn  # the one model call of a turn; returns the validated JSON object
-
-        async def capture(*args, **kwargs):
-            turn = await inner(*args, **kwargs)
-            captured.append(turn)
-            return turn
-
-        llm._stream_turn = capture
         for exp in turns:
-            captured.clear()
+            llm.last_model_turn = None  # the validated JSON object of this turn's model call, if any
             out = Outcome(exp)
             outcomes.append(out)
             try:
@@ -171,10 +162,10 @@ async def run_dialog(config: Config, secrets: Secrets, turns: list[Expected], tu
             if out.route in NO_MODEL_ROUTES:
                 out.category = "none"
                 continue
-            if out.route == "error" or not captured:
+            if out.route == "error" or llm.last_model_turn is None:
                 out.failure = (result.error if result and result.error else None) or "no answer from the model"
                 continue
-            turn = captured[-1]
+            turn = llm.last_model_turn
             out.reply = str(turn.get("reply", ""))
             out.intent, out.category, out.flow = turn.get("intent"), turn.get("category"), turn.get("flow")
             out.slots = {k: turn.get(k) for k in ("location", "time")}
