@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-url", default=None, help="with --url: a running `python -m bot.stock` server")
     p.add_argument("--auth-token", default=None, help="with --url: Twilio auth token to sign webhooks "
                    "(default: env TWILIO_AUTH_TOKEN); without --url the bench sets a random one")
+    p.add_argument("--records-token", default=None, help="with --url: the server's RECORDS_API_TOKEN, which "
+                   "/api/turns (the server's own turn records) asks for (default: env RECORDS_API_TOKEN)")
+    p.add_argument("--admin-url", default=None, help="with --url --soak: the server's operations listener "
+                   "(default http://127.0.0.1:{server.admin_port})")
     p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")
@@ -89,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("steps", nargs="+", metavar="STEP", help='say:"한국어 문장" | wav:FILE | keys:DIGITS | wait:SECONDS')
     p.add_argument("--url", default=None, help="the server (default http://127.0.0.1:{server.port})")
     p.add_argument("--caller", default="+821012345678", help="the caller's number in the webhook (From)")
+    p.add_argument("--records-token", default=None, help="the server's RECORDS_API_TOKEN, to print the call's "
+                   "turns afterwards (default: env RECORDS_API_TOKEN; without it the turns are not printed)")
     p = sub.add_parser("calls", help="calls in the records database, with turns, routes and voice-to-voice")
     _common(p)
     p.add_argument("--since", default=None, help="only calls started on or after this date (YYYY-MM-DD)")

@@ -48,6 +48,11 @@ class ServerConfig:
     # A worker renews its lease every third of this; one silent this long is dead and its calls stop
     # counting against line_max_calls.
     worker_lease_secs: float = 15.0
+    # The operations listener: /metrics, /readyz, the detailed /healthz and /api/loop_lag, for
+    # Prometheus and the orchestrator inside the cluster; never the public one (which keeps only the
+    # Twilio routes, the QA page and a bare /healthz). With --workers N, worker i adds i to the port.
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 9765
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,8 @@ class Secrets:
     llm_api_key: str
     qa_access_token: str | None = None
     records_url: str | None = None  # env RECORDS_URL: a database URL with its password
+    # env RECORDS_API_TOKEN: the bearer token /api/turns asks for; unset, that route is off (404).
+    records_api_token: str | None = None
 
     @classmethod
     def from_env(cls, config: Config) -> "Secrets":
@@ -274,6 +281,7 @@ class Secrets:
             llm_api_key=os.environ.get(config.llm.api_key_env) or "EMPTY",
             qa_access_token=os.environ.get("QA_ACCESS_TOKEN") or None,
             records_url=os.environ.get("RECORDS_URL") or None,
+            records_api_token=os.environ.get("RECORDS_API_TOKEN") or None,
         )
 
 

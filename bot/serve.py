@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
+
+import uvicorn
 
 from loguru import logger
 
@@ -17,8 +21,6 @@ def serve(config, llm_server, *, call_builder=build_call,
     ``prepare_models`` may replace loaded models after the startup check (the test lab's
     fixed-delay STT). Both are seams for ``bot/testing/lab_server.py``; the product passes neither.
     """
-    import uvicorn
-
     from bot.config import Secrets
     from bot.models import startup_errors
     from bot.hatches import escape_hatches, log_banner
@@ -42,10 +44,44 @@ def serve(config, llm_server, *, call_builder=build_call,
         logger.warning("!" * 78)
     elif not secrets.twilio_auth_token:
         logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
+    if not secrets.records_api_token:
+        logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
     app = create_app(config, secrets, models, call_builder=call_builder)
-    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice)",
-                config.server.host, config.server.port, config.server.public_host)
+    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
+                config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
+                config.server.admin_port)
     # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
-    DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port, log_level="warning",
-                                  ws_max_size=WS_MAX_BYTES), drain=app.state.drain).run()
-    return 0
+    public = DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port,
+                                           log_level="warning", ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
+    admin = OperationsServer(uvicorn.Config(app.state.admin_app, host=config.server.admin_host,
+                                            port=config.server.admin_port, log_level="warning", lifespan="off"))
+    with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
+        return runner.run(serve_both(public, admin))
+
+
+class OperationsServer(uvicorn.Server):
+    """The operations listener: served beside the public one, which owns the signals and the drain."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+async def serve_both(public: uvicorn.Server, admin: uvicorn.Server) -> int:
+    """Both listeners in one loop; the process ends with the public one (or when either cannot start)."""
+    admin_task = asyncio.create_task(admin.serve(), name="operations-listener")
+
+    def admin_ended(task: asyncio.Task) -> None:
+        if not public.should_exit:
+            logger.error("the operations listener stopped ({}); stopping", task.exception() if not task.cancelled()
+                         and task.exception() else "exited")
+            public.should_exit = True
+
+    admin_task.add_done_callback(admin_ended)
+    try:
+        await public.serve()
+    finally:
+        admin.should_exit = True
+        with contextlib.suppress(BaseException):
+            await admin_task
+    return 0 if admin.started else 1

@@ -7,6 +7,8 @@ records. A media stream is accepted only with a one-time token from the signed w
 from __future__ import annotations
 
 import asyncio
+import hmac
+import math
 import os
 import time
 from contextlib import asynccontextmanager, suppress
@@ -65,6 +67,24 @@ class CallRegistry:
         return len(self.active) + len(self.reserved)
 
 
+def _finite(figures: dict) -> dict:
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in figures.items()}
+
+
+def records_refusal(request: Request, secrets: Secrets) -> Response | None:
+    """None when the request carries the records token; else 404 (records API off) or 401."""
+    want = secrets.records_api_token
+    if not want:
+        return PlainTextResponse("not found", status_code=404)
+    got = request.headers.get("Authorization", "")
+    if not hmac.compare_digest(got.encode(), f"Bearer {want}".encode()):
+        logger.warning("records API refused: missing or wrong bearer token (from {})",
+                       request.client.host if request.client else "?")
+        return PlainTextResponse("records need a bearer token", status_code=401,
+                                 headers={"WWW-Authenticate": "Bearer"})
+    return None
+
+
 def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call,
                desk: CallLog | None = None) -> FastAPI:
     """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own,
@@ -86,7 +106,11 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         await line.stop()
         await desk.aclose()
 
-    app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan)
+    app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan, openapi_url=None, docs_url=None,
+                  redoc_url=None)
+    # The operations listener (server.admin_host:admin_port): served beside ``app`` by bot/serve.py.
+    admin = FastAPI(title="voice agent operations", openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.admin_app = admin
     tokens = StreamTokens(config.server.token_ttl_secs)  # signed: any worker of the line checks them
     calls = CallRegistry(config.server.token_ttl_secs)
     background: set[asyncio.Task] = set()
@@ -272,6 +296,12 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @app.get("/healthz")
     async def healthz():
+        """Public liveness: ok or draining, nothing more (the figures are on the operations listener)."""
+        return JSONResponse({"status": "draining" if gate.draining else "ok"},
+                            status_code=503 if gate.draining else 200)
+
+    @admin.get("/healthz")
+    async def admin_healthz():
         # asyncio_tasks, rss_bytes, open_fds: numbers that must come back down after calls end (soak).
         return JSONResponse({"status": "draining" if gate.draining else "ok", "active_calls": len(calls.active),
                              "reserved_calls": len(calls) - len(calls.active), "max_calls": config.server.max_calls,
@@ -279,7 +309,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                              "asyncio_tasks": len(asyncio.all_tasks()), **process_figures()},
                             status_code=503 if gate.draining else 200)
 
-    @app.get("/readyz")
+    @admin.get("/readyz")
     async def readyz():
         """Readiness (new calls welcome): models loaded, LLM reachable, not draining; plus the line's figures."""
         ready, body = await readiness(config, llm_probe, draining=gate.draining, worker=line.worker)
@@ -295,23 +325,30 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     app.state.drain = drain  # DrainingServer runs it on SIGTERM
 
-    @app.get("/api/loop_lag")
+    @admin.get("/api/loop_lag")
     async def api_loop_lag(since: float = 0.0):
         """Event-loop lag over the samples taken after ``since`` (wall clock): the fault report's figure."""
-        return JSONResponse(lag.summary(since=since))
+        return JSONResponse(_finite(lag.summary(since=since)))
 
-    @app.get("/metrics")
+    @admin.get("/metrics")
     async def prometheus_metrics():
         body, content_type = metrics.render(loop_lag=lag.summary())
         return Response(body, media_type=content_type)
 
     @app.get("/api/turns")
-    async def api_turns(since: float = 0.0):
-        """Turn records of finished calls, from the records database (`run_bot.py bench --url` reads them)."""
+    async def api_turns(request: Request, since: float = 0.0):
+        """Turn records of finished calls, from the records database (`run_bot.py bench --url` reads them).
+
+        Citizens' words: only with ``Authorization: Bearer $RECORDS_API_TOKEN``; without that env
+        variable the route is off (404), never open.
+        """
+        refused = records_refusal(request, secrets)
+        if refused is not None:
+            return refused
         return JSONResponse({
             "turns": await desk.finished_turns(since),
             "environment": environment(),
-            "loop_lag": lag.summary(),
+            "loop_lag": _finite(lag.summary()),  # no samples yet: NaN, which JSON cannot carry
         })
 
     def environment() -> dict:

@@ -90,12 +90,14 @@ def main(argv: list[str] | None = None) -> int:
                 entry = None
                 sets.append("records.worker='bench-0'")
             proc = BotProcess(sets, {"TWILIO_AUTH_TOKEN": auth, "TWILIO_ACCOUNT_SID": None, "STREAM_TOKEN_KEY": None},
-                              out / f"server-{workers}w.log", entry=entry, config_path=args.config, port=base)
+                              out / f"server-{workers}w.log", entry=entry, config_path=args.config, port=base,
+                              admin_port=free_port_run(workers))
             try:
                 logger.info("bench-scaleout: {} on ports {} (log {})", name, ports, proc.log_path)
                 wait_workers_ready(proc, ports, timeout=300)
                 with NginxProxy(ports) as proxy:
-                    target = Target(proxy.base_url, f"https://{PUBLIC_HOST}/twilio/voice", proxy.ws_url, auth)
+                    target = Target(proxy.base_url, f"https://{PUBLIC_HOST}/twilio/voice", proxy.ws_url, auth,
+                                    records_token=proc.records_token)
                     run = asyncio.run(run_bench_calls(name, target, turn_set, n, seed=args.seed,
                                                       answer_timeout=args.answer_timeout,
                                                       progress=not args.no_progress, rounds=args.rounds))

@@ -107,7 +107,8 @@ def _signed(client: TestClient, params: dict, url: str = URL):
 
 
 def test_webhook_abuse_is_refused_and_reserves_nothing():
-    with TestClient(_app()) as client:
+    app = _app()
+    with TestClient(app) as client, TestClient(app.state.admin_app) as admin:
         params = voice_webhook_params(new_sid("CA"))
         assert _signed(client, params).status_code == 200
         assert _signed(client, params).status_code == 403  # the same signed request again
@@ -121,19 +122,20 @@ def test_webhook_abuse_is_refused_and_reserves_nothing():
         resp = client.post("/twilio/voice", content=iter([body[i:i + 4096] for i in range(0, len(body), 4096)]),
                            headers={"Content-Type": "application/x-www-form-urlencoded"})
         assert resp.status_code == 400
-        health = client.get("/healthz").json()
+        health = admin.get("/healthz").json()
         assert health["reserved_calls"] == 1 and health["active_calls"] == 0  # only the genuine one
-        metrics = client.get("/metrics").text
+        metrics = admin.get("/metrics").text
         assert 'voice_calls_rejected_total{reason="replayed"} 1.0' in metrics
         assert 'voice_calls_rejected_total{reason="bad_request"} 3.0' in metrics
 
 
 def test_webhooks_answered_but_not_yet_streaming_hold_their_call_slots():
-    with TestClient(_app("server.max_calls=2")) as client:
+    app = _app("server.max_calls=2")
+    with TestClient(app) as client, TestClient(app.state.admin_app) as admin:
         answers = [_signed(client, voice_webhook_params(new_sid("CA"))).text for _ in range(4)]
         assert [("<Stream" in a, "<Say" in a and "<Hangup" in a) for a in answers] == [
             (True, False), (True, False), (False, True), (False, True)]
-        assert 'voice_calls_rejected_total{reason="max_calls"} 2.0' in client.get("/metrics").text
+        assert 'voice_calls_rejected_total{reason="max_calls"} 2.0' in admin.get("/metrics").text
 
 
 async def test_webhooks_arriving_at_the_same_moment_cannot_take_more_slots_than_max_calls():

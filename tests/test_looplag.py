@@ -15,5 +15,6 @@ async def test_blocking_the_loop_shows_up_as_lag():
     await asyncio.sleep(0.1)
     blocked = mon.summary()
     await mon.stop()
-    assert quiet["n"] > 5 and quiet["max_ms"] < 100
-    assert blocked["max_ms"] > 250
+    assert quiet["n"] > 5
+    # The block shows up above whatever the scheduler gives a loaded machine.
+    assert blocked["max_ms"] > 250 and blocked["max_ms"] - quiet["max_ms"] > 150

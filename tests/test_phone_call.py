@@ -225,7 +225,7 @@ async def test_flow_end_says_goodbye_then_hangs_up_through_twilio(bot, fake_llm,
 async def test_health_and_metrics(bot):
     health = bot.healthz()
     assert health["status"] == "ok" and "active_calls" in health
-    metrics = httpx.get(f"{bot.base_url}/metrics", timeout=5).text
+    metrics = httpx.get(f"{bot.admin_url}/metrics", timeout=5).text
     assert "voice_active_calls" in metrics and "voice_event_loop_lag_ms" in metrics
     json.dumps(health)
 

@@ -1,6 +1,7 @@
 """``run_bot.py serve --workers N``: N worker processes on one machine, one port each.
 
-Worker ``i`` is ``run_bot.py serve`` with ``server.port = port + i`` and ``records.worker =
+Worker ``i`` is ``run_bot.py serve`` with ``server.port = port + i``, ``server.admin_port = admin_port + i``
+and ``records.worker =
 <name>-i`` (``<name>`` is ``records.worker`` or the host name), the same ``--config`` and ``--set``
 items otherwise; each loads its own models once. Put a proxy in front (``deploy/nginx.conf``: plain
 round-robin, WebSocket upgrade; no sticky sessions needed: see ``bot/line/admission.py``), and give them a
@@ -64,11 +65,14 @@ class Worker:
 
 
 def worker_argv(config_path: str | None, overrides: list[str], *, port: int, name: str, verbose: bool,
-                extra_sets: list[str] = ()) -> list[str]:
-    argv = [sys.executable, str(ROOT / "run_bot.py"), "serve"]
+                extra_sets: list[str] = (), admin_port: int | None = None,
+                command: list[str] | None = None) -> list[str]:
+    """A worker's command line: ``command`` (default ``run_bot.py serve``) and its settings."""
+    argv = list(command or [sys.executable, str(ROOT / "run_bot.py"), "serve"])
     if config_path:
         argv += ["--config", str(config_path)]
-    for item in [*overrides, *extra_sets, f"server.port={port}", f"records.worker='{name}'"]:
+    admin = [f"server.admin_port={admin_port}"] if admin_port is not None else []
+    for item in [*overrides, *extra_sets, f"server.port={port}", *admin, f"records.worker='{name}'"]:
         argv += ["--set", item]
     if verbose:
         argv.append("-v")
@@ -160,8 +164,8 @@ class Supervisor:
         return 0 if all(c == 0 for c in codes) else 1
 
 
-def run_workers(config: Config, args, n: int) -> int:
-    """``serve --workers N`` (see the module doc)."""
+def run_workers(config: Config, args, n: int, command: list[str] | None = None) -> int:
+    """``serve --workers N`` (see the module doc); ``command``: each worker's program (the test lab's)."""
     from bot.local_llm import serving_llm
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -183,7 +187,10 @@ def run_workers(config: Config, args, n: int) -> int:
         for i in range(n):
             name, port = f"{base}-{i}", config.server.port + i
             workers.append(Worker(i, name, port, worker_argv(args.config, list(args.overrides), port=port, name=name,
-                                                              verbose=args.verbose, extra_sets=extra)))
-        logger.info("workers: {} on ports {}-{} ({}); proxy them round-robin", n, config.server.port,
-                    config.server.port + n - 1, ", ".join(w.name for w in workers))
+                                                              verbose=args.verbose, extra_sets=extra,
+                                                              admin_port=config.server.admin_port + i,
+                                                              command=command)))
+        logger.info("workers: {} on ports {}-{} ({}; operations on {}:{}-{}); proxy them round-robin", n,
+                    config.server.port, config.server.port + n - 1, ", ".join(w.name for w in workers),
+                    config.server.admin_host, config.server.admin_port, config.server.admin_port + n - 1)
         return Supervisor(workers, env).run()

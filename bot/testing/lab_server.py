@@ -8,7 +8,8 @@ The product server (``bot/serve.py``) is served unchanged, with two test-side se
 * ``--fault-injection``: a media stream's ``fault`` custom parameter breaks that call
   (``bot/testing/inject.py``); a real Twilio call carries only our webhook's parameters.
 
-Every other argument is ``run_bot.py``'s (``--config``, ``--set``, ``-v``).
+``--workers N`` runs N such workers under ``run_bot.py serve --workers``'s supervisor. Every other
+argument is ``run_bot.py``'s (``--config``, ``--set``, ``-v``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stt-text", default=None, help="fixed-delay STT: what every speech segment says")
     parser.add_argument("--stt-delay-ms", type=float, default=None, help="fixed-delay STT: ms per segment")
     parser.add_argument("--fault-injection", action="store_true", help="a stream's `fault` parameter breaks its call")
+    parser.add_argument("--stt-min-speech-ms", type=float, default=250.0,
+                        help="fixed-delay STT: shorter segments are rejected as empty (default 250)")
+    parser.add_argument("--workers", type=int, default=1, help="N lab workers, as `run_bot.py serve --workers N`")
     parser.add_argument("--config", default=None)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -67,10 +71,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: {e}", file=sys.stderr)
         return 2
 
+    if args.workers > 1:
+        from bot.line.workers import run_workers
+
+        lab = [sys.executable, "-m", "bot.testing.lab_server"]
+        if args.stt_text is not None:
+            lab += ["--stt-text", args.stt_text, "--stt-delay-ms", str(args.stt_delay_ms),
+                    "--stt-min-speech-ms", str(args.stt_min_speech_ms)]
+        if args.fault_injection:
+            lab.append("--fault-injection")
+        return run_workers(config, args, args.workers, command=lab)
+
     prepare = None
     if args.stt_text is not None:
         def prepare(models):
-            engine = FixedDelayEngine(args.stt_text, args.stt_delay_ms / 1000, cfg=config.stt)
+            engine = FixedDelayEngine(args.stt_text, args.stt_delay_ms / 1000, cfg=config.stt,
+                                      min_speech_s=args.stt_min_speech_ms / 1000)
             logger.warning("TEST LAB: every call's STT is fixed-delay ({} ms, known text)", args.stt_delay_ms)
             return dataclasses.replace(models, whisper=engine)
     if args.fault_injection:

@@ -166,7 +166,8 @@ def free_port_run(n: int) -> int:
 def wait_workers_ready(proc, ports: list[int], timeout: float = 180.0) -> dict[int, dict]:
     """Poll each worker's /readyz until all answer 200; returns port -> /readyz + /healthz (worker name, pid).
 
-    ``proc``: the ``BotProcess`` that started them (its exit or log ends the wait with the reason).
+    ``proc``: the ``BotProcess`` that started them (its exit or log ends the wait with the reason);
+    worker i's operations listener is on ``proc.admin_port + i``.
     """
     import httpx
 
@@ -175,13 +176,15 @@ def wait_workers_ready(proc, ports: list[int], timeout: float = 180.0) -> dict[i
     while time.monotonic() < deadline and len(ready) < len(ports):
         if proc.proc.poll() is not None:
             raise RuntimeError(f"run_bot.py exited with {proc.proc.returncode}:\n{proc.log()[-3000:]}")
-        for port in ports:
+        for i, port in enumerate(ports):
             if port in ready:
                 continue
+            admin = f"http://127.0.0.1:{proc.admin_port + i}"
             try:
-                resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+                resp = httpx.get(f"{admin}/readyz", timeout=2)
                 if resp.status_code == 200:
-                    ready[port] = {**resp.json(), **httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()}
+                    ready[port] = {**resp.json(), **httpx.get(f"{admin}/healthz", timeout=2).json(),
+                                   "admin_url": admin}
             except httpx.HTTPError:
                 pass
         time.sleep(0.5)

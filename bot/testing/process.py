@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -65,18 +66,28 @@ class BotProcess:
         extra_args: More command-line arguments (e.g. ``-v``).
         entry: What Python runs; default ``run_bot.py``.
         config_path: ``--config``.
+        admin_port: The operations listener's port (default: a free one; with ``--workers N`` worker
+            i's is ``admin_port + i``).
+
+    The records API is on: env ``RECORDS_API_TOKEN`` is a fresh random token unless ``env`` sets it;
+    ``records_headers`` carries it.
     """
 
     def __init__(self, overrides: list[str], env: dict[str, str | None], log_path: Path,
                  extra_args: tuple[str, ...] = (), *, entry: tuple[str, ...] | None = None,
-                 config_path: str | None = None, port: int | None = None):
+                 config_path: str | None = None, port: int | None = None, admin_port: int | None = None):
         self.port = port or free_port()
+        self.admin_port = admin_port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.admin_url = f"http://127.0.0.1:{self.admin_port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/twilio/media"
+        env = {"RECORDS_API_TOKEN": secrets.token_urlsafe(24), **env}
+        self.records_token = env["RECORDS_API_TOKEN"]
         args = [sys.executable, *(entry or (str(ROOT / "run_bot.py"),))]
         if config_path:
             args += ["--config", str(config_path)]
-        for item in [*overrides, f"server.port={self.port}", "server.host='127.0.0.1'"]:
+        for item in [*overrides, f"server.port={self.port}", "server.host='127.0.0.1'",
+                     f"server.admin_port={self.admin_port}", "server.admin_host='127.0.0.1'"]:
             args += ["--set", item]
         args += list(extra_args)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,8 +111,19 @@ class BotProcess:
             time.sleep(0.25)
         raise TimeoutError(f"server not ready:\n{self.log_path.read_text()[-3000:]}")
 
+    @property
+    def records_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.records_token}"} if self.records_token else {}
+
     def healthz(self) -> dict:
-        return httpx.get(f"{self.base_url}/healthz", timeout=5).json()
+        """The operations listener's /healthz (calls, tasks, memory, fds)."""
+        return httpx.get(f"{self.admin_url}/healthz", timeout=5).json()
+
+    def turns(self, since: float = 0.0) -> list[dict]:
+        """Finished calls' turn records from /api/turns (with the records token)."""
+        resp = httpx.get(f"{self.base_url}/api/turns", params={"since": since}, headers=self.records_headers, timeout=5)
+        resp.raise_for_status()
+        return resp.json()["turns"]
 
     def log(self) -> str:
         self._log.flush()

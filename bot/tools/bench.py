@@ -217,6 +217,12 @@ class Target:
     public_url: str
     ws_url: str
     auth_token: str | None
+    records_token: str | None = None  # RECORDS_API_TOKEN: /api/turns answers 401/404 without it
+    admin_url: str | None = None  # the operations listener (/healthz figures for the soak)
+
+    @property
+    def records_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.records_token}"} if self.records_token else {}
 
 
 class _Clock:
@@ -346,7 +352,8 @@ class ServerProcess(BotProcess):
         super().__init__(sets, {"TWILIO_AUTH_TOKEN": auth_token, "TWILIO_ACCOUNT_SID": None}, log_path,
                          entry=("-m", "bot.stock") if system == "stock" else None, config_path=config_path, port=port)
         self.system = system
-        self.target = Target(self.base_url, f"https://127.0.0.1:{self.port}/twilio/voice", self.ws_url, auth_token)
+        self.target = Target(self.base_url, f"https://127.0.0.1:{self.port}/twilio/voice", self.ws_url, auth_token,
+                             records_token=self.records_token, admin_url=self.admin_url)
 
     def wait_ready(self, timeout: float = 300.0) -> None:
         try:
@@ -401,24 +408,33 @@ class RunResult:
         return rows
 
 
+def records_token(args) -> str | None:
+    """``--records-token``, else env RECORDS_API_TOKEN: what a running server's /api/turns wants."""
+    return getattr(args, "records_token", None) or os.environ.get("RECORDS_API_TOKEN") or None
+
+
 def to_record(d: dict) -> TurnRecord:
     """A server turn record (``TurnRecord.to_dict()``) back as a ``TurnRecord``."""
     return TurnRecord(**{k: v for k, v in d.items() if k in TURN_FIELDS})
 
 
-async def _fetch_turns(client: httpx.AsyncClient, base_url: str, since: float) -> dict:
-    resp = await client.get(f"{base_url}/api/turns", params={"since": since}, timeout=10)
+async def _fetch_turns(client: httpx.AsyncClient, target: Target, since: float) -> dict:
+    resp = await client.get(f"{target.base_url}/api/turns", params={"since": since}, headers=target.records_headers,
+                            timeout=10)
+    if resp.status_code in (401, 404):
+        raise BenchError(f"GET {target.base_url}/api/turns answered {resp.status_code}: the server's turn records need "
+                         "env RECORDS_API_TOKEN set on the server and the same token here (--records-token or env)")
     resp.raise_for_status()
     return resp.json()
 
 
-async def _watch_loop_lag(client: httpx.AsyncClient, base_url: str, worst: dict, every: float = 20.0) -> None:
+async def _watch_loop_lag(client: httpx.AsyncClient, target: Target, worst: dict, every: float = 20.0) -> None:
     """Poll the server's loop-lag window during the run (it only covers the last 60 s)."""
     while True:
         await asyncio.sleep(every)
         try:
-            lag = (await _fetch_turns(client, base_url, 1e12)).get("loop_lag") or {}
-        except (httpx.HTTPError, ValueError):
+            lag = (await _fetch_turns(client, target, 1e12)).get("loop_lag") or {}
+        except (httpx.HTTPError, ValueError, BenchError):
             continue
         for k in ("p99_ms", "max_ms"):
             v = lag.get(k)
@@ -442,7 +458,7 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
     bar = tqdm(total=total, unit="turn", desc=f"bench {system} x{n_calls}", disable=not progress, file=sys.stderr)
     worst: dict = {}
     async with httpx.AsyncClient() as client:
-        watcher = asyncio.create_task(_watch_loop_lag(client, target.base_url, worst))
+        watcher = asyncio.create_task(_watch_loop_lag(client, target, worst))
         try:
             calls = []
             for r in range(rounds):
@@ -460,7 +476,7 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
         deadline = time.monotonic() + collect_timeout
         while True:  # a call's records arrive when its pipeline has finished
             try:
-                data = await _fetch_turns(client, target.base_url, started)
+                data = await _fetch_turns(client, target, started)
             except (httpx.HTTPError, ValueError) as e:
                 raise BenchError(f"GET {target.base_url}/api/turns failed: {e}") from e
             seen = {t.get("call_id") for t in data.get("turns", [])}
@@ -843,7 +859,8 @@ def run_bench(config: Config, args) -> int:
                     logger.warning("bench: no --auth-token / TWILIO_AUTH_TOKEN: webhooks go unsigned")
                 base = url.rstrip("/")
                 host = args.public_host or config.server.public_host
-                target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth)
+                target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth,
+                                records_token=records_token(args))
                 runs.append(asyncio.run(run_bench_calls(system, target, turn_set, n, seed=args.seed,
                                                         answer_timeout=args.answer_timeout, progress=not args.no_progress,
                                                         rounds=args.rounds)))

@@ -39,7 +39,7 @@ def _espeak(text: str, out: Path) -> Path:
 
 
 async def place_call(config: Config, url: str, steps: list[str], caller: str, auth_token: str | None,
-                     out=sys.stdout) -> int:
+                     out=sys.stdout, records_token: str | None = None) -> int:
     base = url.rstrip("/")
     ws_url = base.replace("http://", "ws://").replace("https://", "wss://") + "/twilio/media"
     call_sid = new_sid("CA")
@@ -82,15 +82,23 @@ async def place_call(config: Config, url: str, steps: list[str], caller: str, au
                 if call.closed:
                     out.write("the bot ended the call\n")
                     break
-    await _print_turns(base, call_sid, started, out)
+    if not records_token:
+        out.write("(the call's turns: set env RECORDS_API_TOKEN, here and on the server, to print them)\n")
+        return 0
+    await _print_turns(base, call_sid, started, out, records_token)
     return 0
 
 
-async def _print_turns(base: str, call_sid: str, since: float, out) -> None:
+async def _print_turns(base: str, call_sid: str, since: float, out, records_token: str) -> None:
+    headers = {"Authorization": f"Bearer {records_token}"}
+    turns: list[dict] = []
     async with httpx.AsyncClient(timeout=5) as client:
         for _ in range(40):  # the records land when the call's pipeline has finished
-            turns = [t for t in (await client.get(f"{base}/api/turns", params={"since": since})).json()["turns"]
-                     if t.get("call_id") == call_sid]
+            resp = await client.get(f"{base}/api/turns", params={"since": since}, headers=headers)
+            if resp.status_code in (401, 404):
+                out.write(f"(the server's /api/turns answered {resp.status_code}: is its RECORDS_API_TOKEN this one?)\n")
+                return
+            turns = [t for t in resp.json()["turns"] if t.get("call_id") == call_sid]
             if turns:
                 break
             await asyncio.sleep(0.25)
@@ -106,7 +114,9 @@ async def _print_turns(base: str, call_sid: str, since: float, out) -> None:
 def run_call(config: Config, args) -> int:
     url = args.url or f"http://127.0.0.1:{config.server.port}"
     try:
-        return asyncio.run(place_call(config, url, args.steps, args.caller, os.environ.get("TWILIO_AUTH_TOKEN")))
+        token = getattr(args, "records_token", None) or os.environ.get("RECORDS_API_TOKEN")
+        return asyncio.run(place_call(config, url, args.steps, args.caller, os.environ.get("TWILIO_AUTH_TOKEN"),
+                                      records_token=token))
     except (CallError, httpx.HTTPError, OSError) as e:
         print(f"call error: {e}", file=sys.stderr)
         return 1

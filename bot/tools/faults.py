@@ -209,7 +209,7 @@ class Bot:
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(timeout=10) as client:
             while True:
-                data = (await client.get(f"{self.proc.base_url}/api/turns")).json()
+                data = (await client.get(f"{self.proc.base_url}/api/turns", headers=self.proc.records_headers)).json()
                 recs = [t for t in data.get("turns", []) if t.get("call_id") == call_sid]
                 if recs or time.monotonic() > deadline:
                     return sorted(recs, key=lambda r: r.get("index", 0))
@@ -217,15 +217,15 @@ class Bot:
 
     async def loop_lag(self, since_wall: float) -> dict:
         async with httpx.AsyncClient(timeout=10) as client:
-            return (await client.get(f"{self.proc.base_url}/api/loop_lag", params={"since": since_wall})).json()
+            return (await client.get(f"{self.proc.admin_url}/api/loop_lag", params={"since": since_wall})).json()
 
     async def metrics(self) -> str:
         async with httpx.AsyncClient(timeout=10) as client:
-            return (await client.get(f"{self.proc.base_url}/metrics")).text
+            return (await client.get(f"{self.proc.admin_url}/metrics")).text
 
     async def healthz(self) -> httpx.Response:
         async with httpx.AsyncClient(timeout=10) as client:
-            return await client.get(f"{self.proc.base_url}/healthz")
+            return await client.get(f"{self.proc.admin_url}/healthz")
 
 
 class FaultLab:
@@ -383,7 +383,11 @@ class FaultLab:
         else:
             row.outcome = "call goes on"
         row.check_silence()
-        row.check(names == expect, f"heard {names}, expected {expect}")
+        # The filler answers a wait: in a row about something else it comes or not with the machine's
+        # speed (turn end + STT + first token against llm.filler_after_ms), so only there it is optional.
+        got = names if "filler" in expect else [n for n in names if n != "filler"]
+        row.check(got == expect, f"heard {names}, expected {expect}" + ("" if "filler" in expect else
+                                                                        " (a filler allowed before any)"))
         row.check(row.records_intact, "turn records missing or incomplete")
         if expect_end:
             row.check(row.outcome.startswith(expect_end), f"ended {row.outcome!r}, expected {expect_end!r}")
@@ -641,7 +645,8 @@ class FaultLab:
         row = Row("soak (short)", "after all the faults: 3 at once (warm-up), then 2 one after another and 3 at "
                   "once (the full soak: run_bot.py bench --soak)")
         t0, wall0 = time.monotonic(), time.time()
-        target = Target(bot.proc.base_url, bot.public_url, bot.proc.ws_url, AUTH_TOKEN)
+        target = Target(bot.proc.base_url, bot.public_url, bot.proc.ws_url, AUTH_TOKEN,
+                        records_token=bot.proc.records_token, admin_url=bot.proc.admin_url)
         result = await soak(target, load_turn_set(), rounds=1, sequential=2, concurrent=3, warmup_sequential=0)
         base, last = result.baseline, result.samples[-1]
         row.outcome = (f"RSS {base.rss_mb:.0f} → {last.rss_mb:.0f} MB ({result.rss_growth_pct(last):+.1f} %), "

@@ -4,7 +4,7 @@ Warm-up (a few calls one after another, then the concurrent batch once), then ``
 rounds of ``--soak-sequential`` calls one after another followed by ``--soak-concurrent`` calls at
 once. Every call is a real simulated Twilio call (signed webhook, media stream, greeting, one
 spoken turn of the bench's turn set, hang-up). After each phase, once no call is active, the
-server's ``/healthz`` gives its resident memory, asyncio task count and open file descriptors.
+server's operations ``/healthz`` (``server.admin_port``) gives its resident memory, asyncio task count and open file descriptors.
 
 Limits: RSS at most 5 % above the post-warm-up baseline at every later sample; asyncio tasks and
 open sockets back to the baseline once the calls of a phase have ended, other file descriptors
@@ -26,7 +26,17 @@ import httpx
 from loguru import logger
 
 from bot.config import Config
-from bot.tools.bench import BenchError, ServerProcess, Target, TurnSet, _Clock, _http_to_ws, load_turn_set, run_call
+from bot.tools.bench import (
+    BenchError,
+    ServerProcess,
+    Target,
+    TurnSet,
+    _Clock,
+    _http_to_ws,
+    load_turn_set,
+    records_token,
+    run_call,
+)
 
 RSS_GROWTH_LIMIT_PCT = 5.0
 # Sockets must come back to the baseline exactly. Other fds may grow by the records database's
@@ -124,7 +134,7 @@ async def soak(target: Target, turn_set: TurnSet, *, rounds: int, sequential: in
             oks = [await one(placed + k) for k in range(n)]
         placed += n
         base = result.baseline
-        h = await _settled(client, target.base_url, base.tasks if base else None)
+        h = await _settled(client, target.admin_url or target.base_url, base.tasks if base else None)
         s = Sample(name, placed, h["rss_bytes"] / 2**20, h["asyncio_tasks"], h["open_fds"], h.get("open_sockets", 0),
                    oks.count(False), round(time.monotonic() - t0, 1))
         result.samples.append(s)
@@ -132,7 +142,7 @@ async def soak(target: Target, turn_set: TurnSet, *, rounds: int, sequential: in
                     s.tasks, s.fds, s.sockets, s.failed)
 
     async with httpx.AsyncClient() as client:
-        h = await _settled(client, target.base_url, None)
+        h = await _settled(client, target.admin_url or target.base_url, None)
         result.samples.append(Sample("start", 0, h["rss_bytes"] / 2**20, h["asyncio_tasks"], h["open_fds"],
                                      h.get("open_sockets", 0), 0, 0.0))
         if warmup_sequential:
@@ -176,7 +186,9 @@ def run_soak(config: Config, args) -> int:
             base = args.url.rstrip("/")
             auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
             host = args.public_host or config.server.public_host
-            target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth)
+            admin = args.admin_url or f"http://127.0.0.1:{config.server.admin_port}"
+            target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth,
+                            records_token=records_token(args), admin_url=admin.rstrip("/"))
         else:
             overrides = [*args.overrides, f"records.url='sqlite:///{(out / 'soak-records.db').resolve()}'"]
             if concurrent > config.server.max_calls:
