@@ -719,6 +719,24 @@ def llm_command_line(config: Config) -> str:
 # The whole check
 
 
+def access_rows(report: CheckReport, config: Config, secrets) -> None:
+    """Who can read what: the records API and the operations listener (never citizens' data in the open)."""
+    if secrets.records_api_token:
+        report.add("access", "records API", OK, "/api/turns needs Authorization: Bearer $RECORDS_API_TOKEN")
+    else:
+        report.add("access", "records API", OK, "off: /api/turns answers 404 (set env RECORDS_API_TOKEN to read "
+                   "turn records over HTTP: bench --url, call)")
+    host, port = config.server.admin_host, config.server.admin_port
+    if port == config.server.port and host in (config.server.host, "0.0.0.0"):
+        report.add("access", "operations listener", FAIL, f"server.admin_port {port} is the public port: "
+                   "/metrics and /readyz must not share the public listener")
+    else:
+        where = "this machine only" if host in ("127.0.0.1", "localhost", "::1") else \
+            "bound beyond loopback: keep it off the Ingress/public firewall"
+        report.add("access", "operations listener", OK, f"http://{host}:{port} (/metrics, /readyz, /healthz "
+                   f"figures): {where}")
+
+
 def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=None, vad_session=None,
               probe: Probe | None = None, card: tuple[str, float] | str | None = None,
               wheels: Iterable[tuple[str, str]] | None = None) -> CheckReport:  # fmt: skip
@@ -734,6 +752,7 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     ctranslate2_row(report, config)
     llm_rows(report, config, secrets.llm_api_key, probe)
     vllm_process_row(report, config)
+    access_rows(report, config, secrets)
     for h in escape_hatches(config, tts_engine=tts_engine, whisper_engine=whisper_engine, secrets=secrets):
         report.add("hatch", "escape hatch", HATCH, h)
     return report

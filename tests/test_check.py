@@ -288,3 +288,20 @@ def test_a_running_vllm_is_compared_with_llm_command():
     assert drift.status == "warn" and "--max-num-seqs 64 (config: 32)" in drift.detail
     other_port = _vllm_row(cfg, [*check.llm_command(cfg)[:3], "--port", "9000"])
     assert other_port.status == "skip"
+
+
+def test_access_rows_say_whether_records_are_readable_and_where_operations_listen():
+    from bot.config import Secrets
+
+    def rows(secrets, *overrides):
+        report = CheckReport()
+        check.access_rows(report, load_config(overrides=list(overrides)), secrets)
+        return {r.item: r for r in report.rows}
+
+    off = rows(Secrets(None, None, "EMPTY"))
+    assert off["records API"].status == OK and "404" in off["records API"].detail
+    on = rows(Secrets(None, None, "EMPTY", records_api_token="t"))
+    assert "Bearer" in on["records API"].detail
+    assert "this machine only" in off["operations listener"].detail
+    shared = rows(Secrets(None, None, "EMPTY"), "server.admin_port=8765", "server.admin_host='0.0.0.0'")
+    assert shared["operations listener"].status == FAIL
