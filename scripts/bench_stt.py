@@ -38,7 +38,8 @@ from bot.models import (  # noqa: E402
     resolve_whisper_model,
     whisper_model_dir,
 )
-from processors.whisper_stt import WhisperEngine, read_wav  # noqa: E402
+from bot.wav import read_wav  # noqa: E402
+from processors.whisper_stt import WhisperEngine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CLIPS = {"en_hello": "en", "ko_trash": "ko", "ko_greeting": "ko"}

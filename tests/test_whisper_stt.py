@@ -39,12 +39,12 @@ from bot.models import (
     offline_whisper_ready,
     resolve_whisper_model,
 )
+from bot.wav import read_wav
 from processors.whisper_stt import (
     TranscriptResult,
     WhisperEngine,
     WhisperSTTProcessor,
     pcm16_to_float32,
-    read_wav,
     transcribe_file,
 )
 

@@ -32,7 +32,6 @@ import contextlib
 import json
 import time
 import uuid
-import wave
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +44,8 @@ import websockets
 from pipecat.audio.utils import create_file_resampler, pcm_to_ulaw, ulaw_to_pcm
 from twilio.request_validator import RequestValidator
 from websockets.asyncio.client import ClientConnection
+
+from bot.wav import read_wav
 
 __all__ = [
     "CallClosed",
@@ -435,12 +436,8 @@ class TwilioCallSimulator:
         await self._enqueue(bytes([ULAW_SILENCE]) * round(secs * SAMPLE_RATE), realtime)
 
     async def send_wav(self, path: str | PathLike[str], realtime: bool = True) -> float:
-        """Send a mono PCM16 WAV file (any sample rate); returns its duration in seconds."""
-        with wave.open(str(path), "rb") as wav:
-            if wav.getnchannels() != 1 or wav.getsampwidth() != 2:
-                raise ValueError(f"{path}: need mono 16-bit PCM WAV")
-            rate = wav.getframerate()
-            pcm = wav.readframes(wav.getnframes())
+        """Send a WAV file (any rate and format ``bot.wav.read_wav`` reads); returns its duration in seconds."""
+        pcm, rate = read_wav(path)
         await self.send_audio(pcm, rate, realtime)
         return len(pcm) / 2 / rate
 

@@ -47,7 +47,6 @@ import secrets as pysecrets
 import subprocess
 import sys
 import time
-import wave
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +56,7 @@ import httpx
 import numpy as np
 from loguru import logger
 
+from bot.wav import read_wav
 from bot.config import Config, LatencyConfig
 from bot.datafile import read_toml
 from bot.telemetry.latency import STAGES, TurnRecord, format_table, percentile, summarize
@@ -113,13 +113,6 @@ class TurnSet:
         return [self.turns[t] for t in self.calls[call_index % len(self.calls)]]
 
 
-def read_wav_pcm16(path: Path) -> tuple[bytes, int]:
-    with wave.open(str(path), "rb") as w:
-        if w.getnchannels() != 1 or w.getsampwidth() != 2:
-            raise BenchError(f"{path}: need a mono 16-bit PCM WAV")
-        return w.readframes(w.getnframes()), w.getframerate()
-
-
 def speech_bounds(pcm: bytes, rate: int, *, window_ms: float = 10.0, rel_db: float = -40.0,
                   floor_rms: float = 30.0) -> tuple[float, float]:
     """(start, end) of the speech in a clip, in seconds, from its energy envelope.
@@ -159,7 +152,7 @@ def load_turn_set(path: str | Path | None = None) -> TurnSet:
         wav_path = (path.parent / wav).resolve()
         if not wav_path.is_file():
             raise BenchError(f"{where}: {wav_path} not found (bench/make_audio.sh recreates the clips)")
-        pcm, rate = read_wav_pcm16(wav_path)
+        pcm, rate = read_wav(wav_path)
         start, end = speech_bounds(pcm, rate)
         if end <= start:
             raise BenchError(f"{where}: {wav_path} has no speech")

@@ -269,7 +269,7 @@ def _whisper(config: Config):
 
 async def audio_turns(config: Config, secrets: Secrets, whisper, turn_timeout: float) -> list[dict[str, Any]]:
     """The bench's clips: Whisper, then one dialog turn each; route against the expected route."""
-    from processors.whisper_stt import read_wav
+    from bot.wav import read_wav
 
     raw = read_toml(AUDIO_TURNS, EvalError, "bench turn file")
     rows = []

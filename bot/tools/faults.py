@@ -37,7 +37,6 @@ import signal
 import sqlite3
 import tempfile
 import time
-import wave
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ import httpx
 import websockets
 from loguru import logger
 
+from bot.wav import read_wav
 from bot.config import Config
 from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM
@@ -748,8 +748,7 @@ def _read_clip(path: Path) -> tuple[bytes, int]:
     """The clip up to the end of its speech (the line sends silence after it, as a phone does)."""
     from bot.tools.bench import speech_bounds
 
-    with wave.open(str(path), "rb") as w:
-        rate, pcm = w.getframerate(), w.readframes(w.getnframes())
+    pcm, rate = read_wav(path)
     _, end = speech_bounds(pcm, rate)
     frame = round(0.02 * rate)
     samples = min(len(pcm) // 2, math.ceil(end / 0.02) * frame)
