@@ -177,6 +177,7 @@ def test_write_outputs_writes_report_plot_and_one_json_line_per_turn(tmp_path):
     assert all("voice_to_voice" in r["server"]["stages_ms"] for r in answered)
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_bench_places_concurrent_calls_and_writes_the_report(tmp_path, whisper_dir, standin_tts_dir):
     """A tiny real run: 2 calls at once, each "trash" (LLM) then "bye" (shortcut, the bot hangs up)."""
     turns = tmp_path / "turns.toml"

@@ -227,6 +227,7 @@ def _run(*args, timeout=120):
                           text=True, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_check_command_fails_without_a_server_and_passes_against_the_fake(standin_tts_dir):
     tts = f"tts.model_dir='{standin_tts_dir}'"
     out = _run("check", "--set", tts, "--set", f"llm.base_url='http://127.0.0.1:{free_port()}/v1'")
@@ -241,6 +242,7 @@ def test_check_command_fails_without_a_server_and_passes_against_the_fake(standi
     assert "tts vocoder" in out.stdout and "CPUExecutionProvider" in out.stdout and "silero_vad" in out.stdout
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_serve_refuses_to_start_on_a_failed_check_without_a_declared_hatch(whisper_dir, standin_tts_dir):
     out = _run("serve", "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
                "--set", "tts.warmup_lengths=[5]", "--set", "tts.canned_audio=false",

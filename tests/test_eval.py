@@ -145,6 +145,7 @@ def test_tts_round_trip_on_the_stand_in_says_so_instead_of_a_number(standin_tts_
     assert "STAND-IN" in text and "CER" not in text
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_eval_command_with_the_in_process_fake(standin_tts_dir, whisper_dir):
     out = subprocess.run([sys.executable, str(ROOT / "run_bot.py"), "eval", "--fake-llm", "--limit", "3",
                           "--no-audio", "--tts-samples", "1", "--set", f"tts.model_dir='{standin_tts_dir}'",
@@ -154,6 +155,7 @@ def test_eval_command_with_the_in_process_fake(standin_tts_dir, whisper_dir):
     assert "intent accuracy" in out.stdout and "STAND-IN" in out.stdout
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_tts_round_trip_measures_a_real_voice_path(standin_tts_dir, whisper_dir, monkeypatch):
     # The stand-in flag off: the code path of a real voice runs (the noise scores badly, as it should).
     import processors.supertonic_tts as st
@@ -171,6 +173,7 @@ def test_tts_round_trip_measures_a_real_voice_path(standin_tts_dir, whisper_dir,
     assert "TTS round trip CER   mean" in ev.render(cfg, ev.summarize([]), [], 0, None, result, False, 0.0)
 
 
+@pytest.mark.slow  # a subprocess or a real model
 async def test_the_bench_audio_turns_go_through_whisper_then_the_dialog(whisper_dir):
     cfg = load_config()
     with FakeLLM(model=cfg.llm.model, responder=keyword_responder, first_token_delay=0.01, token_delay=0.001) as fake:

@@ -164,6 +164,7 @@ async def test_unreachable_server_gives_the_apology(config):
     assert t.reply.startswith(APOLOGY_START)
 
 
+@pytest.mark.slow  # a subprocess or a real model
 def test_chat_command_prints_one_json_line_per_turn(fake):
     import subprocess
     import sys
