@@ -20,7 +20,6 @@ import asyncio
 import json
 import sys
 
-from loguru import logger
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -129,25 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging(verbose: bool) -> None:
-    from bot.privacy import install_log_masking
-
-    logger.remove()
-    install_log_masking()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "INFO")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
-    from bot.config import ConfigError, load_config
+    from bot.config import load_cli_config
+    from bot.privacy import start_logging
 
+    start_logging(args.verbose)
     if getattr(args, "llm", None):
         args.overrides = [*args.overrides, f"llm.backend='{args.llm}'"]
-    try:
-        config = load_config(args.config, args.overrides)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
+    config = load_cli_config(args.config, args.overrides)
+    if config is None:
         return 2
     command = args.command or "serve"
     try:

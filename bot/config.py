@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -339,6 +340,15 @@ def _parse_override(item: str) -> tuple[str, str, Any]:
     except tomllib.TOMLDecodeError:
         value = text
     return section, name, value
+
+
+def load_cli_config(path: str | Path | None, overrides: list[str] | tuple[str, ...]) -> Config | None:
+    """``load_config`` for a command line: a bad config is printed (naming the key) and None returned."""
+    try:
+        return load_config(path, overrides)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return None
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Config:

@@ -29,6 +29,17 @@ def install_log_masking() -> None:
     logger.configure(patcher=lambda record: record.update(message=mask(record["message"])))
 
 
+def start_logging(verbose: bool) -> None:
+    """A command's logging: masked loguru lines on stderr, DEBUG with ``-v``."""
+    import sys
+
+    from loguru import logger
+
+    logger.remove()
+    install_log_masking()
+    logger.add(sys.stderr, level="DEBUG" if verbose else "INFO")
+
+
 # Card numbers: 15-16 digits in groups (4-4-4-4, 4-6-5) or run together.
 _CARD = re.compile(r"(?<![0-9A-Za-z])(\d{4})[- ]?(?:\d{4}[- ]?\d{4}[- ]?\d{4}|\d{6}[- ]?\d{5})(?![0-9A-Za-z])")
 

@@ -73,8 +73,8 @@ async def serve_both(public: uvicorn.Server, admin: uvicorn.Server) -> int:
 
     def admin_ended(task: asyncio.Task) -> None:
         if not public.should_exit:
-            logger.error("the operations listener stopped ({}); stopping", task.exception() if not task.cancelled()
-                         and task.exception() else "exited")
+            why = "cancelled" if task.cancelled() else task.exception() or "exited"
+            logger.error("the operations listener stopped ({}); stopping", why)
             public.should_exit = True
 
     admin_task.add_done_callback(admin_ended)

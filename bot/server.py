@@ -71,13 +71,18 @@ def _finite(figures: dict) -> dict:
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in figures.items()}
 
 
+def bearer_header(token: str | None) -> dict[str, str]:
+    """The header that carries the records token (``RECORDS_API_TOKEN``); none without a token."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def records_refusal(request: Request, secrets: Secrets) -> Response | None:
     """None when the request carries the records token; else 404 (records API off) or 401."""
     want = secrets.records_api_token
     if not want:
         return PlainTextResponse("not found", status_code=404)
     got = request.headers.get("Authorization", "")
-    if not hmac.compare_digest(got.encode(), f"Bearer {want}".encode()):
+    if not hmac.compare_digest(got.encode(), bearer_header(want)["Authorization"].encode()):
         logger.warning("records API refused: missing or wrong bearer token (from {})",
                        request.client.host if request.client else "?")
         return PlainTextResponse("records need a bearer token", status_code=401,
@@ -294,20 +299,24 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         return lines
 
 
+    def liveness() -> tuple[str, int]:
+        return ("draining", 503) if gate.draining else ("ok", 200)
+
     @app.get("/healthz")
     async def healthz():
         """Public liveness: ok or draining, nothing more (the figures are on the operations listener)."""
-        return JSONResponse({"status": "draining" if gate.draining else "ok"},
-                            status_code=503 if gate.draining else 200)
+        status, code = liveness()
+        return JSONResponse({"status": status}, status_code=code)
 
     @admin.get("/healthz")
     async def admin_healthz():
         # asyncio_tasks, rss_bytes, open_fds: numbers that must come back down after calls end (soak).
-        return JSONResponse({"status": "draining" if gate.draining else "ok", "active_calls": len(calls.active),
+        status, code = liveness()
+        return JSONResponse({"status": status, "active_calls": len(calls.active),
                              "reserved_calls": len(calls) - len(calls.active), "max_calls": config.server.max_calls,
                              "worker": line.worker, "pid": os.getpid(),
                              "asyncio_tasks": len(asyncio.all_tasks()), **process_figures()},
-                            status_code=503 if gate.draining else 200)
+                            status_code=code)
 
     @admin.get("/readyz")
     async def readyz():

@@ -158,11 +158,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from bot.config import ConfigError, load_config
+    from bot.config import load_cli_config
     from bot.models import startup_errors
     from bot.hatches import escape_hatches, log_banner
     from bot.pipeline import load_models
-    from bot.privacy import install_log_masking
+    from bot.privacy import start_logging
     from bot.server import create_app
 
     parser = argparse.ArgumentParser(prog="python -m bot.stock", description=main.__doc__)
@@ -170,13 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logger.remove()
-    install_log_masking()
-    logger.add(sys.stderr, level="DEBUG" if args.verbose else "INFO")
-    try:
-        config = load_config(args.config, args.overrides)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
+    start_logging(args.verbose)
+    config = load_cli_config(args.config, args.overrides)
+    if config is None:
         return 2
     secrets = Secrets.from_env(config)
     with startup_errors():

@@ -42,7 +42,7 @@ from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge, directory_reply, render_facts
 from bot.telemetry.latency import TurnRecord
 from processors.keypad import KeypadEntryFrame
-from processors.structured_llm import LLMTurnError, StructuredLLMService, _recent_messages
+from processors.structured_llm import LLMTurnError, StructuredLLMService
 
 # Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
 SPECULATION_WAIT_SECS = 10.0
@@ -453,3 +453,9 @@ def _last_user_text(context: LLMContext) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
+
+def _recent_messages(messages: list, turns: int) -> list:
+    """The last ``turns`` user/assistant exchanges (the system prompt is rebuilt each turn)."""
+    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "developer")]
+    return convo[-2 * turns :] if turns > 0 else convo

@@ -189,9 +189,3 @@ async def _next_content_chunk(chunks):
         if chunk.choices and chunk.choices[0].finish_reason:
             return chunk
     raise LLMTurnError("empty_stream", "the stream ended before any token")
-
-
-def _recent_messages(messages: list, turns: int) -> list:
-    """The last ``turns`` user/assistant exchanges (the system prompt is rebuilt each turn)."""
-    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "developer")]
-    return convo[-2 * turns :] if turns > 0 else convo

@@ -56,19 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     if (args.stt_text is None) != (args.stt_delay_ms is None):
         parser.error("--stt-text and --stt-delay-ms go together")
 
-    from bot.config import ConfigError, load_config
+    from bot.config import load_cli_config
     from bot.errors import StartupError
-    from bot.privacy import install_log_masking
+    from bot.privacy import start_logging
     from bot.serve import serve
     from bot.local_llm import serving_llm
 
-    logger.remove()
-    install_log_masking()
-    logger.add(sys.stderr, level="DEBUG" if args.verbose else "INFO")
-    try:
-        config = load_config(args.config, args.overrides)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
+    start_logging(args.verbose)
+    config = load_cli_config(args.config, args.overrides)
+    if config is None:
         return 2
 
     if args.workers > 1:

@@ -113,7 +113,9 @@ class BotProcess:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.records_token}"} if self.records_token else {}
+        from bot.server import bearer_header
+
+        return bearer_header(self.records_token)
 
     def healthz(self) -> dict:
         """The operations listener's /healthz (calls, tasks, memory, fds)."""

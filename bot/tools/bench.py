@@ -215,7 +215,9 @@ class Target:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.records_token}"} if self.records_token else {}
+        from bot.server import bearer_header
+
+        return bearer_header(self.records_token)
 
 
 class _Clock:

@@ -90,7 +90,9 @@ async def place_call(config: Config, url: str, steps: list[str], caller: str, au
 
 
 async def _print_turns(base: str, call_sid: str, since: float, out, records_token: str) -> None:
-    headers = {"Authorization": f"Bearer {records_token}"}
+    from bot.server import bearer_header
+
+    headers = bearer_header(records_token)
     turns: list[dict] = []
     async with httpx.AsyncClient(timeout=5) as client:
         for _ in range(40):  # the records land when the call's pipeline has finished
@@ -114,9 +116,10 @@ async def _print_turns(base: str, call_sid: str, since: float, out, records_toke
 def run_call(config: Config, args) -> int:
     url = args.url or f"http://127.0.0.1:{config.server.port}"
     try:
-        token = getattr(args, "records_token", None) or os.environ.get("RECORDS_API_TOKEN")
+        from bot.tools.bench import records_token
+
         return asyncio.run(place_call(config, url, args.steps, args.caller, os.environ.get("TWILIO_AUTH_TOKEN"),
-                                      records_token=token))
+                                      records_token=records_token(args)))
     except (CallError, httpx.HTTPError, OSError) as e:
         print(f"call error: {e}", file=sys.stderr)
         return 1
