@@ -37,6 +37,7 @@ after the other, never at once, so they do not compete for the CPU.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -66,6 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "turns.toml"
 ROUTES = ("shortcut", "llm")
 BOT_QUIET_GAP = 0.3  # the bot counts as finished after this long without audible audio
+HANG_UP_GRACE_S = 3.0  # then the caller waits this long for the bot's hang-up before hanging up itself
 PAUSE_RANGE = (0.3, 1.0)  # caller's pause after the bot finished, before speaking
 FRAME_SECS = 0.02
 TURN_FIELDS = {f.name for f in dataclasses.fields(TurnRecord)}
@@ -304,6 +306,11 @@ async def run_call(target: Target, script: list[Turn], *, clock: _Clock, rng: ra
                     on_turn()
             if not call.closed:
                 await call.wait_for_silence_from_bot(gap=BOT_QUIET_GAP, timeout=answer_timeout * 3)
+            if not call.closed:
+                # After its last words the bot may be hanging up (goodbye -> end -> close): a caller
+                # gives it a moment before putting the phone down, however busy the machine is.
+                with contextlib.suppress(TimeoutError):
+                    await call.wait_closed(timeout=HANG_UP_GRACE_S)
             if call.closed:
                 result.ended_by = "bot"
             else:
