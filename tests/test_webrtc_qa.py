@@ -150,18 +150,24 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
                     ".some(e => e.textContent.includes('네, 확인해 드릴게요.'))",
                     timeout=20_000,
                 )
+                # The first model turn heard has a figure. Under load Whisper may cut the clip into
+                # two segments: the first turn is then talked over ("LLM (끊김)", no figure).
                 page.wait_for_function(
-                    "document.querySelector('#turns tr[data-route=\"llm\"] td.v2v')?.textContent.includes('ms')",
+                    "Array.from(document.querySelectorAll('#turns tr[data-route=\"llm\"] td.v2v'))"
+                    ".some(e => e.textContent.includes('ms'))",
                     timeout=20_000,
                 )
-                row = page.locator('#turns tr[data-route="llm"]').first
-                cells = row.locator("td").all_inner_texts()
-                # "LLM", or "LLM (끊김)" when the looping fake microphone talked over the reply (load).
+                heard = page.locator('#turns tr[data-route="llm"]').filter(
+                    has=page.locator("td.v2v", has_text=re.compile(r"\d ms$"))
+                )
+                cells = heard.first.locator("td").all_inner_texts()
                 assert cells[1].split(" (")[0] == "LLM"
                 assert cells[2] == DEFAULT_TURN["intent"] and cells[3] == DEFAULT_TURN["flow"]
                 assert "category=roads" in cells[4]
                 assert re.fullmatch(r"[\d,]+ ms", cells[5]), cells
-                turn = page.evaluate("Object.values(window.qa.turns).find(t => t.route === 'llm')")
+                turn = page.evaluate(
+                    "Object.values(window.qa.turns).find(t => t.route === 'llm' && t.voice_to_voice_ms)"
+                )
                 assert turn["voice_to_voice_ms"] > 0  # how long is Whisper's and the machine's (the bench)
                 assert turn["slots"].get("category") == "roads"
                 call_id = page.evaluate("window.qa.callId")
@@ -170,6 +176,7 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
                 assert page.locator("#status").inner_text() == "통화 종료"
             except Exception:
                 print("\n".join(console[-50:]))
+                print("page turns:", page.evaluate("JSON.stringify(window.qa && window.qa.turns)"))
                 print(bot.log()[-6000:])
                 raise
         finally:
@@ -182,7 +189,7 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
     assert mine and all(t["qa"] is True for t in mine)
     assert mine[0]["route"] == "greeting"
     llm_turns = [t for t in mine if t["route"] == "llm"]
-    assert llm_turns and "voice_to_voice" in llm_turns[0]["stages_ms"]
+    assert any("voice_to_voice" in t["stages_ms"] for t in llm_turns), llm_turns
     assert fake_llm.calls >= 1
     user_msgs = [m for m in fake_llm.requests[0]["messages"] if m["role"] == "user"]
     assert "hello" in user_msgs[-1]["content"].lower()
