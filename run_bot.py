@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=int, default=24000, help="output sample rate")
     p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
     _common(p)
+    p.add_argument("--at", default=None, metavar="TIME",
+                   help="run as if at this time, e.g. 2026-09-25T10:00+09:00 (the desk's hours and holidays)")
     p = sub.add_parser("bench", help="N simulated Twilio callers at once: latency distributions and a report")
     _common(p)
     p.add_argument("--turns", default=None, help="turn set TOML (default: bench/turns.toml)")
@@ -211,11 +213,16 @@ def cmd_say(config, args) -> int:
 
 
 def cmd_chat(config, args) -> int:
-    from bot.tools.chat import run_chat
+    from bot.tools.chat import parse_at, run_chat
     from bot.local_llm import serving_llm
 
+    try:
+        at = parse_at(args.at, config.line.timezone) if args.at else None
+    except ValueError as e:
+        print(f"chat: {e}", file=sys.stderr)
+        return 2
     with serving_llm(config) as llm_server:
-        return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout))
+        return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout, at=at))
 
 
 def cmd_bench(config, args) -> int:

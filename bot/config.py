@@ -76,6 +76,24 @@ class CallConfig:
     # Caller silent this long after the bot stopped speaking: "여보세요, 듣고 계신가요?"; silent as long
     # again: a goodbye and hang-up. 0 turns it off.
     idle_prompt_secs: float = 8.0
+    # Emergencies (bot/data/emergency.toml) are told the number to call; a kind named here
+    # ("fire", "medical", "crime", "missing_child", "gas", "suicide") is also transferred to its number.
+    emergency_transfer: dict[str, str] = field(default_factory=dict)
+    # Said once after the greeting, from canned audio (Korean public bodies announce recording). Empty: none.
+    recording_notice: str = ""
+
+
+@dataclass(frozen=True)
+class LineConfig:
+    """When the desk answers: a person, a callback, or the hours (the bot itself never closes)."""
+
+    hours: list[str] = field(default_factory=lambda: ["mon-fri 09:00-18:00"])
+    breaks: list[str] = field(default_factory=lambda: ["12:00-13:00"])
+    timezone: str = "Asia/Seoul"
+    # Closed days beyond Korea's public holidays (the `holidays` package): ISO dates.
+    extra_closed_days: list[str] = field(default_factory=list)
+    # Outside the hours, "a person, please" offers a callback reservation (the desk's queue).
+    offer_callback: bool = True
 
 
 @dataclass(frozen=True)
@@ -245,6 +263,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
     call: CallConfig = field(default_factory=CallConfig)
+    line: LineConfig = field(default_factory=LineConfig)
     vad: VADConfig = field(default_factory=VADConfig)
     turn: TurnConfig = field(default_factory=TurnConfig)
     stt: STTConfig = field(default_factory=STTConfig)
@@ -305,6 +324,11 @@ def _check_type(key: str, value: Any, tp: Any) -> Any:
         if not isinstance(value, list):
             raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
         return [_check_type(f"{key}[{i}]", v, item_tp) for i, v in enumerate(value)]
+    if origin is dict:
+        _, item_tp = get_args(tp)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a table, got {type(value).__name__} {value!r}")
+        return {k: _check_type(f"{key}.{k}", v, item_tp) for k, v in value.items()}
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp in (bool, int, float, str):

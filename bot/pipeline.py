@@ -26,6 +26,9 @@ from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from bot.config import Config, Secrets
+from bot.dialog.calendar import LineCalendar
+from bot.dialog.emergency import EmergencyRules
+from bot.dialog.policy import DialogPolicy
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, load_domain
 from bot.dialog.intake import Intake
@@ -51,32 +54,44 @@ class DialogAssets:
     endpointing: EndOfTurnRules
     intake: Intake
     knowledge: Knowledge | None
+    emergency: EmergencyRules
+    calendar: LineCalendar
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
         domain = load_domain(config.path(config.llm.domain_file))
+        calendar = LineCalendar.from_config(config.line)
         return cls(
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
-            canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml"),
+            canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml").with_hours(
+                calendar.hours_phrase()),
+            emergency=EmergencyRules.load(),
+            calendar=calendar,
             endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
             intake=Intake.load(Path(__file__).parent / "data" / "intake.toml", domain),
             knowledge=_knowledge(config.path(config.llm.faq_file), config.path(config.llm.directory_file),
                                  tuple(domain.category_names)) if config.llm.knowledge else None,
         )
 
-    def fixed_sentences(self, greeting: str) -> list[str]:
+    def fixed_sentences(self, greeting: str, notice: str = "") -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
-        return [greeting,
+        return [greeting, *([notice] if notice else []),
+                *(s for kind in self.emergency.kinds.values() for s in (*kind.sentences, kind.question)),
                 *(text for text, name in self.canned.ids().items() if name != "busy"),  # busy: Twilio says it
                 *(s.reply for s in self.shortcuts.shortcuts if s.reply),
                 self.intake.text("ask_correction")]
 
-    def sentence_ids(self, greeting: str) -> dict[str, str]:
+    def sentence_ids(self, greeting: str, notice: str = "") -> dict[str, str]:
         """Fixed sentence -> the name turn records give it in ``heard`` (model sentences are "reply")."""
         ids = {s.reply.strip(): f"shortcut:{s.name}" for s in self.shortcuts.shortcuts if s.reply}
+        for kind in self.emergency.kinds.values():
+            ids |= {s.strip(): f"emergency:{kind.name}" for s in kind.sentences}
+            ids[kind.question.strip()] = f"emergency_check:{kind.name}"
+        ids |= {notice.strip(): "recording_notice"} if notice else {}
         return ids | self.canned.ids() | {greeting.strip(): "greeting"}
+
 
 
 def _knowledge(faq: Path, directory: Path, categories: tuple[str, ...]) -> Knowledge:
@@ -103,7 +118,15 @@ class SharedModels:
     heard_ids: dict[str, str] = field(default_factory=dict)
 
 
-def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -> DialogLLMService:
+def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolicy:
+    """One line's rules; ``clock`` runs a call as if at another time (``chat --at``)."""
+    return DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake,
+                        can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
+                        emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
+                        clock=clock, offer_callback=config.line.offer_callback)
+
+
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
     return DialogLLMService(
         config=config.llm,
         domain=assets.domain,
@@ -114,6 +137,7 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, **kwargs) -
         can_transfer=bool(config.call.transfer_number),
         intake=assets.intake,
         knowledge=assets.knowledge,
+        policy=make_policy(config, assets, clock),
         **kwargs,
     )
 
@@ -316,11 +340,14 @@ def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg,
     return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts)
 
 
-async def speak_greeting(session: CallSession, greeting: str) -> None:
-    """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message."""
-    session.dialog.last_reply = greeting
+async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
+    """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
+    Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
+    notes = session.llm.policy.greeting_notes(notice)
+    session.dialog.last_reply = " ".join((greeting, *notes))
     session.recorder.current.mark("first_sentence")
-    await session.worker.queue_frames([TTSSpeakFrame(greeting)])
+    session.recorder.current.line_open = session.llm.policy.line_open()
+    await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 
 def load_models(config: Config) -> SharedModels:
@@ -335,11 +362,12 @@ def load_models(config: Config) -> SharedModels:
     assets = DialogAssets.load(config)
     canned = None
     if config.tts.canned_audio:
-        canned = CannedAudio().build(tts, assets.fixed_sentences(config.call.greeting), voice=config.tts.voice,
+        canned = CannedAudio().build(tts, assets.fixed_sentences(config.call.greeting, config.call.recording_notice),
+                                     voice=config.tts.voice,
                                      sample_rates=list(CANNED_RATES))
     heard_ids = {}
     if canned is not None:
-        for text, name in assets.sentence_ids(config.call.greeting).items():
+        for text, name in assets.sentence_ids(config.call.greeting, config.call.recording_notice).items():
             hit = canned.get(text, CANNED_RATES[0], config.tts.voice)
             if hit is not None:
                 heard_ids[hit.normalized_text] = name

@@ -737,6 +737,24 @@ def access_rows(report: CheckReport, config: Config, secrets) -> None:
                    f"figures): {where}")
 
 
+def line_rows(report: CheckReport, config: Config) -> None:
+    """The desk's calendar: a bad hours spec fails here, by key; the year's closed days are counted."""
+    from bot.dialog.calendar import LineCalendar
+
+    try:
+        cal = LineCalendar.from_config(config.line)
+    except ValueError as e:
+        report.add("line", "hours", FAIL, str(e))
+        return
+    now = cal.now()
+    state = "open now" if cal.is_open(now) else f"closed now, opens {cal.opening_phrase(now).removesuffix('에')}"
+    report.add("line", "hours", OK, f"{cal.hours_phrase()} ({config.line.timezone}); {state}")
+    closed = cal.closed_days(now.year)
+    desk = "transfers to the desk in hours" if config.call.transfer_number else "no desk (call.transfer_number empty)"
+    report.add("line", "closed days", OK, f"{len(closed)} weekdays in {now.year} (Korea's public holidays"
+               f"{' + ' + str(len(config.line.extra_closed_days)) + ' extra' if config.line.extra_closed_days else ''}); {desk}")
+
+
 def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=None, vad_session=None,
               probe: Probe | None = None, card: tuple[str, float] | str | None = None,
               wheels: Iterable[tuple[str, str]] | None = None) -> CheckReport:  # fmt: skip
@@ -753,6 +771,7 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     llm_rows(report, config, secrets.llm_api_key, probe)
     vllm_process_row(report, config)
     access_rows(report, config, secrets)
+    line_rows(report, config)
     for h in escape_hatches(config, tts_engine=tts_engine, whisper_engine=whisper_engine, secrets=secrets):
         report.add("hatch", "escape hatch", HATCH, h)
     return report

@@ -236,7 +236,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             params=PhoneSerializer.InputParams(auto_hang_up=creds and config.twilio.auto_hang_up),
             fast_input_resampler=config.turn.fast_input_resampler,
             on_stop=lambda: stop_call(),
-            transfer_target=lambda: config.call.transfer_number if session.dialog.transfer_requested else None,
+            transfer_target=lambda: transfer_target(session.dialog),
         )
         transport = FastAPIWebsocketTransport(
             websocket,
@@ -260,7 +260,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
         @transport.event_handler("on_client_connected")
         async def _connected(_t, _ws):
-            await speak_greeting(session, config.call.greeting)
+            await speak_greeting(session, config.call.greeting, config.call.recording_notice)
 
         @transport.event_handler("on_client_disconnected")
         async def _disconnected(_t, _ws):
@@ -279,12 +279,18 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             gate.count_ignored(start.call_sid, serializer.ignored)
             finish_call(session)
 
+    def transfer_target(dialog) -> str | None:
+        """Where the call goes after its last words: an emergency service, the desk, or nowhere."""
+        if not dialog.transfer_requested:
+            return None
+        return dialog.transfer_to or config.call.transfer_number or None
+
     def finish_call(session) -> None:
         rec = session.recorder
         rec.close()
         metrics.call_finished(rec.records)
         if session.dialog.transfer_requested:
-            reason = "transfer"
+            reason = "emergency_transfer" if session.dialog.transfer_to else "transfer"
         elif session.dialog.ended:
             reason = "completed"
         else:

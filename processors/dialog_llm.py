@@ -36,7 +36,7 @@ from pipecat.utils.text.base_text_aggregator import TextType
 from bot.config import LLMConfig
 from bot.dialog.domain import Domain, render_system_prompt
 from bot.dialog.intake import Intake
-from bot.dialog.policy import AskModel, CreateTicket, Decision, DialogPolicy, LookUpStatus, Speak
+from bot.dialog.policy import AskModel, BookCallback, CreateTicket, Decision, DialogPolicy, LookUpStatus, Speak
 from bot.dialog.shortcuts import ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge, directory_reply, render_facts
@@ -197,6 +197,8 @@ class DialogLLMService(StructuredLLMService):
             user_text = _last_user_text(context)
             if record and user_text:
                 record.transcript = user_text
+            if record:
+                record.line_open = self.policy.line_open()
             await self._carry_out(self.policy.decide(user_text, self.dialog), record, user_text, context)
         finally:
             self._run.active = False
@@ -208,6 +210,10 @@ class DialogLLMService(StructuredLLMService):
             if not await self._run.is_final():
                 return  # the caller went on speaking: no ticket for a withdrawn "yes"
             decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text))
+        elif isinstance(decision, BookCallback):
+            if not await self._run.is_final():
+                return
+            decision = self.policy.callback_booked(decision.after, await self._book_callback(decision.after))
         elif isinstance(decision, LookUpStatus):
             decision = await self._find_status(decision.number)
         elif isinstance(decision, AskModel):
@@ -241,6 +247,18 @@ class DialogLLMService(StructuredLLMService):
         logger.info("ticket {} created ({})", number, slots["category"])
         return number
 
+    async def _book_callback(self, after) -> bool:
+        """A callback for the desk's queue; False when the database failed (the caller is told)."""
+        try:
+            if self._desk is None:
+                raise RuntimeError("no records database")
+            await self._desk.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer")
+        except Exception as e:  # noqa: BLE001 - database down or slow: say so
+            logger.error("CALLBACK NOT BOOKED ({}: {}); telling the caller", type(e).__name__, e)
+            return False
+        logger.info("callback booked for after {}", after.isoformat())
+        return True
+
     async def _find_status(self, number: str) -> Speak:
         try:
             if self._desk is None:
@@ -265,7 +283,11 @@ class DialogLLMService(StructuredLLMService):
             answer.change.apply(self.dialog, reply)
             if record:
                 record.route, record.intent, record.flow = answer.route, answer.intent, answer.flow
-            if answer.rule:
+                record.escalation = answer.escalation
+            if answer.escalation:
+                logger.warning("EMERGENCY turn: told the caller to call {} (rule {}); transfer to {}",
+                               answer.escalation, answer.rule, answer.change.transfer_to or "none configured")
+            elif answer.rule:
                 logger.info("turn route={} rule={} flow={}", answer.route, answer.rule, answer.flow)
             else:
                 logger.info("turn route={} intent={}", answer.route, answer.intent)
@@ -290,6 +312,7 @@ class DialogLLMService(StructuredLLMService):
         record = self._new_record()
         if record:
             record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
+            record.line_open = self.policy.line_open()
         await self.push_frame(LLMFullResponseStartFrame())
         try:
             await self._carry_out(decision, record, record.transcript if record else keys)

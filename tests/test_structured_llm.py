@@ -115,7 +115,8 @@ async def test_shortcut_turns_make_zero_model_calls(fake, config):
 
 
 async def test_a_person_is_promised_only_when_a_transfer_number_is_set(fake, config):
-    config = dataclasses.replace(config, call=dataclasses.replace(config.call, transfer_number="+8221200000"))
+    config = dataclasses.replace(config, call=dataclasses.replace(config.call, transfer_number="+8221200000"),
+                                 line=dataclasses.replace(config.line, hours=["24/7"], breaks=[]))
     async with DialogSession(config) as s:
         person = await s.turn("상담원 연결해 주세요")
     assert person.reply.startswith("상담원에게 연결해 드리겠습니다")

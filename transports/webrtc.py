@@ -266,7 +266,7 @@ def mount_webrtc(
             async def _connected(_t, _client):
                 logger.info("QA call {}: browser connected", call_id)
                 await live.send({"qa": "call", "call_id": call_id})
-                await speak_greeting(session, config.call.greeting)
+                await speak_greeting(session, config.call.greeting, config.call.recording_notice)
 
             @transport.event_handler("on_client_disconnected")
             async def _disconnected(_t, _client):

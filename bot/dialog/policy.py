@@ -5,7 +5,10 @@ answer out; what needs the outside world (the records database, the fact index, 
 back to the policy as a value, and the policy says what is spoken and how the state changes:
 
 * ``decide(text, state)``: a rule answer (``Speak``), a side effect to run first (``CreateTicket``,
-  ``LookUpStatus``), or ``AskModel`` (look up facts, then the one structured call).
+  ``LookUpStatus``, ``BookCallback``), or ``AskModel`` (look up facts, then the one structured call).
+  Emergencies come first, whatever the call is doing (bot/data/emergency.toml).
+* The line's calendar (``bot/dialog/calendar.py``): outside its hours nobody can take a transfer,
+  so "a person, please" says when the desk opens and offers a callback instead.
 * ``keypad(keys, state)``: the same decisions for keys on the phone pad.
 * ``ticket_created`` / ``status_found`` / ``directory``: the answer once the side effect is done.
 * ``after_model(turn, state)``: what follows the model's reply (read-back, "no person available")
@@ -18,14 +21,25 @@ applies it when the turn is confirmed (a speculative turn that is withdrawn chan
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
+from bot.dialog.calendar import LineCalendar
+from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 
 _KEEP = "keep"
+EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
+CALLBACK = "callback"  # awaiting a yes/no to the callback offer
+# A yes to "is it happening now?" rarely comes bare ("네 지금이요", "맞아요 빨리요"): any turn that
+# opens with one counts, unless the shortcuts heard a no.
+_URGENT_YES = re.compile(r"(?:네|예|넵|응|맞아|맞습니다|그래요|지금|빨리)")
+_NOT = re.compile(r"아니|않|없|안\s?나|끝났|꺼졌")  # "지금은 아니에요", "지금은 안 나요"
 
 
 @dataclass(frozen=True)
@@ -35,6 +49,7 @@ class Change:
     awaiting: str | None = _KEEP  # "confirmation", None (clear) or _KEEP
     remember_reply: bool = True  # the reply becomes ``last_reply`` ("say again" does not)
     transfer: bool = False
+    transfer_to: str | None = None  # a number other than the desk's (an emergency service)
     end: bool = False
     ticket: str | None = None  # a reception number given in this turn
     model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
@@ -50,6 +65,7 @@ class Change:
             state.last_reply = reply
         if self.transfer:
             state.transfer_requested = True
+            state.transfer_to = self.transfer_to
         if self.end:
             state.ended = True
 
@@ -59,11 +75,12 @@ class Speak:
     """A rule answer: these sentences (each pre-synthesizable), then the change."""
 
     sentences: tuple[str, ...]
-    route: Literal["shortcut", "rule", "error"]
+    route: Literal["shortcut", "rule", "error", "emergency"]
     intent: str | None
     flow: str = "continue"
     change: Change = field(default_factory=Change)
     rule: str | None = None  # the shortcut's name (logs)
+    escalation: str | None = None  # the emergency number told ("119", "112", "109")
 
     @property
     def reply(self) -> str:
@@ -96,7 +113,14 @@ class AskModel:
     text: str
 
 
-Decision = Speak | CreateTicket | LookUpStatus | AskModel
+@dataclass(frozen=True)
+class BookCallback:
+    """A yes to the callback offer: record it for the desk, then ``callback_booked``."""
+
+    after: datetime  # when the desk opens
+
+
+Decision = Speak | CreateTicket | LookUpStatus | BookCallback | AskModel
 
 
 @dataclass(frozen=True)
@@ -112,12 +136,82 @@ class DialogPolicy:
     """One call line's rules. Shared by every call (it holds no per-call state)."""
 
     def __init__(self, *, shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None,
-                 can_transfer: bool):
+                 can_transfer: bool, emergency: EmergencyRules | None = None,
+                 emergency_transfer: dict[str, str] | None = None, calendar: LineCalendar | None = None,
+                 clock: Callable[[], datetime] | None = None, offer_callback: bool = True):
         self.shortcuts = shortcuts
         self.canned = canned
         self.intake = intake
         self.can_transfer = can_transfer
+        self.emergency = emergency
+        self.emergency_transfer = emergency_transfer or {}
+        self.calendar = calendar  # None: a person is always there (when can_transfer)
+        self.clock = clock or (calendar.now if calendar else datetime.now)
+        self.offer_callback = offer_callback
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
+
+    # --- the line's calendar ------------------------------------------------------------------
+
+    def line_open(self) -> bool:
+        """A person can take the call now (the desk's hours; holidays closed)."""
+        return self.calendar is None or self.calendar.is_open(self.clock())
+
+    def _desk_closed(self) -> bool:
+        return self.can_transfer and not self.line_open()
+
+    def greeting_notes(self, recording_notice: str = "") -> tuple[str, ...]:
+        """Said once after the greeting: the recording notice, and a holiday's name when closed for it."""
+        notes = [recording_notice] if recording_notice else []
+        if self._desk_closed():  # a holiday matters to who wants a person
+            holiday = self.calendar.holiday(self.calendar.local(self.clock()).date())
+            if holiday:
+                notes.append(self.canned.holiday_note.format(holiday=holiday))
+        return tuple(notes)
+
+    def _closed_transfer(self, intent: str = "transfer") -> Speak:
+        """A person asked for outside the hours: when the desk opens, and a callback offer."""
+        opens = self.calendar.opening_phrase(self.clock())
+        sentences = [self.canned.desk_closed.format(opens=opens)]
+        awaiting = None
+        if self.offer_callback and self.intake is not None:
+            sentences.append(self.canned.callback_offer)
+            awaiting = CALLBACK
+        return Speak(tuple(sentences), "rule", intent, change=Change(awaiting=awaiting))
+
+    def callback_booked(self, after: datetime, ok: bool) -> Speak:
+        """The callback row was written (``ok``) or the database failed."""
+        if ok:
+            opens = self.calendar.opening_phrase(self.clock()) if self.calendar else ""
+            sentence = self.canned.callback_booked.format(opens=opens)
+        else:
+            sentence = self.canned.callback_failed
+        return Speak((sentence,), "rule", "transfer", change=Change(awaiting=None))
+
+    # --- emergencies --------------------------------------------------------------------------
+
+    def _emergency(self, text: str, state: DialogState) -> Speak | None:
+        """Emergencies before anything else: the number to call (and a transfer where configured);
+        unsure, one short question; the answer to that question."""
+        if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
+            kind = self.emergency.kinds[state.awaiting[len(EMERGENCY_CHECK):]]
+            act = self.shortcuts.match(text, context="confirmation")
+            if (act is not None and act.action == "confirm_yes") or (
+                    act is None and _URGENT_YES.match(text.strip()) and not _NOT.search(text)):
+                return self._escalate(kind, "confirmed")
+        verdict = self.emergency.classify(text)
+        if verdict is None:
+            return None
+        if not verdict.sure:
+            return Speak((verdict.kind.question,), "emergency", "emergency", rule=f"unsure:{verdict.rule}",
+                         change=Change(awaiting=EMERGENCY_CHECK + verdict.kind.name))
+        return self._escalate(verdict.kind, verdict.rule)
+
+    def _escalate(self, kind: EmergencyKind, rule: str) -> Speak:
+        to = self.emergency_transfer.get(kind.name)
+        sentences = kind.sentences + ((self.canned.emergency_transfer.format(number=to),) if to else ())
+        change = Change(awaiting=None, transfer=bool(to), transfer_to=to, end=kind.ends_call and not to)
+        return Speak(sentences, "emergency", "emergency", "end" if change.end else "continue", change,
+                     rule=f"{kind.name}:{rule}", escalation=kind.number)
 
     # --- spoken turns -------------------------------------------------------------------------
 
@@ -125,6 +219,18 @@ class DialogPolicy:
         """The caller's whole turn: intake rules, then shortcuts, else the model."""
         if not text:
             return AskModel(text)
+        if self.emergency is not None:
+            urgent = self._emergency(text, state)
+            if urgent is not None:
+                return urgent
+            if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
+                return AskModel(text)  # "no, it is not happening now": the model hears the rest
+        if state.awaiting == CALLBACK and self.calendar is not None:
+            act = self.shortcuts.match(text, context="confirmation")
+            if act is not None and act.action == "confirm_yes":
+                return BookCallback(self.calendar.next_opening(self.clock()))
+            if act is not None and act.action == "confirm_no":
+                return Speak((self.canned.callback_declined,), "rule", "transfer", change=Change(awaiting=None))
         if self.intake is not None:
             if state.awaiting == "confirmation":
                 act = self.shortcuts.match(text, context="confirmation")
@@ -148,6 +254,8 @@ class DialogPolicy:
             sentences = (shortcut.reply, last) if last else (self.canned.nothing_to_repeat,)
         elif shortcut.action == "transfer" and not self.can_transfer:
             sentences = (self.canned.transfer_unavailable,)
+        elif shortcut.action == "transfer" and self._desk_closed():
+            return self._closed_transfer(shortcut.intent)
         else:
             sentences = (shortcut.reply,)
         change = Change(remember_reply=shortcut.action != "repeat",
@@ -161,6 +269,10 @@ class DialogPolicy:
         """A complete key entry ("0", "1"/"2" during a read-back, or digits before '#')."""
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
+        if state.awaiting == CALLBACK and keys in ("1", "2") and self.calendar is not None:
+            if keys == "1":
+                return BookCallback(self.calendar.next_opening(self.clock()))
+            return Speak((self.canned.callback_declined,), "rule", "transfer", change=Change(awaiting=None))
         if state.awaiting == "confirmation" and keys == "1":
             return CreateTicket(dict(state.slots))
         if state.awaiting == "confirmation" and keys == "2":
@@ -185,8 +297,11 @@ class DialogPolicy:
         return Speak((sentence,), "rule", "check_status")
 
     def directory(self, reply: str) -> Speak:
-        """A department's number or hours, asked plainly: read from the directory."""
-        return Speak((reply,), "rule", "ask_info")
+        """A department's number or hours, asked plainly: read from the directory (closed now: when it opens)."""
+        sentences = (reply,)
+        if self.calendar is not None and not self.line_open():
+            sentences += (self.canned.department_closed.format(opens=self.calendar.opening_phrase(self.clock())),)
+        return Speak(sentences, "rule", "ask_info")
 
     def _ask_correction(self) -> Speak:
         return Speak((self.intake.text("ask_correction"),), "rule", "report_problem", change=Change(awaiting=None))
@@ -198,13 +313,20 @@ class DialogPolicy:
         the read-back once a complaint's slots are complete, and the state change."""
         sentences: list[str] = []
         wants_transfer = turn["intent"] == "transfer"
+        awaiting = None
         if wants_transfer and not self.can_transfer:
             sentences.append(self.canned.transfer_unavailable)
+        elif wants_transfer and self._desk_closed():
+            closed = self._closed_transfer()
+            sentences += closed.sentences
+            awaiting = closed.change.awaiting
+            wants_transfer = False
         read_back = self._read_back_after(turn, state)
         if read_back:
             sentences.append(read_back)
+            awaiting = "confirmation"
         transfer = wants_transfer and self.can_transfer
-        change = Change(model_turn=turn, awaiting="confirmation" if read_back else None, transfer=transfer)
+        change = Change(model_turn=turn, awaiting=awaiting, transfer=transfer)
         return ModelFollowUp(tuple(sentences), change, ends_call=turn["flow"] == "end" or transfer)
 
     def _read_back_after(self, turn: dict, state: DialogState) -> str | None:
@@ -219,12 +341,12 @@ class DialogPolicy:
 
     def model_failed(self, previous_turn_failed: bool) -> Speak:
         """The model call failed. The second failed turn in a row: a person, or (no desk) a polite end."""
-        if previous_turn_failed and self.can_transfer:
+        if previous_turn_failed and self.can_transfer and self.line_open():
             return Speak((self.canned.transfer_after_errors,), "error", "transfer",
                          change=Change(remember_reply=False, transfer=True))
         if previous_turn_failed:
             return Speak((self.canned.closing_hours,), "error", None, "end", Change(remember_reply=False, end=True))
-        apology = self.canned.apology if self.can_transfer else self.canned.apology_no_agent
+        apology = self.canned.apology if self.can_transfer and self.line_open() else self.canned.apology_no_agent
         return Speak((apology,), "error", None, change=Change(remember_reply=False))
 
     def stage_failed(self, stage: Literal["stt", "tts"], failed_turns: int, first_of_turn: bool) -> str | None:

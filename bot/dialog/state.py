@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -28,6 +29,15 @@ class CannedReplies:
     idle_goodbye: str
     shutdown_goodbye: str
     busy: str
+    # Emergencies and the desk's hours ({number}, {opens}, {holiday}, {hours} are filled in).
+    emergency_transfer: str
+    desk_closed: str
+    callback_offer: str
+    callback_booked: str
+    callback_failed: str
+    callback_declined: str
+    department_closed: str
+    holiday_note: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
@@ -37,9 +47,15 @@ class CannedReplies:
         except KeyError as e:
             raise ValueError(f"{path}: missing canned reply {e}") from e
 
+    def with_hours(self, hours: str) -> "CannedReplies":
+        """``{hours}`` filled from the line's calendar, once (those sentences stay pre-synthesizable)."""
+        return dataclasses.replace(self, **{f.name: getattr(self, f.name).replace("{hours}", hours)
+                                            for f in fields(self) if "{hours}" in getattr(self, f.name)})
+
     def ids(self) -> dict[str, str]:
-        """Sentence -> its name here (turn records say which canned sentence the caller heard)."""
-        return {getattr(self, f.name).strip(): f.name for f in fields(self)}
+        """Sentence -> its name here (turn records say which canned sentence the caller heard).
+        Templates filled per turn ({opens}, {number}) are not fixed sentences."""
+        return {getattr(self, f.name).strip(): f.name for f in fields(self) if "{" not in getattr(self, f.name)}
 
 
 @dataclass
@@ -50,6 +66,7 @@ class DialogState:
     last_reply: str = ""
     ended: bool = False
     transfer_requested: bool = False
+    transfer_to: str | None = None  # not the desk: an emergency service's number
     # Complaint intake: a report_problem turn opens it; a read-back waits for yes/no ("confirmation").
     intake_open: bool = False
     awaiting: str | None = None

@@ -94,6 +94,11 @@ class CallLog:
         return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
                                       ANSWER_TIMEOUT_SECS)
 
+    async def request_callback(self, *, call_sid: str | None, after, reason: str) -> int:
+        return await asyncio.wait_for(
+            self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason)),
+            ANSWER_TIMEOUT_SECS)
+
     async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         # Reads need no ordering behind queued writes: a thread of their own.
         return await asyncio.wait_for(asyncio.to_thread(self.store.find_ticket, reception_no), ANSWER_TIMEOUT_SECS)

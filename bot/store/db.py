@@ -18,7 +18,7 @@ from loguru import logger
 
 from bot.config import Config, Secrets
 from bot.privacy import mask_stored
-from bot.store.schema import TICKET_STATUSES, calls, tickets, turns
+from bot.store.schema import TICKET_STATUSES, callbacks, calls, tickets, turns
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # Serializes migrations of workers starting together on one PostgreSQL database.
@@ -123,6 +123,7 @@ class Store:
             "reply": mask_stored(record.get("reply") or "") or None,
             "llm_calls": int(record.get("llm_calls") or 0),
             "voice_to_voice_ms": stages.get("voice_to_voice"),
+            "escalation": record.get("escalation"),
             "record": {**record, "transcript": None, "reply": None},  # text lives in its masked columns
         }
         idx = int(record["index"])
@@ -152,6 +153,29 @@ class Store:
             number = f"{t.year}{row_id:04d}"
             conn.execute(tickets.update().where(tickets.c.id == row_id).values(reception_no=number))
         return number
+
+    # --- callbacks ----------------------------------------------------------------------------
+
+    def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str) -> int:
+        """A callback for the desk's queue; returns its id."""
+        t = now()
+        with self.engine.begin() as conn:
+            return conn.execute(
+                callbacks.insert().values(call_sid=call_sid, reason=reason, requested_at=t,
+                                          call_after=after.astimezone(dt.timezone.utc), status="waiting", updated_at=t)
+                .returning(callbacks.c.id)
+            ).scalar_one()
+
+    def list_callbacks(self, status: str | None = "waiting") -> list[dict[str, Any]]:
+        """Callbacks (oldest first) with the caller's number from their call."""
+        q = (sa.select(callbacks, calls.c.caller)
+             .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid))
+             .order_by(callbacks.c.id))
+        if status:
+            q = q.where(callbacks.c.status == status)
+        with self.engine.connect() as conn:
+            return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                    for r in conn.execute(q).mappings()]
 
     def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:

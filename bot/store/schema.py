@@ -34,6 +34,7 @@ turns = sa.Table(
     sa.Column("reply", sa.Text),
     sa.Column("llm_calls", sa.Integer, nullable=False, default=0),
     sa.Column("voice_to_voice_ms", sa.Float),
+    sa.Column("escalation", sa.String(8), index=True),  # "119", "112", "109": an emergency told
     sa.Column("record", sa.JSON, nullable=False),  # the whole TurnRecord (marks, stages, slots)
     sa.UniqueConstraint("call_sid", "idx", name="uq_turns_call_idx"),
 )
@@ -55,6 +56,22 @@ tickets = sa.Table(
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
+
+# A person asked for outside the desk's hours: the desk calls back after call_after. The caller's
+# number is the call's (calls.caller), never copied here.
+callbacks = sa.Table(
+    "callbacks",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("call_sid", sa.String(64), index=True),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("call_after", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, default="waiting", index=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+CALLBACK_STATUSES = ("waiting", "done", "unreachable", "cancelled")
 
 # Several workers on one line (bot/line/admission.py). One row per stream token the webhook issued: the
 # caller's number waits here for the media stream (which may reach another worker), and the first

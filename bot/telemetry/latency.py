@@ -66,6 +66,8 @@ class TurnRecord:
     # ("filler", "apology", "idle_prompt", "shortcut:<name>", ...) or "reply" for the model's words.
     heard: list[str] = field(default_factory=list)
     reply: str | None = None  # what the bot said back
+    escalation: str | None = None  # the emergency number the bot told the caller ("119", "112", "109")
+    line_open: bool | None = None  # a person could take the call at this turn (the desk's calendar)
 
     @property
     def tts_start(self) -> float | None:

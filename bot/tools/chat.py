@@ -10,6 +10,8 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
 from typing import TextIO
 
 from pipecat.audio.dtmf.types import KeypadEntry
@@ -62,13 +64,14 @@ class ChatTurn:
 class DialogSession:
     """A text-only call: ``async with DialogSession(config) as s: await s.turn("...")``."""
 
-    def __init__(self, config: Config, secrets: Secrets | None = None, *, desk=None, call_id: str = "chat"):
+    def __init__(self, config: Config, secrets: Secrets | None = None, *, desk=None, call_id: str = "chat",
+                 at: datetime | None = None):
         self._config = config
         self._records: list[TurnRecord] = []
         self.llm = make_llm(
             config, secrets or Secrets.from_env(config), DialogAssets.load(config),
             current_record=lambda: self._records[-1] if self._records else None, end_call_on_end_flow=False,
-            desk=desk, call_id=call_id, new_record=self._new_record,
+            desk=desk, call_id=call_id, new_record=self._new_record, clock=(lambda: at) if at else None,
         )  # fmt: skip
         self._collector = _ReplyCollector()
         stages = [KeypadProcessor(dialog=self.llm.dialog), self.llm, self._collector]
@@ -124,20 +127,29 @@ class DialogSession:
         return turn
 
 
-async def run_chat(config: Config, stdin: TextIO, stdout: TextIO) -> int:
+def parse_at(text: str, tz: str) -> datetime:
+    """``--at``: an ISO time; without an offset it is the line's local time."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError as e:
+        raise ValueError(f"--at {text!r}: expected an ISO time like 2026-09-25T10:00+09:00") from e
+    return at if at.tzinfo else at.replace(tzinfo=ZoneInfo(tz))
+
+
+async def run_chat(config: Config, stdin: TextIO, stdout: TextIO, *, at: datetime | None = None) -> int:
     from bot.store.calls import CallLog
 
     loop = asyncio.get_running_loop()
     secrets = Secrets.from_env(config)
     desk = await asyncio.to_thread(CallLog.open, config, secrets)  # tickets made in chat are real tickets
     try:
-        return await _chat_lines(config, secrets, desk, stdin, stdout, loop)
+        return await _chat_lines(config, secrets, desk, stdin, stdout, loop, at)
     finally:
         await desk.aclose()
 
 
-async def _chat_lines(config, secrets, desk, stdin, stdout, loop) -> int:
-    async with DialogSession(config, secrets, desk=desk) as session:
+async def _chat_lines(config, secrets, desk, stdin, stdout, loop, at=None) -> int:
+    async with DialogSession(config, secrets, desk=desk, at=at) as session:
         while True:
             line = await loop.run_in_executor(None, stdin.readline)
             if not line:
@@ -155,6 +167,8 @@ async def _chat_lines(config, secrets, desk, stdin, stdout, loop) -> int:
                 "flow": result.flow if result else "continue",
                 "intent": result.intent if result else None,
                 "llm_calls": rec.llm_calls,
+                "escalation": rec.escalation,
+                "line_open": rec.line_open,
                 "ms": ms,
             }
             if result and result.error:

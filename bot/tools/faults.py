@@ -249,7 +249,8 @@ class FaultLab:
         try:
             self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.15, token_delay=0.01))
             self.twilio = self._stack.enter_context(FakeTwilioAPI())
-            self.a = Bot("a", self, [f"call.transfer_number='{DESK}'"])
+            # A desk that always answers: the transfer rows do not depend on the hour the suite runs.
+            self.a = Bot("a", self, [f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]"])
             self._stack.callback(self.a.proc.stop)
             self.b = Bot("b", self, list(BOT_B_OVERRIDES))
             self._stack.callback(self.b.proc.stop)

@@ -1,0 +1,89 @@
+"""An emergency on the phone, end to end: the lab server (the product's serve path with a fixed-delay STT
+that hears the caller say "불이 났어요"), a simulated Twilio call, a fake vLLM and a fake Twilio REST API.
+
+The bot names 119 within the turn, makes no model call, records the escalation, and (configured)
+hands the call to the emergency number with TwiML <Dial>.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.process import BotProcess, FakeTwilioAPI
+from bot.testing.twilio_sim import CallClosed, TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from tests.conftest import FIXTURES, offline_bot_overrides
+
+pytestmark = pytest.mark.slow  # a real bot process over real sockets
+
+AUTH_TOKEN = "test-auth-token-0123456789"
+ACCOUNT_SID = "AC" + "1" * 32
+PUBLIC_HOST = "voice.example.org"
+FIRE_LINE = "+82311190000"  # the fire service's direct line, as a city would configure it
+SAID = "여보세요 여기 불이 났어요 빨리 와 주세요"
+
+
+@pytest.fixture(scope="module")
+def fake_llm():
+    with FakeLLM(first_token_delay=0.15, token_delay=0.01) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def twilio_api():
+    with FakeTwilioAPI() as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
+    tmp = tmp_path_factory.mktemp("bot")
+    proc = BotProcess(
+        [
+            *offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+            f"server.public_host='{PUBLIC_HOST}'",
+            f"twilio.api_base_url='{twilio_api.base_url}'",
+            f"call.emergency_transfer={{ fire = '{FIRE_LINE}' }}",
+        ],
+        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
+        log_path=tmp / "bot.log",
+        entry=("-m", "bot.testing.lab_server", "--stt-text", SAID, "--stt-delay-ms", "200"),
+    )
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def test_a_fire_is_told_119_with_no_model_call_and_handed_to_the_fire_line(bot, fake_llm, twilio_api):
+    fake_llm.reset()
+    call_sid = new_sid("CA")
+    resp = await post_voice_webhook(bot.base_url, f"https://{PUBLIC_HOST}/twilio/voice",
+                                    voice_webhook_params(call_sid, account_sid=ACCOUNT_SID), AUTH_TOKEN)
+    url, params = parse_twiml_stream(resp.text)
+    call = TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=params, account_sid=ACCOUNT_SID)
+    async with call:
+        await call.wait_for_media(timeout=15)
+        await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+        try:
+            await call.send_wav(FIXTURES / "en_hello.wav")
+        except CallClosed:
+            pass  # the clip's first words were enough: the call was handed over while it went on
+        await call.wait_closed(timeout=30)
+    assert fake_llm.calls == 0
+    updates = [h for h in twilio_api.hangups if call_sid in h["path"]]
+    assert len(updates) == 1, updates
+    assert f"<Dial>{FIRE_LINE}</Dial>" in updates[0]["form"]["Twiml"]
+    for _ in range(40):  # the server finishes the call just after the stream closes
+        turns = [t for t in bot.turns() if t["call_id"] == call_sid]
+        if turns:
+            break
+        await asyncio.sleep(0.25)
+    urgent = [t for t in turns if t["route"] == "emergency"]
+    assert urgent and urgent[0]["escalation"] == "119" and urgent[0]["llm_calls"] == 0, turns
+    assert any(h.startswith("emergency:fire") for h in urgent[0]["heard"]), urgent[0]["heard"]
+    assert "119" in urgent[0]["reply"]
+    assert "EMERGENCY turn: told the caller to call 119" in bot.log()
