@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tickets", help="complaint tickets")
     _common(p)
     p.add_argument("--status", default=None, help="only tickets with this status (open, in_progress, done, rejected)")
+    p = sub.add_parser("callbacks", help="callbacks booked outside the desk's hours (the caller's number, when to call)")
+    _common(p)
+    p.add_argument("--status", default=None, help="waiting (default), done, unreachable, cancelled or all")
     p = sub.add_parser("ticket", help="show one ticket, or set its status")
     _common(p)
     p.add_argument("number", help="reception number")
@@ -273,13 +276,20 @@ def cmd_tickets(config, args) -> int:
 
 
 @_desk_command
+def cmd_callbacks(config, args) -> int:
+    from bot.tools.desk import list_callbacks
+
+    return list_callbacks(config, args.status)
+
+
+@_desk_command
 def cmd_ticket(config, args) -> int:
     from bot.tools.desk import update_ticket
 
     return update_ticket(config, args.number, args.status)
 
 
-COMMANDS = {"call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+COMMANDS = {"call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "callbacks": cmd_callbacks, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:

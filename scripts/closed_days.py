@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """The weekdays a year the line is closed all day: Korea's public holidays plus config's extra closed days.
 
-Reads the ``[line]`` section of config.toml (hours, breaks, timezone, extra_closed_days); without one,
-weekdays 09:00-18:00 with a 12:00-13:00 lunch in Asia/Seoul.
+Reads the ``[line]`` section of the config (hours, breaks, timezone, extra_closed_days).
 
     python scripts/closed_days.py            # this year in the line's time zone
     python scripts/closed_days.py 2027 --config config.gpu.toml
@@ -12,27 +11,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.dialog.calendar import KO_DAYS, CalendarError, Hours, LineCalendar  # noqa: E402
+from bot.config import ConfigError, load_config  # noqa: E402
+from bot.dialog.calendar import KO_DAYS, CalendarError, LineCalendar  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("year", type=int, nargs="?", help="default: this year in the line's time zone")
-    parser.add_argument("--config", type=Path, default=ROOT / "config.toml")
+    parser.add_argument("--config", type=Path, default=None)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     args = parser.parse_args()
-
-    # Read the section itself: only these four keys matter here, not the whole config's validity.
-    section = tomllib.loads(args.config.read_text(encoding="utf-8")).get("line", {}) if args.config.exists() else {}
     try:
-        cal = LineCalendar(Hours.parse(section.get("hours", ["mon-fri 09:00-18:00"]), section.get("breaks", ["12:00-13:00"])),
-                           tz=section.get("timezone", "Asia/Seoul"), extra_closed=section.get("extra_closed_days", []))
-    except CalendarError as e:
+        cal = LineCalendar.from_config(load_config(args.config, args.overrides).line)
+    except (ConfigError, CalendarError) as e:
         print(f"config error: {e}", file=sys.stderr)
         return 1
     year = args.year or cal.now().year

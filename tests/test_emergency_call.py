@@ -1,14 +1,15 @@
 """An emergency on the phone, end to end: the lab server (the product's serve path with a fixed-delay STT
 that hears the caller say "불이 났어요"), a simulated Twilio call, a fake vLLM and a fake Twilio REST API.
 
-The bot names 119 within the turn, makes no model call, records the escalation, and (configured)
-hands the call to the emergency number with TwiML <Dial>.
+The bot names 119 within the turn, makes no model call, records and counts the escalation, and
+(configured) hands the call to the emergency number with TwiML <Dial>. The recording notice plays once.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
 from bot.testing.fake_llm import FakeLLM
@@ -23,6 +24,7 @@ ACCOUNT_SID = "AC" + "1" * 32
 PUBLIC_HOST = "voice.example.org"
 FIRE_LINE = "+82311190000"  # the fire service's direct line, as a city would configure it
 SAID = "여보세요 여기 불이 났어요 빨리 와 주세요"
+NOTICE = "민원 처리를 위해 통화 내용이 녹음되고 기록됩니다."
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +48,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
             f"server.public_host='{PUBLIC_HOST}'",
             f"twilio.api_base_url='{twilio_api.base_url}'",
             f"call.emergency_transfer={{ fire = '{FIRE_LINE}' }}",
+            f"call.recording_notice='{NOTICE}'",
         ],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
         log_path=tmp / "bot.log",
@@ -82,8 +85,13 @@ async def test_a_fire_is_told_119_with_no_model_call_and_handed_to_the_fire_line
         if turns:
             break
         await asyncio.sleep(0.25)
+    # The recording notice: once, right after the greeting, from canned audio.
+    assert turns[0]["route"] == "greeting" and turns[0]["heard"][:2] == ["greeting", "recording_notice"], turns[0]
+    assert sum(h == "recording_notice" for t in turns for h in t["heard"]) == 1
     urgent = [t for t in turns if t["route"] == "emergency"]
     assert urgent and urgent[0]["escalation"] == "119" and urgent[0]["llm_calls"] == 0, turns
     assert any(h.startswith("emergency:fire") for h in urgent[0]["heard"]), urgent[0]["heard"]
     assert "119" in urgent[0]["reply"]
     assert "EMERGENCY turn: told the caller to call 119" in bot.log()
+    metrics = httpx.get(f"{bot.admin_url}/metrics", timeout=5).text
+    assert 'voice_escalations_total{number="119"} 1.0' in metrics

@@ -17,6 +17,7 @@ from bot.dialog.state import DialogState
 from bot.pipeline import DialogAssets
 from bot.store.db import Store
 from bot.tools.chat import parse_at, run_chat
+from bot.tools.desk import list_callbacks
 
 SEOUL = ZoneInfo("Asia/Seoul")
 ASSETS = DialogAssets.load(load_config())
@@ -159,6 +160,9 @@ async def test_chat_at_a_closed_time_books_a_callback_row_the_desk_sees(tmp_path
         assert row["call_after"] == datetime(2026, 9, 28, 9, 0, tzinfo=SEOUL)
     finally:
         store.close()
+    table = io.StringIO()
+    assert list_callbacks(config, None, table) == 0
+    assert "| waiting | 2026-09-28 09:00 |" in table.getvalue() and "1 callback(s)" in table.getvalue()
 
 
 def test_the_config_names_a_bad_hours_key():

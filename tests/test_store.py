@@ -150,3 +150,30 @@ def test_a_full_queue_drops_the_oldest_write_loudly(tmp_path):
         kept = sorted(r[0] for r in conn.execute(sa.select(turns.c.idx)))
     assert kept == [2, 3, 4]
     writer.close()
+
+
+def test_a_callback_waits_in_the_desks_queue_with_the_callers_number(db_url):
+    from zoneinfo import ZoneInfo
+
+    store = open_db(db_url)
+    store.start_call("CAcb", caller="+821012345678", worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    after = dt.datetime(2026, 9, 28, 9, 0, tzinfo=ZoneInfo("Asia/Seoul"))
+    first = store.request_callback(call_sid="CAcb", after=after, reason="closed_transfer")
+    second = store.request_callback(call_sid="CAnone", after=after, reason="closed_transfer")
+    assert second > first
+    rows = store.list_callbacks()
+    assert [r["id"] for r in rows] == [first, second]
+    assert rows[0]["caller"] == "+821012345678" and rows[1]["caller"] is None  # a call not recorded
+    assert rows[0]["call_after"] == after and rows[0]["status"] == "waiting"
+    assert store.list_callbacks("done") == []
+    store.close()
+
+
+def test_the_escalation_of_a_turn_is_a_column_the_desk_can_query(db_url):
+    store = open_db(db_url)
+    store.save_turn("CAe", {"index": 1, "route": "emergency", "escalation": "119", "transcript": "불이 났어요"})
+    store.save_turn("CAe", {"index": 2, "route": "llm", "escalation": None})
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(turns.c.idx).where(turns.c.escalation == "119")).all()
+    assert [r.idx for r in rows] == [1]
+    store.close()

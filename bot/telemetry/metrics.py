@@ -26,6 +26,8 @@ class ProcessMetrics:
         self.calls_total = Counter("voice_calls", "Calls started", registry=r)
         self.turns = Counter("voice_turns", "Turns answered, by route", ["route"], registry=r)
         self.llm_calls = Counter("voice_llm_calls", "LLM requests made", registry=r)
+        self.escalations = Counter("voice_escalations", "Emergency turns, by the number the caller was told",
+                                   ["number"], registry=r)
         self.over_budget = Counter("voice_turns_over_budget", "Turns whose stage exceeded its budget", ["stage"], registry=r)
         self.stage_ms = Histogram("voice_stage_latency_ms", "Per-stage latency (ms)", ["stage"], buckets=BUCKETS_MS, registry=r)
         self.loop_lag_ms = Gauge("voice_event_loop_lag_ms", "Event-loop timer lateness (ms)", ["quantile"], registry=r)
@@ -46,6 +48,8 @@ class ProcessMetrics:
             self._recent.append(rec)
             self.turns.labels(rec.route).inc()
             self.llm_calls.inc(rec.llm_calls)
+            if rec.escalation:
+                self.escalations.labels(rec.escalation).inc()
             for stage, ms in rec.stages_ms().items():
                 self.stage_ms.labels(stage).observe(ms)
                 if stage in budgets and ms > budgets[stage]:

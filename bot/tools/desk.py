@@ -13,11 +13,12 @@ import datetime as dt
 import json
 import sys
 from typing import TextIO
+from zoneinfo import ZoneInfo
 
 from bot.config import Config
 from bot.privacy import mask
 from bot.store.db import StoreError, open_store
-from bot.store.schema import TICKET_STATUSES
+from bot.store.schema import CALLBACK_STATUSES, TICKET_STATUSES
 
 
 def _store(config: Config):
@@ -79,6 +80,25 @@ def list_tickets(config: Config, status: str | None, out: TextIO = sys.stdout) -
         out.write(f"| {t['reception_no']} | {t['status']} | {t['category']} | {t['location'] or '-'} | "
                   f"{t['time'] or '-'} | {t['created_at']:%Y-%m-%d %H:%M} | {t['updated_at']:%Y-%m-%d %H:%M} |\n")
     out.write(f"{len(tickets)} ticket(s)\n")
+    return 0
+
+
+def list_callbacks(config: Config, status: str | None, out: TextIO = sys.stdout) -> int:
+    """The desk's callback queue: who asked for a person outside the hours, and from when to call."""
+    if status and status not in (*CALLBACK_STATUSES, "all"):
+        raise StoreError(f"--status must be one of {', '.join(CALLBACK_STATUSES)} or all")
+    store = _store(config)
+    try:
+        rows = store.list_callbacks(None if status == "all" else status or "waiting")
+    finally:
+        store.close()
+    seoul = ZoneInfo(config.line.timezone)
+    out.write(f"| id | status | call after ({config.line.timezone}) | caller | reason | requested (UTC) |\n"
+              "|---|---|---|---|---|---|\n")
+    for r in rows:
+        out.write(f"| {r['id']} | {r['status']} | {r['call_after'].astimezone(seoul):%Y-%m-%d %H:%M} | "
+                  f"{r['caller'] or '-'} | {r['reason']} | {r['requested_at']:%Y-%m-%d %H:%M} |\n")
+    out.write(f"{len(rows)} callback(s)\n")
     return 0
 
 
