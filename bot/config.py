@@ -242,6 +242,10 @@ class LatencyConfig:
     llm_ms: int = 250
     tts_ms: int = 200
     total_ms: int = 1200
+    # Startup self-timing (bot/selftime.py): a stage this many times slower than this host's last
+    # good start, and at least startup_slower_ms slower, is logged loudly, in /readyz and /metrics.
+    startup_slowdown: float = 1.5
+    startup_slower_ms: float = 50.0
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,7 @@ class SharedModels:
     canned_audio: CannedAudio | None = None
     # Normalized text of each canned sentence -> its name (what ``TurnRecord.heard`` lists).
     heard_ids: dict[str, str] = field(default_factory=dict)
+    self_timing: object | None = None  # bot.selftime.SelfTiming of this start (serve sets it)
 
 
 def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolicy:

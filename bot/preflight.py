@@ -26,6 +26,7 @@ import importlib.metadata
 import json
 import os
 import shlex
+import socket
 import struct
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ class CheckReport:
     rows: list[Row] = field(default_factory=list)
     #: Lines printed loudly under the table (the ways out of an unreachable LLM server).
     notes: list[str] = field(default_factory=list)
+    #: Figures other checks reuse (the LLM's first token, for the startup self-timing).
+    figures: dict[str, float] = field(default_factory=dict)
 
     def add(self, area: str, item: str, status: str, detail: str, hatch: str | None = None) -> Row:
         row = Row(area, item, status, detail, hatch)
@@ -618,6 +621,7 @@ def llm_rows(report: CheckReport, config: Config, api_key: str = "EMPTY", probe:
         report.add("LLM", "model", FAIL, f"llm.model {llm.model!r} is not served there (it serves {probe.models})", hatch)
     if probe.turn is not None:
         ft = probe.first_token_ms or 0.0
+        report.figures["llm_first_token_ms"] = ft
         slow = ft > llm.first_token_timeout_ms
         detail = (f"schema-valid turn (intent {probe.turn['intent']}, category {probe.turn['category']}); "
                   f"first token {ft:.0f} ms, whole answer {probe.total_ms:.0f} ms")  # fmt: skip
@@ -755,6 +759,36 @@ def line_rows(report: CheckReport, config: Config) -> None:
                f"{' + ' + str(len(config.line.extra_closed_days)) + ' extra' if config.line.extra_closed_days else ''}); {desk}")
 
 
+def timing_row(report: CheckReport, config: Config, secrets) -> None:
+    """The last start's self-timing on this host and config (bot/selftime.py), from the records database."""
+    from bot.selftime import config_key
+    from bot.store.db import open_store
+
+    if not config.records.enabled:
+        report.add("timing", "startup self-timing", SKIP, "records.enabled = false: nothing recorded")
+        return
+    try:
+        store = open_store(config, secrets)
+    except Exception as e:  # noqa: BLE001 - shown as a row, not raised
+        report.add("timing", "startup self-timing", SKIP, f"records database unreachable: {e}")
+        return
+    try:
+        last, good = store.latest_timing(socket.gethostname(), config_key(config))
+    finally:
+        store.close()
+    if last is None:
+        report.add("timing", "startup self-timing", SKIP, "no start recorded yet on this host and config")
+        return
+    figs = ", ".join(f"{k} {v:.0f} ms" for k, v in last["figures"].items())
+    when = f"{last['measured_at']:%Y-%m-%d %H:%M} UTC"
+    if last["good"]:
+        report.add("timing", "startup self-timing", OK, f"last start {when}: {figs}")
+    else:
+        before = ", ".join(f"{k} {v:.0f} ms" for k, v in (good or {}).items())
+        report.add("timing", "startup self-timing", WARN, f"last start {when} was MUCH SLOWER than the last good "
+                   f"one: {figs} (last good: {before})")
+
+
 def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=None, vad_session=None,
               probe: Probe | None = None, card: tuple[str, float] | str | None = None,
               wheels: Iterable[tuple[str, str]] | None = None) -> CheckReport:  # fmt: skip
@@ -772,14 +806,16 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     vllm_process_row(report, config)
     access_rows(report, config, secrets)
     line_rows(report, config)
+    timing_row(report, config, secrets)
     for h in escape_hatches(config, tts_engine=tts_engine, whisper_engine=whisper_engine, secrets=secrets):
         report.add("hatch", "escape hatch", HATCH, h)
     return report
 
 
-def startup_check(config: Config, models, secrets) -> list[str]:
+def startup_check(config: Config, models, secrets) -> tuple[list[str], dict[str, float]]:
     """``serve``'s check with the loaded models: logs the table, raises ``StartupError`` on a failure
-    that no declared hatch covers, returns banner lines for the failures a hatch lets through."""
+    that no declared hatch covers, returns banner lines for the failures a hatch lets through and
+    the figures the self-timing reuses."""
     from loguru import logger
 
     from bot.errors import StartupError
@@ -793,7 +829,8 @@ def startup_check(config: Config, models, secrets) -> list[str]:
     if report.blocking:
         names = "; ".join(f"{r.area} {r.item}: {r.detail}" for r in report.blocking)
         raise StartupError(f"startup check failed, not serving: {names}")
-    return [f"STARTED DESPITE A FAILED CHECK ({r.hatch}): {r.area} {r.item}: {r.detail}" for r in report.failures]
+    return ([f"STARTED DESPITE A FAILED CHECK ({r.hatch}): {r.area} {r.item}: {r.detail}" for r in report.failures],
+            report.figures)
 
 
 def cmd_check(config: Config) -> int:

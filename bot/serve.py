@@ -28,13 +28,16 @@ def serve(config, llm_server, *, call_builder=build_call,
     from bot.pipeline import load_models
     from bot.server import create_app
     from bot.preflight import startup_check
+    from bot.selftime import self_time
 
     secrets = Secrets.from_env(config)
     with startup_errors():
         models = load_models(config)
     config = llm_server.ready()
     # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
-    checked = startup_check(config, models, secrets)
+    checked, figures = startup_check(config, models, secrets)
+    # Timed on the product's engines, before the test lab may swap in its fixed-delay STT.
+    models.self_timing = self_time(config, secrets, models, llm_first_token_ms=figures.get("llm_first_token_ms"))
     if prepare_models is not None:
         models = prepare_models(models)
     log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)

@@ -44,6 +44,7 @@ from transports.twilio import (
     signature_is_valid,
 )
 from transports.webrtc import mount_webrtc
+from processors.supertonic_tts import PROVIDER_NAMES
 
 class CallRegistry:
     """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
@@ -120,6 +121,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     calls = CallRegistry(config.server.token_ttl_secs)
     background: set[asyncio.Task] = set()
     metrics = ProcessMetrics(config.latency)
+    self_timing = getattr(models, "self_timing", None)  # serve times each start (bot/selftime.py)
+    if self_timing is not None:
+        self_timing.export(metrics.registry)
     gate = CallGate(calls, max_calls=config.server.max_calls, token_ttl_secs=config.server.token_ttl_secs,
                     registry=metrics.registry)
     # Shared with the other workers through the records database: token single use, the caller's
@@ -131,6 +135,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     busy_audio = BusyAudio(models, config.tts.voice, canned.busy)
     llm_probe = LLMProbe(config, secrets)
     hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
+    metrics.set_escape_hatches(hatches)
+    metrics.set_onnx_providers(getattr(models.tts, "session_providers", {}),
+                               PROVIDER_NAMES.get(config.tts.require_provider, config.tts.require_provider))
 
     @app.post("/twilio/voice")
     async def twilio_voice(request: Request):
@@ -291,6 +298,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         metrics.call_finished(rec.records)
         if session.dialog.transfer_requested:
             reason = "emergency_transfer" if session.dialog.transfer_to else "transfer"
+            metrics.call_transferred("emergency" if session.dialog.transfer_to else "desk")
         elif session.dialog.ended:
             reason = "completed"
         else:
@@ -329,6 +337,8 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         """Readiness (new calls welcome): models loaded, LLM reachable, not draining; plus the line's figures."""
         ready, body = await readiness(config, llm_probe, draining=gate.draining, worker=line.worker)
         body.update(await line.figures())
+        if self_timing is not None:  # a slow start is shown, not unready: calls still work
+            body["self_timing"] = self_timing.as_dict()
         return JSONResponse(body, status_code=200 if ready else 503)
 
     async def say_goodbye(session) -> None:
@@ -347,7 +357,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @admin.get("/metrics")
     async def prometheus_metrics():
-        body, content_type = metrics.render(loop_lag=lag.summary())
+        body, content_type = metrics.render(loop_lag=lag.summary(), records_pending=desk.writer.pending)
         return Response(body, media_type=content_type)
 
     @app.get("/api/turns")

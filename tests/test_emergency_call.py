@@ -95,3 +95,7 @@ async def test_a_fire_is_told_119_with_no_model_call_and_handed_to_the_fire_line
     assert "EMERGENCY turn: told the caller to call 119" in bot.log()
     metrics = httpx.get(f"{bot.admin_url}/metrics", timeout=5).text
     assert 'voice_escalations_total{number="119"} 1.0' in metrics
+    # The start timed itself on the product's engines (the first start here: the baseline).
+    timing = httpx.get(f"{bot.admin_url}/readyz", timeout=5).json()["self_timing"]
+    assert timing["ok"] and timing["figures_ms"]["stt_ms"] > 0 and timing["last_good_ms"] is None
+    assert "voice_startup_slow 0.0" in metrics and "startup self-timing:" in bot.log()

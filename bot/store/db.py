@@ -18,7 +18,7 @@ from loguru import logger
 
 from bot.config import Config, Secrets
 from bot.privacy import mask_stored
-from bot.store.schema import TICKET_STATUSES, callbacks, calls, tickets, turns
+from bot.store.schema import TICKET_STATUSES, callbacks, calls, self_timings, tickets, turns
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # Serializes migrations of workers starting together on one PostgreSQL database.
@@ -176,6 +176,31 @@ class Store:
         with self.engine.connect() as conn:
             return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()}
                     for r in conn.execute(q).mappings()]
+
+    # --- startup self-timing ---------------------------------------------------------------
+
+    def save_timing(self, host: str, config_key: str, figures: dict[str, float], *, good: bool) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(self_timings.insert().values(host=host, config_key=config_key, measured_at=now(),
+                                                      figures=figures, good=good))
+
+    def last_good_timing(self, host: str, config_key: str) -> dict[str, float] | None:
+        q = (sa.select(self_timings.c.figures)
+             .where(self_timings.c.host == host, self_timings.c.config_key == config_key, self_timings.c.good)
+             .order_by(self_timings.c.id.desc()).limit(1))
+        with self.engine.connect() as conn:
+            return conn.execute(q).scalar()
+
+    def latest_timing(self, host: str, config_key: str) -> tuple[dict[str, Any] | None, dict[str, float] | None]:
+        """The last start's row (figures, good, measured_at) and the last good figures."""
+        q = (sa.select(self_timings).where(self_timings.c.host == host, self_timings.c.config_key == config_key)
+             .order_by(self_timings.c.id.desc()).limit(1))
+        with self.engine.connect() as conn:
+            row = conn.execute(q).mappings().first()
+        if row is None:
+            return None, None
+        last = {**row, "measured_at": _utc(row["measured_at"])}
+        return last, last["figures"] if last["good"] else self.last_good_timing(host, config_key)
 
     def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:

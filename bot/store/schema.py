@@ -101,3 +101,17 @@ workers = sa.Table(
     sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("draining", sa.Boolean, nullable=False, default=False),
 )
+
+# One row per server start: the stage figures on a fixed input (bot/selftime.py). A start much
+# slower than the last good one is kept with good = false and does not become the new baseline.
+self_timings = sa.Table(
+    "self_timings",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("config_key", sa.String(32), nullable=False),
+    sa.Column("measured_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("figures", sa.JSON, nullable=False),
+    sa.Column("good", sa.Boolean, nullable=False),
+    sa.Index("ix_self_timings_host_key", "host", "config_key"),
+)

@@ -14,6 +14,29 @@ from bot.config import LatencyConfig
 from bot.telemetry.latency import STAGES, TurnRecord, summarize
 
 BUCKETS_MS = (25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 5000, 10000)
+DEAD_AIR_MS = 2000.0  # first audio later than this after the caller went quiet: dead air on the line
+
+# Short stable labels for ``voice_escape_hatch{hatch}``: the start of each description bot/hatches.py writes.
+HATCH_LABELS = (
+    ("twilio.validate_signature=false", "signature_check_off"),
+    ("QA page open without a token", "qa_page_open"),
+    ("vLLM --enforce-eager", "vllm_enforce_eager"),
+    ("TensorRT disabled for TTS", "tts_tensorrt_off"),
+    ("tts.allow_fallback=true", "tts_fallback_allowed"),
+    ("TTS provider FALLBACK active", "tts_fallback_active"),
+    ("TTS model is a STAND-IN", "tts_standin"),
+    ("STT is a FIXED-DELAY TEST ENGINE", "stt_fixed_delay"),
+    ("STT on CPU", "stt_cpu"),
+    ("STT asked for", "stt_cpu_fallback"),
+)
+
+
+def hatch_label(description: str) -> str:
+    """The short label of an escape hatch description (an unknown one: its first words, as a slug)."""
+    for prefix, label in HATCH_LABELS:
+        if description.startswith(prefix):
+            return label
+    return "_".join("".join(c if c.isalnum() else " " for c in description.lower()).split()[:4]) or "unknown"
 
 
 class ProcessMetrics:
@@ -34,6 +57,36 @@ class ProcessMetrics:
         self.quantile_ms = Gauge(
             "voice_stage_latency_recent_ms", f"Exact percentiles over the last {window} turns", ["stage", "quantile"], registry=r
         )
+        # For the alert rules (deploy/alerts.yaml): budgets, dead air, providers, hatches, transfers, records queue.
+        self.budget_ms = Gauge("voice_stage_budget_ms", "Latency budget of a stage (ms, [latency])", ["stage"], registry=r)
+        for name, _, _, key in STAGES:
+            if key:
+                self.budget_ms.labels(name).set(getattr(budgets, key))
+        self.dead_air = Counter("voice_dead_air_turns", f"Turns whose first audio came over {DEAD_AIR_MS / 1000:.0f} s "
+                                "after the caller stopped", registry=r)
+        self.transfers = Counter("voice_transfers", "Calls handed over at their end (desk: to staff; emergency: to "
+                                 "an emergency number)", ["to"], registry=r)
+        for to in ("desk", "emergency"):
+            self.transfers.labels(to)  # exported at 0 from the start: the first transfer is a visible increase
+        self.turns.labels("error")  # likewise the first apology
+        self.onnx_provider_ok = Gauge("voice_onnx_provider_ok", "1 when the ONNX session runs on tts.require_provider",
+                                      ["session"], registry=r)
+        self.escape_hatch = Gauge("voice_escape_hatch", "1 per escape hatch active (bot/hatches.py)", ["hatch"],
+                                  registry=r)
+        self.records_pending = Gauge("voice_records_queue_pending", "Record writes waiting for the database",
+                                     registry=r)
+
+    def set_onnx_providers(self, session_providers: dict[str, list[str]], required: str) -> None:
+        """``required``: onnxruntime's name of ``tts.require_provider`` (e.g. ``TensorrtExecutionProvider``)."""
+        for session, providers in session_providers.items():
+            self.onnx_provider_ok.labels(session).set(1 if providers and providers[0] == required else 0)
+
+    def set_escape_hatches(self, hatches: list[str]) -> None:
+        for h in hatches:
+            self.escape_hatch.labels(hatch_label(h)).set(1)
+
+    def call_transferred(self, to: str) -> None:
+        self.transfers.labels(to).inc()
 
     def call_started(self) -> None:
         self.calls_total.inc()
@@ -50,12 +103,17 @@ class ProcessMetrics:
             self.llm_calls.inc(rec.llm_calls)
             if rec.escalation:
                 self.escalations.labels(rec.escalation).inc()
-            for stage, ms in rec.stages_ms().items():
+            stages = rec.stages_ms()
+            if stages.get("voice_to_voice", 0.0) > DEAD_AIR_MS:
+                self.dead_air.inc()
+            for stage, ms in stages.items():
                 self.stage_ms.labels(stage).observe(ms)
                 if stage in budgets and ms > budgets[stage]:
                     self.over_budget.labels(stage).inc()
 
-    def render(self, loop_lag: dict | None = None) -> tuple[bytes, str]:
+    def render(self, loop_lag: dict | None = None, records_pending: int | None = None) -> tuple[bytes, str]:
+        if records_pending is not None:
+            self.records_pending.set(records_pending)
         if loop_lag and loop_lag.get("n"):
             self.loop_lag_ms.labels("0.5").set(loop_lag["p50_ms"])
             self.loop_lag_ms.labels("0.99").set(loop_lag["p99_ms"])
