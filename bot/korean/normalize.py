@@ -21,16 +21,21 @@ Spacing conventions of the output:
 * A lot number's hyphen is read ``에`` (the spoken 의): ``12-3번지`` ->
   ``십이에 삼 번지``.
 * Ranges repeat the counter: ``3~5일`` -> ``삼 일에서 오 일``.
+* A bracketed weekday after a date is read in full: ``12월 3일(목)`` -> ``십이월 삼 일 목요일``.
 * Sentence punctuation ``. , ? !`` is kept for prosody.
 
-All tables are module-level data so that coverage is extended by adding rows,
-not code.
+All tables are data so that coverage is extended by adding rows, not code: the
+counters and the numeral system each takes (native 세 개, Sino 삼 분, the context
+rules of 분 and 번) are in ``bot/data/counters.toml``, the rest is module-level here.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 # --- Number words -----------------------------------------------------------
 
@@ -42,29 +47,78 @@ NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱", "�
 NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
 NATIVE_TWENTY = "스무"  # 스물 loses its ㄹ before a counter: 스무 명, but 스물한 명
 MONTHS = {6: "유월", 10: "시월"}  # irregular month names; the rest are Sino + 월
-FIRST_ORDINAL = {"번째": "첫"}  # 1번째 is 첫 번째, never 한 번째
+WEEKDAY_SUFFIX = "요일"  # (목) after a date is read 목요일
 
 # --- Counters and units -----------------------------------------------------
 
-# Counters that take native numbers (1-99). Longer entries win over shorter
-# ones, so 시간 beats 시 and 번째 beats 번.
-NATIVE_COUNTERS = (
-    "시", "시간", "개", "권", "명", "살", "번째", "마리", "잔", "병", "장", "대",
-    "벌", "그루", "척", "채", "곳", "군데", "달", "가지", "사람", "켤레", "송이",
-    "통", "줄", "그릇", "접시", "봉지", "상자", "자루", "포기", "바퀴", "알",
-    "끼", "차례", "배",
-)
-# Counters that take Sino numbers. Sino is the default; listing a counter here
-# gives it the number-space-counter spacing and stops a native counter from
-# matching its prefix (개월 is not 개, 달러 is not 달).
-SINO_COUNTERS = (
-    "월", "일", "년", "분", "초", "원", "층", "호", "호선", "번", "번지", "동", "주",
-    "주년", "주일", "개월", "개국", "개년", "달러", "유로", "엔", "파운드", "위안",
-    "회", "차", "인", "인분", "등", "위", "학년", "도", "점", "세", "평", "박",
-    "분기", "쪽", "페이지", "교시", "단계", "년생", "퍼센트", "건", "반", "톤",
-)
-# Native counters read Sino on round tens: 20대 is an age group (이십 대), not 스무 대.
-SINO_ON_TENS = ("대",)
+# The counter table, with its references and rules, is data: bot/data/counters.toml.
+COUNTERS_FILE = Path(__file__).resolve().parent.parent / "data" / "counters.toml"
+SYSTEMS = ("native", "sino")
+
+
+@dataclass(frozen=True)
+class CounterContext:
+    """When a counter leaves its usual system: 세 분께서 (person, native), 세 번 더 (times, native)."""
+
+    switch_to: str
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    never_after_counter: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CounterTable:
+    """counters.toml: each counter's numeral system and the exceptions to the plain rule."""
+
+    systems: dict[str, str]
+    native_max: int
+    native_max_of: dict[str, int] = field(default_factory=dict)
+    sino_on_round_tens: tuple[str, ...] = ()
+    first: dict[str, str] = field(default_factory=dict)
+    contexts: dict[str, CounterContext] = field(default_factory=dict)
+
+    def counters(self, system: str) -> tuple[str, ...]:
+        return tuple(c for c, s in self.systems.items() if s == system)
+
+
+def load_counters(path: str | Path = COUNTERS_FILE) -> CounterTable:
+    """Reads and checks the counter table; a bad table raises ``ValueError`` naming the file."""
+    path = Path(path)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+
+    def check(ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{path}: {what}")
+
+    systems = data.get("counters", {})
+    check(bool(systems), "no [counters] table")
+    for counter, system in systems.items():
+        check(system in SYSTEMS, f"counter {counter!r}: system {system!r} is not one of {SYSTEMS}")
+    native = {c for c, s in systems.items() if s == "native"}
+    native_max = data.get("rules", {}).get("native_max", 99)
+    native_max_of = data.get("native_max", {})
+    round_tens = tuple(data.get("sino_on_round_tens", {}).get("counters", ()))
+    first = data.get("first", {})
+    for counter in (*native_max_of, *round_tens, *first):
+        check(counter in native, f"{counter!r} has a native-only rule but is not a native counter")
+    contexts = {}
+    for counter, rule in data.get("context", {}).items():
+        check(counter in systems, f"context for {counter!r}, which is not in [counters]")
+        check(rule.get("switch_to") in SYSTEMS and rule["switch_to"] != systems[counter],
+              f"context for {counter!r}: switch_to must be the other system")
+        contexts[counter] = CounterContext(
+            rule["switch_to"], tuple(rule.get("after", ())), tuple(rule.get("before", ())),
+            tuple(rule.get("never_after_counter", ())),
+        )
+    return CounterTable(dict(systems), native_max, dict(native_max_of), round_tens, dict(first), contexts)
+
+
+COUNTER_TABLE = load_counters()
+# Counters that take native numbers (1-99). Longer entries win over shorter ones, so 시간 beats 시
+# and 번째 beats 번.
+NATIVE_COUNTERS = COUNTER_TABLE.counters("native")
+# Counters that take Sino numbers (분 and 번 by default; see COUNTER_TABLE.contexts).
+SINO_COUNTERS = COUNTER_TABLE.counters("sino")
 
 # Unit symbols, spoken only right after a number.
 UNITS = {
@@ -175,6 +229,25 @@ def _alternation(words) -> str:
 
 _SUFFIX = _alternation({*UNITS, *NATIVE_COUNTERS, *SINO_COUNTERS})
 _NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
+
+
+def _context_patterns(counter: str, rule: CounterContext) -> tuple:
+    """(switch_to, after, before, keep) patterns of one contextual counter; a range counts as one number."""
+    c, num = re.escape(counter), r"\d[\d,]*"
+    after = before = keep = None
+    if rule.after:
+        after = re.compile(rf"(?:[ \t]*(?:에서|~|-)[ \t]*{num}[ \t]*{c})?[ \t]*(?:{_alternation(rule.after)})")
+    if rule.before:
+        before = re.compile(
+            rf"(?<![가-힣])(?:{_alternation(rule.before)})[ \t]*(?:{num}[ \t]*{c}[ \t]*(?:에서|~|-)[ \t]*)?$"
+        )
+    if rule.never_after_counter:
+        keep = re.compile(rf"\d[ \t]*(?:{_alternation(rule.never_after_counter)})[ \t]*$")
+    return rule.switch_to, after, before, keep
+
+
+_CONTEXTS = {counter: _context_patterns(counter, rule) for counter, rule in COUNTER_TABLE.contexts.items()}
+
 # Markdown the LLM may emit: bold/italic markers, code ticks, headings, bullets.
 _MARKDOWN_RE = re.compile(r"\*\*|__|`|^[ \t]*(?:#{1,6}|[-*+])[ \t]+", re.M)
 _ALNUM_WORD_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![A-Za-z0-9])")
@@ -225,6 +298,8 @@ _WEEKDAY_RANGE_RE = re.compile(
     r"(?<![가-힣])(?P<a>[월화수목금토일])(?:요일)?[ \t]*~[ \t]*(?P<b>[월화수목금토일])(?:요일)?(?![가-힣])"
     r"|(?P<paren>\([월화수목금토일](?:요일)?\))[ \t]*[~-][ \t]*(?=\d)"
 )
+# A weekday in brackets right after a date is read in full: 3일(목) -> 3일 목요일, 3일 (목요일) -> 3일 목요일.
+_DATE_WEEKDAY_RE = re.compile(r"(?<=\d일)[ \t]*\((?P<w>[월화수목금토일])(?:요일)?\)")
 _TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])")
 _CURRENCY_RE = re.compile(
     rf"([{re.escape(''.join(CURRENCY_PREFIXES))}])\s*({_NUM}[조억만천백]*)"
@@ -280,6 +355,35 @@ def _native(n: int) -> str:
     return NATIVE_TENS[tens] + NATIVE_ONES[ones]
 
 
+def _counter_system(suf: str, m: re.Match) -> str:
+    """The numeral system of the counter ``suf`` after the number ``m``, its context considered."""
+    system = COUNTER_TABLE.systems.get(suf, "sino")
+    context = _CONTEXTS.get(suf)
+    if context is None:
+        return system
+    switch_to, after, before, keep = context
+    prefix = m.string[: m.start()]
+    if keep and keep.search(prefix):
+        return system
+    if (after and after.match(m.string, m.end())) or (before and before.search(prefix)):
+        return switch_to
+    return system
+
+
+def _native_count(n: int, suf: str) -> str | None:
+    """``n`` before the native counter ``suf`` (101개 -> 백한), or None where it reads Sino."""
+    table = COUNTER_TABLE
+    if suf in table.sino_on_round_tens and n % 10 == 0:
+        return None
+    top = table.native_max_of.get(suf, table.native_max)
+    if 0 < n <= top:
+        return table.first[suf] if n == 1 and suf in table.first else _native(n)
+    if top >= 99 and n > 100 and 0 < n % 100 < 10:
+        # Sino hundreds, native units: 백한 개, 만 두 명 (the last Sino digit word is the units digit).
+        return _sino(n)[:-1] + NATIVE_ONES[n % 10]
+    return None
+
+
 def _read_number(m: re.Match) -> str:
     raw, frac, mag, suf = m.group("int", "frac", "mag", "suf")
     n = int(raw.replace(",", ""))
@@ -288,17 +392,11 @@ def _read_number(m: re.Match) -> str:
         return MONTHS.get(n, _sino(n) + "월")
     # 제3장 is an ordinal: Sino whatever the counter.
     ordinal = m.start() > 0 and m.string[m.start() - 1] == "제"
-    if (
-        suf in NATIVE_COUNTERS
-        and plain
-        and not ordinal
-        and 0 < n < 100
-        and not (suf in SINO_ON_TENS and n % 10 == 0)
-    ):
-        words = FIRST_ORDINAL[suf] if n == 1 and suf in FIRST_ORDINAL else _native(n)
-    elif raw.startswith("0") and len(raw) > 1 and plain and not suf:
+    native = suf and plain and not ordinal and _counter_system(suf, m) == "native"
+    words = _native_count(n, suf) if native else None
+    if words is None and raw.startswith("0") and len(raw) > 1 and plain and not suf:
         words = _digits(raw)  # a code such as 007, not a quantity
-    else:
+    elif words is None:
         words = _sino(n)
         if frac:
             words += " 점 " + _digits(frac[1:], SINO_DIGITS)
@@ -405,6 +503,7 @@ def normalize_korean(text: str) -> str:
     text = _TIME_RE.sub(_read_time, text)
     text = _ZERO_CODE_RE.sub(lambda m: _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
     text = _WEEKDAY_RANGE_RE.sub(_read_weekday_range, text)
+    text = _DATE_WEEKDAY_RE.sub(lambda m: " " + m["w"] + WEEKDAY_SUFFIX, text)
     text = _CURRENCY_RE.sub(lambda m: m[2] + CURRENCY_PREFIXES[m[1]], text)
     text = _RANGE_SHARED_RE.sub(lambda m: f"{m[1]}{m[3]}~{m[2]}{m[3]}", text)
     text = _RANGE_RE.sub(rf"\1{RANGE_WORD} ", text)
