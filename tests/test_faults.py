@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from bot.tools.faults import LIMIT_APOLOGY_S, LIMIT_LAG_P99_MS, LIMIT_SILENCE_S, FaultLab, render_report
+from bot.tools.faults import LIMIT_APOLOGY_S, LIMIT_LAG_BLOCKING_MS, LIMIT_SILENCE_S, FaultLab, render_report
 from tests.conftest import offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
@@ -35,7 +35,7 @@ def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
     overrides = [*offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "unused"),
                  "call.greeting='네, 말씀하세요.'"]
     t0 = time.monotonic()
-    with FaultLab(None, overrides, work_dir=work, stt_delay_ms=STT_DELAY_MS) as lab:
+    with FaultLab(None, overrides, work_dir=work, stt_delay_ms=STT_DELAY_MS, lag_limit_ms=LIMIT_LAG_BLOCKING_MS) as lab:
         result = asyncio.run(lab.run())
     report = work / "faults-report.md"
     report.write_text(render_report(result, {"run": f"pytest tests/test_faults.py, {time.monotonic() - t0:.0f} s",
@@ -118,7 +118,8 @@ def test_idle_caller_is_prompted_then_hung_up(rows):
 def test_hostile_client_is_ignored_one_log_line_per_kind_and_other_calls_keep_their_timing(rows):
     row = rows["hostile client"]
     _ok(row)
-    assert row.lag_p99_ms is not None and row.lag_p99_ms < LIMIT_LAG_P99_MS
+    # No blocking call on the loop; the 20 ms target is the benchmark's (`run_bot.py faults`).
+    assert row.lag_p99_ms is not None and row.lag_p99_ms < LIMIT_LAG_BLOCKING_MS
     _dead_air(row)
 
 
