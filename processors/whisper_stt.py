@@ -4,7 +4,7 @@ Three pieces:
 
 * ``WhisperEngine``: one faster-whisper model per process, shared by every call. Its
   ``transcribe`` is blocking and guarded (forced language, a single temperature, no-speech,
-  repetition, confidence and length guards); ``transcribe_async`` runs it on the engine's own
+  repetition, confidence, prompt-echo and length guards); ``transcribe_async`` runs it on the engine's own
   worker threads so the event loop (and every other call's audio) keeps flowing.
 * ``WhisperSTTProcessor``: a Pipecat ``SegmentedSTTService`` that sends each VAD segment to the
   engine and emits a ``TranscriptionFrame`` only for an accepted, non-empty transcript.
@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import math
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable
@@ -43,7 +44,7 @@ from bot.wav import read_wav
 
 WHISPER_SAMPLE_RATE = 16000
 
-RejectReason = Literal["no_speech", "repetitive", "low_confidence", "too_long", "empty"]
+RejectReason = Literal["no_speech", "repetitive", "low_confidence", "prompt_echo", "too_long", "empty"]
 
 # Decoding budget: Korean is about 1.1 Whisper tokens per syllable and fast speech about 8
 # syllables a second, so 25 tokens a second (plus a small floor) never cuts real speech short,
@@ -52,11 +53,62 @@ RejectReason = Literal["no_speech", "repetitive", "low_confidence", "too_long", 
 _TOKENS_PER_SEC = 25
 _MIN_NEW_TOKENS = 16
 
+# Prompt echo (see ``is_prompt_echo``). faster-whisper puts ``hotwords`` (and ``initial_prompt``)
+# after <|startofprev|>, where Whisper was trained to see the previous window's transcript, so once
+# the decoder has written a word of the list it tends to go on copying the list: Whisper base heard
+# "주민등록등본 떼려면 어떻게 해요" as "주민등록등본 민원 불법주차 쓰레기 수거 가로등" (avg log-prob
+# -0.25, no-speech 0.06, compression 0.88: every other guard passes it).
+_ECHO_MIN_RUN = 3  # this many prompt words in the prompt's order, one after the other
+_ECHO_MIN_WORDS = 3  # or at least this many prompt words ...
+_ECHO_MIN_SHARE = 0.8  # ... making up at least this share of the transcript's words
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words, punctuation dropped ("수거, 가로등." -> ["수거", "가로등"])."""
+    return _WORD.findall(text.lower())
+
+
+def is_prompt_echo(text: str, *prompts: str) -> bool:
+    """Whether a transcript is the decoding prompt copied back rather than what was said.
+
+    ``prompts`` are the texts Whisper was prompted with (``stt.hotwords``, ``stt.initial_prompt``);
+    their words are the "prompt words". The transcript is an echo when, punctuation and spacing
+    ignored,
+
+    * it contains ``_ECHO_MIN_RUN`` (3) or more consecutive words of one prompt, in the prompt's
+      order ("민원 불법주차 쓰레기 수거 가로등", "수거, 가로등, 상수도", the whole list, the list
+      twice, the list without its spaces); or
+    * at least ``_ECHO_MIN_WORDS`` (3) of its words are prompt words and they make up at least
+      ``_ECHO_MIN_SHARE`` (80 %) of its words (the list shuffled or repeated).
+
+    A word counts only when it IS a prompt word: "가로등이" (with a particle) is not "가로등". So a
+    caller's sentence with a hotword or two in it passes ("대형폐기물 신고하려고요", "쓰레기 수거
+    문의드리려고요", "민원 불법주차"). The price: a caller who really says three list words in the
+    list's order ("쓰레기 수거 가로등") is rejected too, and with a prompt of one or two words an
+    echo cannot be told from a caller saying those words, so it is never rejected.
+    """
+    words = _words(text)
+    if not words:
+        return False
+    lists = [w for w in (_words(p) for p in prompts) if w]
+    if not lists:
+        return False
+    compact = "".join(words)
+    for plist in lists:
+        for i in range(len(plist) - _ECHO_MIN_RUN + 1):
+            if "".join(plist[i : i + _ECHO_MIN_RUN]) in compact:
+                return True
+    vocab = {w for plist in lists for w in plist}
+    hits = sum(w in vocab for w in words)
+    return hits >= _ECHO_MIN_WORDS and hits >= _ECHO_MIN_SHARE * len(words)
+
 
 @dataclass
 class UnclearSpeechFrame(DataFrame):
     """A segment long enough to be speech that the guards rejected (no_speech, low_confidence,
-    repetitive): the turn-stop strategy can ask the caller to say it again instead of waiting.
+    repetitive, prompt_echo): the turn-stop strategy can ask the caller to say it again instead
+    of waiting.
     """
 
     reason: str = ""
@@ -64,7 +116,7 @@ class UnclearSpeechFrame(DataFrame):
 
 
 # Rejections that are probably speech we failed to read (not silence, not an over-long segment).
-UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive")
+UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive", "prompt_echo")
 
 
 @dataclass(frozen=True)
@@ -79,8 +131,10 @@ class TranscriptResult:
         rejected_reason: None when accepted; else why nothing was produced: ``no_speech``
             (Whisper's no-speech rule), ``repetitive`` (compression ratio above the threshold: a
             decoding loop), ``low_confidence`` (average log-probability below the engine's
-            ``min_avg_logprob``), ``too_long`` (longer than ``max_segment_secs``: not
-            transcribed), ``empty`` (no audio, or the model produced no text).
+            ``min_avg_logprob``), ``prompt_echo`` (the transcript is the hotwords / initial
+            prompt copied back: ``is_prompt_echo``), ``too_long`` (longer than
+            ``max_segment_secs``: not transcribed), ``empty`` (no audio, or the model produced
+            no text).
         language: The language the model was forced to (a Whisper code such as "ko").
         avg_logprob: Average token log-probability of the first decoded segment (diagnostics).
         no_speech_prob: No-speech probability of the first decoded segment (diagnostics).
@@ -136,6 +190,9 @@ class WhisperEngine:
             probability, so noise can slip past the no-speech rule as a short garbage word
             ("아", avg log-prob about -3); real speech, even badly recognised 8 kHz Korean,
             stayed above -2.0 with Whisper base.
+        reject_prompt_echo: Reject a transcript that is the hotword list / initial prompt
+            copied back (``prompt_echo``, see ``is_prompt_echo``). Off only to measure what the
+            guard changes (``scripts/hotword_wer.py``).
     """
 
     def __init__(
@@ -145,12 +202,14 @@ class WhisperEngine:
         *,
         num_workers: int | None = None,
         min_avg_logprob: float | None = None,
+        reject_prompt_echo: bool = True,
     ):
         from faster_whisper import WhisperModel
 
         self.cfg = cfg
         self.model_path = model_path
         self.min_avg_logprob = min_avg_logprob
+        self.reject_prompt_echo = reject_prompt_echo
         device = cfg.device
         if device == "auto":
             import ctranslate2
@@ -270,6 +329,11 @@ class WhisperEngine:
                 dropped.append(reason)
         first = segments[0] if segments else None
         text = "".join(kept).strip()
+        if text and self.reject_prompt_echo and is_prompt_echo(text, cfg.hotwords, cfg.initial_prompt):
+            # The reason is logged at INFO by WhisperSTTProcessor, like the other rejections; the
+            # text (personal data if the echo carries real words too) at DEBUG only.
+            logger.debug("Whisper: transcript rejected as a prompt echo: [{}]", text)
+            return done("prompt_echo", "", first)
         if text:
             return done(None, text, first)
         return done(dropped[0] if dropped else "empty", "", first)

@@ -14,9 +14,11 @@ import re
 import struct
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from loguru import logger
 from pipecat.audio.resamplers.soxr_resampler import SOXRAudioResampler
 from pipecat.audio.utils import pcm_to_ulaw, ulaw_to_pcm
 from pipecat.frames.frames import (
@@ -43,7 +45,9 @@ from bot.wav import read_wav
 from processors.whisper_stt import (
     TranscriptResult,
     WhisperEngine,
+    UnclearSpeechFrame,
     WhisperSTTProcessor,
+    is_prompt_echo,
     pcm16_to_float32,
     transcribe_file,
 )
@@ -51,9 +55,12 @@ from processors.whisper_stt import (
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BENCH_AUDIO = Path(__file__).resolve().parent.parent / "bench" / "audio"
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # Korean rejected for any of these is fine; a transcript is too.
-NOTHING_HEARD = {"no_speech", "low_confidence", "repetitive", "empty"}
+NOTHING_HEARD = {"no_speech", "low_confidence", "repetitive", "prompt_echo", "empty"}
+# The shipped stt.hotwords (config.toml), spelled out so a config change can't hide the echo cases.
+HOTWORDS = "주민등록등본 민원 불법주차 쓰레기 수거 가로등 상수도"
 
 
 @pytest.fixture(scope="session")
@@ -359,3 +366,126 @@ async def test_long_unreadable_speech_is_reported_as_unclear_not_dropped(engine)
     stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=60.0)
     stt._sample_rate = rate
     assert [f async for f in stt.run_stt(pcm)] == []
+
+
+# --- prompt echo ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        HOTWORDS,  # the list itself
+        "주민등록등본 민원 불법주차 쓰레기 수거 가로등",  # Whisper base on bench/audio/certificate.wav
+        "민원 불법주차 쓰레기 수거 가로등",  # ... on espeak's "민원 넣으려고요"
+        "수거, 가로등, 상수도",  # the list's tail, with punctuation
+        "주민등록등본, 민원, 불법주차, 쓰레기, 수거, 가로등, 상수도.",
+        f"{HOTWORDS} {HOTWORDS}",  # repeated
+        HOTWORDS.replace(" ", ""),  # without its spaces
+        "주민등록등본 민원 불법주차 떼려면 어떻게 해요",  # an echoed run before real words
+        "상수도 가로등 민원",  # out of order, all prompt words
+        "민원 민원 민원 민원",
+    ],
+)
+def test_prompt_echo_rule_rejects_the_hotword_list_copied_back(text):
+    assert is_prompt_echo(text, HOTWORDS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "대형폐기물 신고하려고요",
+        "쓰레기 수거 문의드리려고요",  # two hotwords in the list's order: a run of 2 is speech
+        "쓰레기 수거 문을 일으니 억울",  # Whisper base on bench/audio/trash.wav
+        "민원 불법주차",
+        "주민등록등본 떼려면 어떻게 해요",
+        "가로등이 고장났어요",  # 가로등 + particle is not the hotword
+        "쓰레기 수거 민원이요",
+        "수도 가로등",
+        "가로등 수거 쓰레기 요",  # 3 prompt words of 4 (75 %), not in the list's order
+        "민원",
+        "",
+        " ... ",
+    ],
+)
+def test_prompt_echo_rule_lets_real_utterances_with_hotwords_through(text):
+    assert not is_prompt_echo(text, HOTWORDS)
+
+
+def test_prompt_echo_rule_covers_the_initial_prompt_and_needs_a_prompt():
+    prompt = "구청 민원실 상담 전화입니다"
+    assert is_prompt_echo("구청 민원실 상담 전화입니다.", "", prompt)
+    assert is_prompt_echo("민원실 상담 전화입니다", HOTWORDS, prompt)
+    assert not is_prompt_echo("민원실 상담 전화입니다", HOTWORDS, "")
+    # A run doesn't span the two prompts: the list's last word, then the prompt's first two.
+    assert not is_prompt_echo("상수도 구청 민원실 요금 문의", HOTWORDS, prompt)
+    assert not is_prompt_echo(HOTWORDS, "", "")
+    # One or two prompt words: an echo is indistinguishable from a caller saying them.
+    assert not is_prompt_echo("대형폐기물 상수도", "대형폐기물 상수도")
+    assert is_prompt_echo("대형폐기물 상수도 대형폐기물", "대형폐기물 상수도")  # 3 of 3: repeated
+
+
+def test_engine_rejects_a_decoded_echo_as_prompt_echo(engine, monkeypatch):
+    def decoded(text):
+        seg = SimpleNamespace(text=" " + text, avg_logprob=-0.25, no_speech_prob=0.06, compression_ratio=0.9)
+        return lambda *a, **k: (iter([seg]), None)
+
+    pcm = bytes(2 * 16000)
+    monkeypatch.setattr(engine.model, "transcribe", decoded("민원 불법주차 쓰레기 수거 가로등"))
+    result = engine.transcribe(pcm, 16000)
+    assert result.rejected_reason == "prompt_echo" and result.text == "" and not result.accepted
+    assert result.avg_logprob == -0.25  # diagnostics kept
+    monkeypatch.setattr(engine, "reject_prompt_echo", False)
+    assert engine.transcribe(pcm, 16000).text == "민원 불법주차 쓰레기 수거 가로등"
+    monkeypatch.setattr(engine, "reject_prompt_echo", True)
+    monkeypatch.setattr(engine.model, "transcribe", decoded("대형폐기물 신고하려고요"))
+    result = engine.transcribe(pcm, 16000)
+    assert result.accepted and result.text == "대형폐기물 신고하려고요"
+    monkeypatch.setattr(engine, "cfg", dataclasses.replace(engine.cfg, initial_prompt="구청 민원실 상담 전화입니다"))
+    monkeypatch.setattr(engine.model, "transcribe", decoded("구청 민원실 상담 전화입니다."))
+    assert engine.transcribe(pcm, 16000).rejected_reason == "prompt_echo"
+
+
+def test_hotwords_leak_into_a_real_clip_and_the_guard_rejects_it(engine, monkeypatch):
+    # "주민등록등본 떼려면 어떻게 해요": after the first word, which opens the hotword list,
+    # Whisper base goes on copying the list (the prompt after <|startofprev|>), confidently.
+    assert engine.cfg.hotwords == HOTWORDS
+    pcm, rate = read_wav(BENCH_AUDIO / "certificate.wav")
+    monkeypatch.setattr(engine, "reject_prompt_echo", False)
+    leaked = engine.transcribe(pcm, rate)
+    assert leaked.accepted and is_prompt_echo(leaked.text, HOTWORDS), leaked
+    assert set(re.findall(r"\w+", leaked.text)) <= set(HOTWORDS.split())
+    assert leaked.avg_logprob > -1.0 and leaked.no_speech_prob < 0.2  # every other guard passes it
+
+    monkeypatch.setattr(engine, "reject_prompt_echo", True)
+    result = engine.transcribe(pcm, rate)
+    assert result.rejected_reason == "prompt_echo" and result.text == ""
+
+    # The list comes from the prompt, not the audio: without hotwords there is no echo.
+    monkeypatch.setattr(engine, "cfg", dataclasses.replace(engine.cfg, hotwords=""))
+    plain = engine.transcribe(pcm, rate)
+    assert not is_prompt_echo(plain.text, HOTWORDS), plain
+
+
+def test_a_real_clip_with_hotwords_in_it_passes_the_guard(engine):
+    pcm, rate = read_wav(BENCH_AUDIO / "trash.wav")  # "쓰레기 수거 문의드리려고요"
+    result = engine.transcribe(pcm, rate)
+    assert result.accepted, result
+    assert result.text.startswith("쓰레기 수거")
+
+
+async def test_processor_logs_a_prompt_echo_at_info_and_asks_again(engine):
+    pcm, rate = read_wav(BENCH_AUDIO / "certificate.wav")
+    stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=2.0)
+    stt._sample_rate = rate  # set by start() in a pipeline
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="INFO", format="{level} {message}")
+    try:
+        frames = [f async for f in stt.run_stt(pcm)]
+    finally:
+        logger.remove(sink)
+    assert len(frames) == 1 and isinstance(frames[0], UnclearSpeechFrame)
+    assert frames[0].reason == "prompt_echo"
+    assert stt.rejected_counts == {"prompt_echo": 1}
+    rejected = [line for line in lines if "segment rejected (prompt_echo)" in line]
+    assert len(rejected) == 1 and rejected[0].startswith("INFO")
+    assert "주민등록등본" not in "".join(lines)  # the text is never logged at INFO
