@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import Callable
 
 import uvicorn
@@ -30,6 +31,9 @@ def serve(config, llm_server, *, call_builder=build_call,
     from bot.preflight import startup_check
     from bot.selftime import self_time
 
+    # A SIGTERM while loading (a supervisor stopping a worker it just restarted) is a clean stop:
+    # no call was taken. uvicorn installs its own handlers (the drain) once it serves.
+    signal.signal(signal.SIGTERM, _stop_before_serving)
     secrets = Secrets.from_env(config)
     with startup_errors():
         models = load_models(config)
@@ -58,8 +62,14 @@ def serve(config, llm_server, *, call_builder=build_call,
                                            log_level="warning", ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
     admin = OperationsServer(uvicorn.Config(app.state.admin_app, host=config.server.admin_host,
                                             port=config.server.admin_port, log_level="warning", lifespan="off"))
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # serving: uvicorn's handlers (the drain) from here
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))
+
+
+def _stop_before_serving(signum, _frame) -> None:
+    logger.warning("{} before serving: stopping (no call was taken)", signal.Signals(signum).name)
+    raise SystemExit(0)
 
 
 class OperationsServer(uvicorn.Server):

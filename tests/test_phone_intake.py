@@ -192,9 +192,13 @@ async def test_sigkill_mid_call_loses_no_turn_and_the_call_is_marked_aborted(
             await call.wait_closed(timeout=10)
         row = call_row(store, call.call_sid)
         assert row is not None and row["ended_at"] is None  # nobody closed it
+        # Every turn answered before the kill is there. Usually two; under load Whisper may cut an
+        # utterance into more segments, each a turn of its own (and a model call).
         turns = said_turns(row)
-        assert len(turns) == 2 and all(t["reply"] for t in turns), turns
-        assert turns[1]["reply"].endswith("시청 앞, 이 내용으로 접수할까요?")
+        answered = [t for t in turns if t["reply"]]
+        assert len(answered) >= 2 and all(t["transcript"] for t in answered), answered
+        assert len([t for t in answered if t["route"] == "llm"]) == fake_llm.calls, answered
+        assert any(t["reply"].endswith("시청 앞, 이 내용으로 접수할까요?") for t in answered), answered
         bot = start_bot(tmp_path, whisper_dir, standin_tts_dir, fake_llm, db_url, worker="kill-test")
         row = call_row(store, call.call_sid)
         assert row["end_reason"] == "aborted" and row["ended_at"] is not None

@@ -128,7 +128,8 @@ class BotProcess:
         return resp.json()["turns"]
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:  # after stop() the file is complete
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def kill(self) -> None:
