@@ -97,6 +97,13 @@ class LineConfig:
 
 
 @dataclass(frozen=True)
+class AudioConfig:
+    # Noise suppression on the caller's audio before VAD and STT: "rnnoise" runs Pipecat's
+    # RNNoiseFilter (needs pyrnnoise; resamples 8 kHz <-> 48 kHz inside), "none" passes it through.
+    noise_filter: Literal["none", "rnnoise"] = "none"
+
+
+@dataclass(frozen=True)
 class VADConfig:
     confidence: float = 0.7
     start_secs: float = 0.2
@@ -268,6 +275,7 @@ class Config:
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
     call: CallConfig = field(default_factory=CallConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    audio: AudioConfig = field(default_factory=AudioConfig)
     vad: VADConfig = field(default_factory=VADConfig)
     turn: TurnConfig = field(default_factory=TurnConfig)
     stt: STTConfig = field(default_factory=STTConfig)

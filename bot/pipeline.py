@@ -351,10 +351,35 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
     await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 
+def check_noise_filter(config: Config) -> None:
+    """At startup: log the input noise filter when on; a missing ``pyrnnoise`` stops the process."""
+    if config.audio.noise_filter == "none":
+        return
+    from bot.errors import StartupError
+
+    try:
+        import pyrnnoise  # noqa: F401
+    except ImportError as e:
+        raise StartupError(f"audio.noise_filter = {config.audio.noise_filter!r} needs the pyrnnoise package "
+                           f"(pip install pyrnnoise==0.4.5), or set audio.noise_filter = \"none\": {e}") from e
+    logger.info("audio.noise_filter = {}: RNNoise noise suppression on the caller's audio before VAD and STT",
+                config.audio.noise_filter)
+
+
+def make_audio_in_filter(config: Config):
+    """A fresh input filter for one call's transport params (it keeps per-call state), or None."""
+    if config.audio.noise_filter == "none":
+        return None
+    from pipecat.audio.filters.rnnoise_filter import RNNoiseFilter
+
+    return RNNoiseFilter()
+
+
 def load_models(config: Config) -> SharedModels:
     """Load every model once (blocking: run at startup, before serving calls)."""
     from bot.models import resolve_whisper_model
 
+    check_noise_filter(config)
     logger.info("loading models (once per process)")
     whisper = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir), min_avg_logprob=config.stt.min_avg_logprob)
     whisper.warmup()

@@ -28,7 +28,7 @@ from bot.hatches import escape_hatches
 from bot.telemetry.latency import call_report
 from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
-from bot.pipeline import SharedModels, build_call, speak_greeting
+from bot.pipeline import SharedModels, build_call, make_audio_in_filter, speak_greeting
 from bot.privacy import mask
 from bot.store.calls import CallLog
 from bot.line.admission import REPLAYED, BusyAudio, Line, play_busy_and_close
@@ -247,7 +247,8 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         )
         transport = FastAPIWebsocketTransport(
             websocket,
-            FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer),
+            FastAPIWebsocketParams(audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer,
+                                   audio_in_filter=make_audio_in_filter(config)),
         )
         session = call_builder(config=config, secrets=secrets, models=models, transport=transport,
                                call_id=start.call_sid, desk=desk, stream_parameters=start.custom_parameters)

@@ -69,7 +69,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
-from bot.pipeline import CallSession, build_call, speak_greeting
+from bot.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 QA_IN_RATE = 16000  # Whisper and Silero
@@ -250,7 +250,8 @@ def mount_webrtc(
         session = None
         try:
             transport = SmallWebRTCTransport(
-                connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True)
+                connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
+                                            audio_in_filter=make_audio_in_filter(config))
             )
             live = QALiveObserver()
             session = build_call(
