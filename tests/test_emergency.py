@@ -136,6 +136,8 @@ def test_minimal_file_loads(tmp_path: Path) -> None:
     ('question = "지금 불이 난 상황인가요?"', 'question = "?"\nends_call = "no"', "kind.fire.ends_call: must be true or false"),
     ("[macros]", "[context]\nnegative = ['(']\n[macros]", "context.negative[0]: bad regex '('"),
     ("[macros]", "[extras]\n[macros]", "extras: unknown key"),
+    ("[macros]", "[answer]\nmaybe = []\n[macros]", "answer.maybe: unknown key"),
+    ("[macros]", "[answer]\nyes = ['(']\n[macros]", "answer.yes[0]: bad regex '('"),
 ])
 def test_bad_data_names_the_key(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in MINIMAL

@@ -25,7 +25,8 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "emergency.toml
 _BLANK = "#"
 _MACRO_RE = re.compile(r"\$\{(\w+)\}")
 _NUMBER_RE = re.compile(r"\d{3,4}")
-_TABLES = {"macros", "context", "kind"}
+_TABLES = {"macros", "context", "answer", "kind"}
+_ANSWER_KEYS = {"yes", "no"}
 _CONTEXT_KEYS = {"negative", "hedge"}
 _KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative"}
 
@@ -72,10 +73,13 @@ class EmergencyRules:
     """The compiled grammar; ``classify`` is pure (about 60 µs a turn on this machine)."""
 
     def __init__(self, grammars: list[_Grammar], negative: tuple[re.Pattern[str], ...],
-                 hedge: tuple[re.Pattern[str], ...]):
+                 hedge: tuple[re.Pattern[str], ...], yes: tuple[re.Pattern[str], ...] = (),
+                 no: tuple[re.Pattern[str], ...] = ()):
         self._grammars = grammars
         self._negative = negative
         self._hedge = hedge
+        self._yes = yes
+        self._no = no
         self.kinds: dict[str, EmergencyKind] = {g.kind.name: g.kind for g in grammars}
 
     def classify(self, text: str) -> Verdict | None:
@@ -97,6 +101,11 @@ class EmergencyRules:
                 unsure = Verdict(g.kind, False, rule)
         return unsure
 
+    def affirms(self, text: str) -> bool:
+        """A yes to a kind's question ([answer]): the raw turn opens with a yes and holds no no."""
+        said = text.strip()
+        return any(r.match(said) for r in self._yes) and not any(r.search(said) for r in self._no)
+
     @classmethod
     def load(cls, path: str | Path = DEFAULT_PATH) -> EmergencyRules:
         """Read and compile ``emergency.toml``.
@@ -113,12 +122,16 @@ class EmergencyRules:
         _no_unknown(context, _CONTEXT_KEYS, path, "context.")
         negative = _compile(context.get("negative", []), path, "context.negative", macros)
         hedge = _compile(context.get("hedge", []), path, "context.hedge", macros)
+        answer = _table(raw.get("answer", {}), path, "answer")
+        _no_unknown(answer, _ANSWER_KEYS, path, "answer.")
+        yes = _compile(answer.get("yes", []), path, "answer.yes", macros)
+        no = _compile(answer.get("no", []), path, "answer.no", macros)
         kinds = _table(raw.get("kind"), path, "kind")
         if not kinds:
             raise EmergencyDataError(f"{path}: kind: missing")
         grammars = [_kind(name, _table(item, path, f"kind.{name}"), path, macros) for name, item in kinds.items()]
         logger.debug("loaded {} emergency kinds from {}", len(grammars), path.name)
-        return cls(grammars, negative, hedge)
+        return cls(grammars, negative, hedge, yes, no)
 
 
 # --- loading -----------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ applies it when the turn is confirmed (a speculative turn that is withdrawn chan
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,10 +35,6 @@ from bot.dialog.state import CannedReplies, DialogState
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
 CALLBACK = "callback"  # awaiting a yes/no to the callback offer
-# A yes to "is it happening now?" rarely comes bare ("네 지금이요", "맞아요 빨리요"): any turn that
-# opens with one counts, unless the shortcuts heard a no.
-_URGENT_YES = re.compile(r"(?:네|예|넵|응|맞아|맞습니다|그래요|지금|빨리)")
-_NOT = re.compile(r"아니|않|없|안\s?나|끝났|꺼졌")  # "지금은 아니에요", "지금은 안 나요"
 
 
 @dataclass(frozen=True)
@@ -195,8 +190,7 @@ class DialogPolicy:
         if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
             kind = self.emergency.kinds[state.awaiting[len(EMERGENCY_CHECK):]]
             act = self.shortcuts.match(text, context="confirmation")
-            if (act is not None and act.action == "confirm_yes") or (
-                    act is None and _URGENT_YES.match(text.strip()) and not _NOT.search(text)):
+            if (act is not None and act.action == "confirm_yes") or (act is None and self.emergency.affirms(text)):
                 return self._escalate(kind, "confirmed")
         verdict = self.emergency.classify(text)
         if verdict is None:
