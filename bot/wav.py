@@ -97,3 +97,10 @@ def read_wav(path: str | Path) -> tuple[bytes, int]:
         x = x[: x.size // channels * channels].reshape(-1, channels).mean(axis=1)
     pcm = np.clip(np.round(x), -32768, 32767).astype("<i2")
     return pcm.tobytes(), rate
+
+
+def ulaw_round_trip(pcm: bytes) -> bytes:
+    """8 kHz 16-bit PCM -> G.711 μ-law -> PCM: what a Twilio call delivers of it."""
+    import audioop  # deprecated, still in 3.11; pipecat's codecs use it too
+
+    return audioop.ulaw2lin(audioop.lin2ulaw(pcm, 2), 2)

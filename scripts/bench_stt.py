@@ -38,7 +38,7 @@ from bot.models import (  # noqa: E402
     resolve_whisper_model,
     whisper_model_dir,
 )
-from bot.wav import read_wav  # noqa: E402
+from bot.wav import read_wav, ulaw_round_trip  # noqa: E402
 from processors.whisper_stt import WhisperEngine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -47,13 +47,11 @@ CLIPS = {"en_hello": "en", "ko_trash": "ko", "ko_greeting": "ko"}
 
 def phone_path(pcm16k: bytes) -> bytes:
     """16 kHz PCM -> 8 kHz G.711 mu-law -> 8 kHz PCM, as a Twilio call delivers it."""
-    import audioop  # deprecated, still in 3.11; pipecat's codecs use it too
-
     import soxr
 
     x = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768
     y = np.clip(soxr.resample(x, 16000, 8000) * 32768, -32768, 32767).astype("<i2").tobytes()
-    return audioop.ulaw2lin(audioop.lin2ulaw(y, 2), 2)
+    return ulaw_round_trip(y)
 
 
 def load_clips() -> list[tuple[str, str, bytes, int]]:

@@ -42,7 +42,8 @@ from loguru import logger  # noqa: E402
 
 from bot.config import load_config  # noqa: E402
 from bot.models import ModelMissingError, resolve_whisper_model  # noqa: E402
-from bot.wav import read_wav  # noqa: E402
+from bot.tools.eval import edit_distance  # noqa: E402
+from bot.wav import read_wav, ulaw_round_trip  # noqa: E402
 from processors.whisper_stt import WhisperEngine  # noqa: E402
 
 TURNS = ROOT / "bench" / "turns.toml"
@@ -59,24 +60,6 @@ def words(text: str) -> list[str]:
 def chars(text: str) -> list[str]:
     """Characters, spaces and punctuation dropped."""
     return list("".join(words(text)))
-
-
-def edit_distance(ref: list[str], hyp: list[str]) -> int:
-    """Levenshtein distance (substitutions, insertions, deletions: cost 1 each)."""
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i]
-        for j, h in enumerate(hyp, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h)))
-        prev = cur
-    return prev[-1]
-
-
-def ulaw_round_trip(pcm: bytes) -> bytes:
-    """8 kHz PCM -> G.711 mu-law -> PCM, as a Twilio call delivers it."""
-    import audioop  # deprecated, still in 3.11; pipecat's codecs use it too
-
-    return audioop.ulaw2lin(audioop.lin2ulaw(pcm, 2), 2)
 
 
 def load_turns(path: Path) -> list[dict]:

@@ -244,19 +244,24 @@ async def judge(client: httpx.AsyncClient, config: Config, out: Outcome, labels:
 # Audio turns and the TTS round trip
 
 
+def edit_distance(ref, hyp) -> int:
+    """Levenshtein distance between two sequences (characters or words; each edit costs 1)."""
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i]
+        for j, h in enumerate(hyp, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h)))
+        prev = cur
+    return prev[-1]
+
+
 def cer(reference: str, hypothesis: str) -> float:
     """Character error rate after removing spaces and punctuation (Levenshtein / reference length)."""
     ref = re.sub(r"[\W_]+", "", reference)
     hyp = re.sub(r"[\W_]+", "", hypothesis)
     if not ref:
         return 0.0 if not hyp else 1.0
-    prev = list(range(len(hyp) + 1))
-    for i, rc in enumerate(ref, 1):
-        cur = [i]
-        for j, hc in enumerate(hyp, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rc != hc)))
-        prev = cur
-    return prev[-1] / len(ref)
+    return edit_distance(ref, hyp) / len(ref)
 
 
 def _whisper(config: Config):
