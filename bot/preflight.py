@@ -791,8 +791,9 @@ def timing_row(report: CheckReport, config: Config, secrets) -> None:
 
 def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=None, vad_session=None,
               probe: Probe | None = None, card: tuple[str, float] | str | None = None,
-              wheels: Iterable[tuple[str, str]] | None = None) -> CheckReport:  # fmt: skip
-    """Every row. Engines already loaded (``serve``) are reused; otherwise the TTS is loaded here."""
+              wheels: Iterable[tuple[str, str]] | None = None, timing: bool = True) -> CheckReport:  # fmt: skip
+    """Every row. Engines already loaded (``serve``) are reused; otherwise the TTS is loaded here.
+    ``timing``: the last start's self-timing row (``serve`` skips it: it times this start itself)."""
     from bot.config import Secrets
     from bot.hatches import escape_hatches
 
@@ -806,7 +807,8 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     vllm_process_row(report, config)
     access_rows(report, config, secrets)
     line_rows(report, config)
-    timing_row(report, config, secrets)
+    if timing:
+        timing_row(report, config, secrets)
     for h in escape_hatches(config, tts_engine=tts_engine, whisper_engine=whisper_engine, secrets=secrets):
         report.add("hatch", "escape hatch", HATCH, h)
     return report
@@ -821,7 +823,7 @@ def startup_check(config: Config, models, secrets) -> tuple[list[str], dict[str,
     from bot.errors import StartupError
 
     report = run_check(config, secrets=secrets, tts_engine=models.tts, whisper_engine=models.whisper,
-                       vad_session=models.vad_session)  # fmt: skip
+                       vad_session=models.vad_session, timing=False)  # fmt: skip
     # The hatch rows go into the banner (bot/hatches.py) already; the table shows the rest.
     shown = CheckReport([r for r in report.rows if r.area != "hatch"], report.notes)
     for line in ("startup check (run_bot.py check):\n" + shown.table()).splitlines():

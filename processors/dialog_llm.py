@@ -213,7 +213,7 @@ class DialogLLMService(StructuredLLMService):
         elif isinstance(decision, BookCallback):
             if not await self._run.is_final():
                 return
-            decision = self.policy.callback_booked(decision.after, await self._book_callback(decision.after))
+            decision = self.policy.callback_booked(await self._book_callback(decision.after))
         elif isinstance(decision, LookUpStatus):
             decision = await self._find_status(decision.number)
         elif isinstance(decision, AskModel):

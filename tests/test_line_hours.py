@@ -59,11 +59,11 @@ def test_closed_a_person_is_when_the_desk_opens_and_a_callback_offer(at, opens):
 
     yes = p.decide("네 부탁드려요", state)
     assert yes == BookCallback(ASSETS.calendar.next_opening(at))
-    booked = p.callback_booked(yes.after, ok=True)
+    booked = p.callback_booked(ok=True)
     assert booked.sentences == (ASSETS.canned.callback_booked.format(opens=opens),)
     booked.change.apply(state, booked.reply)
     assert state.awaiting is None
-    assert p.callback_booked(yes.after, ok=False).sentences == (ASSETS.canned.callback_failed,)
+    assert p.callback_booked(ok=False).sentences == (ASSETS.canned.callback_failed,)
 
 
 def test_a_no_to_the_callback_offer_is_kept_short_and_the_call_goes_on():

@@ -173,7 +173,7 @@ class DialogPolicy:
             awaiting = CALLBACK
         return Speak(tuple(sentences), "rule", intent, change=Change(awaiting=awaiting))
 
-    def callback_booked(self, after: datetime, ok: bool) -> Speak:
+    def callback_booked(self, ok: bool) -> Speak:
         """The callback row was written (``ok``) or the database failed."""
         if ok:
             opens = self.calendar.opening_phrase(self.clock()) if self.calendar else ""
