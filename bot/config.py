@@ -125,6 +125,11 @@ class TurnConfig:
     speculative_reply: bool = True
     # Safety net: a turn with speech but no transcript is closed after this many seconds.
     stop_timeout_secs: float = 5.0
+    # While the bot speaks, the caller's speech this long (s) is a barge-in; shorter speech waits
+    # for its words and a backchannel alone ("네", "음", "그렇죠") neither interrupts nor makes a
+    # turn (processors/backchannel_turn_start.py). 0: any speech interrupts at once.
+    barge_in_secs: float = 0.7
+    backchannels_file: str = "bot/data/backchannels.toml"
     # Resample Twilio's 8 kHz input with soxr "QQ" instead of the bursty VHQ stream resampler.
     fast_input_resampler: bool = True
 
@@ -270,6 +275,23 @@ class RecordsConfig:
 
 
 @dataclass(frozen=True)
+class DeskConfig:
+    # The staff desk (/desk, bot/desk/): on when env DESK_SECRET_KEY is set (off, with a log line, without).
+    enabled: bool = True
+    # Where it is served: "public" (server.port, behind the city's proxy) or "operations" (admin_port).
+    listener: Literal["public", "operations"] = "public"
+    # Session cookies only over HTTPS (the proxy's TLS); false only for a desk on plain http://127.0.0.1.
+    cookie_secure: bool = True
+    idle_minutes: float = 30.0  # a session unused this long ends
+    session_hours: float = 10.0  # and every session ends this long after its login
+    # Failed logins per username and address within login_window_minutes before the next are refused.
+    login_attempts: int = 5
+    login_window_minutes: float = 15.0
+    # Which department resolves each category's tickets (domain.toml categories -> directory.toml ids).
+    departments_file: str = "bot/desk/departments.toml"
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
@@ -283,6 +305,7 @@ class Config:
     tts: TTSConfig = field(default_factory=TTSConfig)
     latency: LatencyConfig = field(default_factory=LatencyConfig)
     records: RecordsConfig = field(default_factory=RecordsConfig)
+    desk: DeskConfig = field(default_factory=DeskConfig)
 
     # Relative paths in the config resolve against this directory.
     base_dir: Path = field(default=DEFAULT_CONFIG.parent, compare=False)
@@ -304,6 +327,8 @@ class Secrets:
     records_url: str | None = None  # env RECORDS_URL: a database URL with its password
     # env RECORDS_API_TOKEN: the bearer token /api/turns asks for; unset, that route is off (404).
     records_api_token: str | None = None
+    # env DESK_SECRET_KEY: signs the staff desk's session cookies and CSRF tokens; unset, the desk is off.
+    desk_secret_key: str | None = None
 
     @classmethod
     def from_env(cls, config: Config) -> "Secrets":
@@ -314,6 +339,7 @@ class Secrets:
             qa_access_token=os.environ.get("QA_ACCESS_TOKEN") or None,
             records_url=os.environ.get("RECORDS_URL") or None,
             records_api_token=os.environ.get("RECORDS_API_TOKEN") or None,
+            desk_secret_key=os.environ.get("DESK_SECRET_KEY") or None,
         )
 
 

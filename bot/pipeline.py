@@ -1,7 +1,8 @@
 """Builds one call's pipeline from the process-wide models: the same for phone and browser.
 
-transport in → STT → user aggregator (Silero VAD, VAD turn start with barge-in, speech-timeout
-turn stop) → structured LLM → TTS → transport out → assistant aggregator.
+transport in → STT → user aggregator (Silero VAD, VAD turn start with barge-in that lets
+backchannels by, speech-timeout turn stop) → structured LLM → TTS → transport out → assistant
+aggregator.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bot.dialog.intake import Intake
 from bot.knowledge import Knowledge
 from bot.store.recorder import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
+from processors.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from processors.dialog_llm import DialogLLMService
 from processors.keypad import KeypadProcessor
@@ -56,6 +58,7 @@ class DialogAssets:
     knowledge: Knowledge | None
     emergency: EmergencyRules
     calendar: LineCalendar
+    backchannels: Backchannels | None = None
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
@@ -70,6 +73,7 @@ class DialogAssets:
             emergency=EmergencyRules.load(),
             calendar=calendar,
             endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
+            backchannels=Backchannels.load(config.path(config.turn.backchannels_file)),
             intake=Intake.load(Path(__file__).parent / "data" / "intake.toml", domain),
             knowledge=_knowledge(config.path(config.llm.faq_file), config.path(config.llm.directory_file),
                                  tuple(domain.category_names)) if config.llm.knowledge else None,
@@ -144,8 +148,13 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=No
 
 
 def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None,
-                     unclear_reply: str | None = None) -> LLMUserAggregatorParams:
-    """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait."""
+                     unclear_reply: str | None = None, backchannels: Backchannels | None = None,
+                     line_playing=None) -> LLMUserAggregatorParams:
+    """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait.
+
+    With ``backchannels``, speech over the bot interrupts once it lasts ``turn.barge_in_secs`` or
+    its words are more than a backchannel; ``line_playing`` is the transport's clock of unplayed
+    bot audio (``line_clock``)."""
     if config.turn.korean_endpointing:
         waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
                  "default": config.turn.speech_timeout_secs}
@@ -159,7 +168,7 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_deci
         user_turn_strategies=UserTurnStrategies(
             # A transcript that arrives after its turn was closed (STT overloaded past
             # stop_timeout_secs) opens a turn of its own: answered late, not merged into the next.
-            start=[VADUserTurnStartStrategy(enable_interruptions=True),
+            start=[_vad_start(config, backchannels, line_playing),
                    TranscriptionUserTurnStartStrategy(enable_interruptions=False)],
             stop=[stop],
         ),
@@ -168,6 +177,24 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_deci
         # Pipecat's idle timer: runs only while the bot waits for the caller (never during its speech).
         user_idle_timeout=config.call.idle_prompt_secs,
     )
+
+
+def _vad_start(config: Config, backchannels: Backchannels | None, line_playing):
+    if backchannels is None or config.turn.barge_in_secs <= 0:
+        return VADUserTurnStartStrategy(enable_interruptions=True)
+    return BackchannelTurnStartStrategy(backchannels=backchannels, barge_in_secs=config.turn.barge_in_secs,
+                                        line_playing=line_playing, vad_stop_secs=config.vad.stop_secs)
+
+
+def line_clock(transport: BaseTransport):
+    """The phone line's clock of bot audio Twilio has not played yet (``PhoneSerializer``), or None.
+
+    Pipecat's websocket output sends audio at twice real time, so the pipeline's "bot stopped
+    speaking" comes while the caller still hears the last seconds of a reply. The transport keeps
+    its serializer in its params (no public accessor in Pipecat 1.14).
+    """
+    serializer = getattr(getattr(transport, "_params", None), "serializer", None)
+    return getattr(serializer, "bot_audio_pending", None)
 
 
 @dataclass
@@ -207,7 +234,8 @@ def build_call(
     dialog = DialogState()
 
     def on_stt(result):
-        recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
+        if recorder.current.first_audio_out is None:  # not speech over the reply (see TurnRecord.mark)
+            recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
 
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt,
                               unclear_min_segment_secs=config.stt.unclear_min_segment_secs)
@@ -220,7 +248,8 @@ def build_call(
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
         user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
-                                     unclear_reply=models.assets.canned.unclear),
+                                     unclear_reply=models.assets.canned.unclear,
+                                     backchannels=models.assets.backchannels, line_playing=line_clock(transport)),
         assistant_params=LLMAssistantAggregatorParams(),
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current,
@@ -275,6 +304,10 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
     @user_agg.event_handler("on_user_turn_started")
     async def _caller_spoke(_agg, _strategy):
         state["idle"] = 0
+
+    @user_agg.event_handler("on_user_backchannel")
+    async def _caller_acknowledged(_agg, _message):
+        recorder.current.backchannels += 1  # the reply being spoken: neither interrupted nor a turn
 
     @user_agg.event_handler("on_user_turn_idle")
     async def _caller_idle(agg):

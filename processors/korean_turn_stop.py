@@ -96,8 +96,21 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._speculated_text: str | None = None
         self._unclear_reply = unclear_reply
         self._unclear = False
+        self._turn_open = False
+
+    async def handle_user_turn_started(self):
+        self._turn_open = True
+        await super().handle_user_turn_started()
+
+    async def handle_user_turn_stopped(self):
+        self._turn_open = False
+        await super().handle_user_turn_stopped()
 
     async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, (TranscriptionFrame, UnclearSpeechFrame)) and not self._turn_open:
+            # Words no turn was started for (a backchannel over the bot): not this strategy's, and
+            # they must not choose a wait, speculate or ask "say again" inside the bot's reply.
+            return ProcessFrameResult.CONTINUE
         if isinstance(frame, UnclearSpeechFrame):
             await self._handle_unclear_speech()
             return ProcessFrameResult.CONTINUE

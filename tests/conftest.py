@@ -65,6 +65,22 @@ def postgres():
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def fake_llm():
+    """A fake vLLM server for one test module (a module may define its own with other delays)."""
+    from bot.testing.fake_llm import FakeLLM
+
+    with FakeLLM(first_token_delay=0.15, token_delay=0.01) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def twilio_api():
+    """A fake Twilio REST API for one test module (hang-ups and redirects land in ``hangups``)."""
+    with FakeTwilioAPI() as api:
+        yield api
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request, tmp_path) -> str:
     """A fresh records database: SQLite in WAL mode, then a database on the real PostgreSQL server."""

@@ -12,8 +12,7 @@ import asyncio
 import httpx
 import pytest
 
-from bot.testing.fake_llm import FakeLLM
-from bot.testing.process import BotProcess, FakeTwilioAPI
+from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import CallClosed, TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 from tests.conftest import FIXTURES, offline_bot_overrides
 
@@ -25,18 +24,6 @@ PUBLIC_HOST = "voice.example.org"
 FIRE_LINE = "+82311190000"  # the fire service's direct line, as a city would configure it
 SAID = "여보세요 여기 불이 났어요 빨리 와 주세요"
 NOTICE = "민원 처리를 위해 통화 내용이 녹음되고 기록됩니다."
-
-
-@pytest.fixture(scope="module")
-def fake_llm():
-    with FakeLLM(first_token_delay=0.15, token_delay=0.01) as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def twilio_api():
-    with FakeTwilioAPI() as api:
-        yield api
 
 
 @pytest.fixture(scope="module")

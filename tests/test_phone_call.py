@@ -16,9 +16,8 @@ import httpx
 import pytest
 import websockets
 
-from bot.testing.process import BotProcess, FakeTwilioAPI
+from bot.testing.process import BotProcess
 from tests.conftest import FIXTURES, offline_bot_overrides
-from bot.testing.fake_llm import FakeLLM
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
@@ -37,18 +36,6 @@ LONG_REPLY = {
 }  # fmt: skip
 GOODBYE = {"reply": "네, 감사합니다. 좋은 하루 보내세요.", "intent": "thanks_goodbye", "category": "none",
            "location": None, "time": None, "flow": "end"}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def fake_llm():
-    with FakeLLM(first_token_delay=0.15, token_delay=0.01) as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def twilio_api():
-    with FakeTwilioAPI() as api:
-        yield api
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ import pytest
 
 from bot.testing.process import BotProcess
 from tests.conftest import FIXTURES, offline_bot_overrides
-from bot.testing.fake_llm import FakeLLM
 from bot.testing.responders import DEFAULT_TURN
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -54,12 +53,6 @@ CHROMIUM_ARGS = [
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
 ]
-
-
-@pytest.fixture(scope="module")
-def fake_llm():
-    with FakeLLM(first_token_delay=0.15, token_delay=0.01) as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,9 @@ STAGES: tuple[tuple[str, str, str, str | None], ...] = (
 )
 
 
+_CALLER_MARKS = ("speech_end", "vad_stop", "stt_done")
+
+
 @dataclass
 class TurnRecord:
     """One caller turn and the bot's answer to it."""
@@ -49,6 +52,7 @@ class TurnRecord:
     endpoint_wait_ms: float | None = None
     reply_chars: int = 0
     interrupted: bool = False
+    backchannels: int = 0  # the caller's "네"/"음" over this turn's reply: neither interruptions nor turns
     error: str | None = None
     intent: str | None = None
     flow: str | None = None
@@ -77,7 +81,13 @@ class TurnRecord:
         return max(self.first_sentence, self.turn_end or self.first_sentence)
 
     def mark(self, name: str, t: float | None = None, *, overwrite: bool = False) -> None:
-        """Set a timestamp once (the first event wins unless ``overwrite``)."""
+        """Set a timestamp once (the first event wins unless ``overwrite``).
+
+        The caller's marks stop at the answer: speech over the reply (a backchannel, or a barge-in
+        whose words are still awaited) is no part of this turn's speech.
+        """
+        if name in _CALLER_MARKS and self.first_audio_out is not None:
+            return
         if overwrite or getattr(self, name) is None:
             setattr(self, name, time.time() if t is None else t)
 

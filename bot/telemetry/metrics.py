@@ -62,6 +62,8 @@ class ProcessMetrics:
         for name, _, _, key in STAGES:
             if key:
                 self.budget_ms.labels(name).set(getattr(budgets, key))
+        self.backchannels = Counter("voice_backchannels", "Caller backchannels over the bot's speech (neither "
+                                    "interruptions nor turns)", registry=r)
         self.dead_air = Counter("voice_dead_air_turns", f"Turns whose first audio came over {DEAD_AIR_MS / 1000:.0f} s "
                                 "after the caller stopped", registry=r)
         self.transfers = Counter("voice_transfers", "Calls handed over at their end (desk: to staff; emergency: to "
@@ -96,6 +98,7 @@ class ProcessMetrics:
         self.active_calls.dec()
         budgets = {name: getattr(self._budgets, key) for name, _, _, key in STAGES if key}
         for rec in records:
+            self.backchannels.inc(rec.backchannels)  # the greeting's too
             if rec.route in ("greeting", "pending"):
                 continue
             self._recent.append(rec)

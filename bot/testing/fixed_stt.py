@@ -4,7 +4,8 @@ Real Whisper on 2 CPU cores takes 0.3 s or 1.5 s for the same clip depending on 
 its load, so a test that holds the bot to a silence limit with real Whisper in the path measures
 the machine. ``FixedDelayEngine`` has the ``WhisperEngine`` interface the product's STT stage
 uses (``transcribe_async``) and answers every segment long enough to be speech with ``text``
-after exactly ``delay_s`` (an ``asyncio`` sleep: it never occupies a core). The product's
+after exactly ``delay_s`` (an ``asyncio`` sleep: it never occupies a core); a scripted call
+gives each accepted segment its own text instead (``script``, in order). The product's
 ``WhisperSTTProcessor`` (guards, unclear speech, final-transcript marking) runs unchanged on it;
 ``FixedDelaySTTService`` is that processor on this engine, for tests that build a pipeline.
 
@@ -14,7 +15,10 @@ Real-Whisper figures are the benchmarks' (``run_bot.py faults``, ``run_bot.py be
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 import time
+from collections.abc import Iterable
 
 from bot.config import STTConfig
 from processors.whisper_stt import TranscriptResult, WhisperSTTProcessor
@@ -29,12 +33,15 @@ class FixedDelayEngine:
         min_speech_s: Shorter segments come back rejected as ``empty`` (as Whisper's guards
             reject a click), so a stray VAD blip does not open a turn.
         cfg: The ``[stt]`` section (the processor reads its language from it).
+        script: Texts for the accepted segments, one each in order (a scripted call: "네" over the
+            reply, then "아니요 잠깐만요"); ``text`` once they are used up.
     """
 
     device = "fixed-delay"
     is_fixed_delay = True
 
-    def __init__(self, text: str, delay_s: float, *, min_speech_s: float = 0.25, cfg: STTConfig | None = None):
+    def __init__(self, text: str, delay_s: float, *, min_speech_s: float = 0.25, cfg: STTConfig | None = None,
+                 script: Iterable[str] = ()):
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s}")
         if not text.strip():
@@ -46,6 +53,13 @@ class FixedDelayEngine:
         self.model_path = f"fixed-delay-{round(delay_s * 1000)}ms"
         self.warmup_ms = delay_s * 1000
         self.calls = 0
+        self.script = collections.deque(t.strip() for t in script)
+        if any(not t for t in self.script):
+            raise ValueError("script texts must not be empty")
+
+    def scripted(self, script: Iterable[str]) -> "FixedDelayEngine":
+        """A copy for one call whose segments say ``script`` in order (the engine is shared by calls)."""
+        return FixedDelayEngine(self.text, self.delay_s, min_speech_s=self.min_speech_s, cfg=self.cfg, script=script)
 
     def warmup(self) -> float:
         return self.warmup_ms
@@ -67,7 +81,8 @@ class FixedDelayEngine:
         lang = language or self.cfg.language
         if secs < self.min_speech_s:
             return TranscriptResult("", secs, ms, rtf, "empty", lang)
-        return TranscriptResult(self.text, secs, ms, rtf, None, lang, avg_logprob=-0.1, no_speech_prob=0.0)
+        text = self.script.popleft() if self.script else self.text
+        return TranscriptResult(text, secs, ms, rtf, None, lang, avg_logprob=-0.1, no_speech_prob=0.0)
 
     def close(self) -> None:
         pass
@@ -79,3 +94,11 @@ class FixedDelaySTTService(WhisperSTTProcessor):
     def __init__(self, *, text: str, delay_s: float, language: str = "ko", min_speech_s: float = 0.25, **kwargs):
         self.fixed_engine = FixedDelayEngine(text, delay_s, min_speech_s=min_speech_s)
         super().__init__(engine=self.fixed_engine, language=language, **kwargs)
+
+
+def parse_script(value: str) -> list[str]:
+    """A stream's ``stt_script`` custom parameter: a JSON list of texts."""
+    texts = json.loads(value)
+    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ValueError("stt_script must be a JSON list of non-empty strings")
+    return texts

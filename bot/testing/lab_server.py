@@ -7,6 +7,9 @@ The product server (``bot/serve.py``) is served unchanged, with two test-side se
   own timing, not how fast Whisper runs on this machine. Without them, real Whisper.
 * ``--fault-injection``: a media stream's ``fault`` custom parameter breaks that call
   (``bot/testing/inject.py``); a real Twilio call carries only our webhook's parameters.
+* With the fixed-delay STT, a media stream's ``stt_script`` custom parameter (a JSON list of
+  texts) gives that call's segments their own words, one each in order: a scripted call
+  (backchannels over the reply, then a barge-in) in one process, other calls unaffected.
 
 ``--workers N`` runs N such workers under ``run_bot.py serve --workers``'s supervisor. Every other
 argument is ``run_bot.py``'s (``--config``, ``--set``, ``-v``).
@@ -22,18 +25,24 @@ from loguru import logger
 
 from bot.pipeline import build_call
 from bot.privacy import mask
-from bot.testing.fixed_stt import FixedDelayEngine
+from bot.testing.fixed_stt import FixedDelayEngine, parse_script
 from bot.testing.inject import apply_call_fault
 
 
 def lab_call_builder(*, fault_injection: bool):
-    """``build_call``, with the stream's ``fault`` parameter applied when injection is on."""
+    """``build_call``, with the stream's ``fault`` parameter applied when injection is on, and its
+    ``stt_script`` when the STT is the fixed-delay engine."""
 
     def build(*, config, models, stream_parameters=None, call_id, **kwargs):
         fault = (stream_parameters or {}).get("fault")
         if fault and fault_injection:
             logger.warning("call {}: FAULT INJECTED: {}", mask(call_id), fault)
             config, models = apply_call_fault(fault, config, models)
+        script = (stream_parameters or {}).get("stt_script")
+        if script and isinstance(models.whisper, FixedDelayEngine):
+            texts = parse_script(script)
+            logger.warning("call {}: TEST LAB: scripted STT ({} segment texts)", mask(call_id), len(texts))
+            models = dataclasses.replace(models, whisper=models.whisper.scripted(texts))
         return build_call(config=config, models=models, call_id=call_id, stream_parameters=stream_parameters,
                           **kwargs)
 
