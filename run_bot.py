@@ -80,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "/api/turns (the server's own turn records) asks for (default: env RECORDS_API_TOKEN)")
     p.add_argument("--admin-url", default=None, help="with --url --soak: the server's operations listener "
                    "(default http://127.0.0.1:{server.admin_port})")
+    p.add_argument("--save-baseline", default=None, metavar="FILE", help="also write the run's figures, providers, "
+                   "hatches and machine as a baseline (bench/baseline-cpu.json is this machine class's)")
+    p.add_argument("--compare", default=None, metavar="FILE", help="compare the run with a saved baseline; exit 1 "
+                   "with the stage named when it is slower beyond noise, calls per turn rose, or a provider or hatch changed")
+    p.add_argument("--fake-llm-first-token-ms", type=float, default=None,
+                   help="the fake LLM's time to first token (default 150)")
+    p.add_argument("--fake-llm-char-ms", type=float, default=None,
+                   help="the fake LLM's time per streamed character (default 3.33: 3 characters per 10 ms)")
     p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")
@@ -130,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--out", default="faults-report.md", help="report file (default faults-report.md)")
     p.add_argument("--only", action="append", default=[], metavar="FAULT", help="run only these faults (repeatable)")
+    p = sub.add_parser("staff", help="the staff desk's accounts: add, list, disable, enable, password, token")
+    _common(p)
+    from bot.tools.staff import add_arguments
+
+    add_arguments(p)
+    p = sub.add_parser("desk", help="serve the staff desk alone (docs/desk.md)")
+    _common(p)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8780)
     return parser
 
 
@@ -236,11 +253,14 @@ def cmd_bench(config, args) -> int:
         if args.soak:
             from bot.tools.soak import run_soak
 
+            if args.compare or args.save_baseline:
+                raise BenchError("--compare and --save-baseline work on the bench, not on --soak")
+
             return run_soak(config, args)
         return run_bench(config, args)
     except BenchError as e:
         print(f"bench error: {e}", file=sys.stderr)
-        return 1
+        return 2  # 1 is --compare's "slower than the baseline"
 
 
 def _desk_command(fn):
@@ -330,6 +350,23 @@ def cmd_faults(config, args) -> int:
 
 
 COMMANDS["faults"] = cmd_faults
+
+
+@_desk_command
+def cmd_staff(config, args) -> int:
+    from bot.tools.staff import run_staff
+
+    return run_staff(config, args)
+
+
+@_desk_command
+def cmd_desk(config, args) -> int:
+    from bot.tools.staff import serve_desk
+
+    return serve_desk(config, args.port, args.host)
+
+
+COMMANDS.update({"staff": cmd_staff, "desk": cmd_desk})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -44,6 +44,7 @@ from transports.twilio import (
     signature_is_valid,
 )
 from transports.webrtc import mount_webrtc
+from bot.desk.app import mount_desk
 from processors.supertonic_tts import PROVIDER_NAMES
 
 class CallRegistry:
@@ -390,4 +391,5 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     if config.server.qa_page:
         mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics,
                      finish_call=finish_call, desk=desk)
+    mount_desk(app, admin, config=config, secrets=secrets, store=desk.store)  # the staff desk (docs/desk.md)
     return app

@@ -18,7 +18,7 @@ from loguru import logger
 
 from bot.config import Config, Secrets
 from bot.privacy import mask_stored
-from bot.store.schema import TICKET_STATUSES, callbacks, calls, self_timings, tickets, turns
+from bot.store.schema import TICKET_STATUSES, callbacks, calls, self_timings, staff, ticket_audit, tickets, turns
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # Serializes migrations of workers starting together on one PostgreSQL database.
@@ -214,15 +214,9 @@ class Store:
         with self.engine.connect() as conn:
             return [_ticket(r) for r in conn.execute(q).mappings()]
 
-    def set_ticket_status(self, reception_no: str, status: str) -> dict[str, Any]:
-        if status not in TICKET_STATUSES:
-            raise StoreError(f"unknown status {status!r} (one of {', '.join(TICKET_STATUSES)})")
-        with self.engine.begin() as conn:
-            done = conn.execute(tickets.update().where(tickets.c.reception_no == reception_no)
-                                .values(status=status, updated_at=now()))
-        if not done.rowcount:
-            raise StoreError(f"no ticket with reception number {reception_no}")
-        return self.find_ticket(reception_no)  # type: ignore[return-value]
+    def set_ticket_status(self, reception_no: str, status: str, *, actor: str = "cli") -> dict[str, Any]:
+        # Every status change is audited, the CLI's too (``change_ticket_status``).
+        return self.change_ticket_status(reception_no, status, actor=actor)
 
     # --- reading calls ------------------------------------------------------------------------
 
@@ -257,6 +251,73 @@ class Store:
                 if (rec.get("turn_end") or rec.get("first_audio_out") or 0) >= since:
                     out.append(rec)
         return out
+
+    # --- the staff desk (bot/desk/): accounts and the ticket audit trail -----------------------
+
+    def change_ticket_status(self, reception_no: str, status: str, *, actor: str,
+                             note: str | None = None) -> dict[str, Any]:
+        """Set a ticket's status and append who/when/from/to/note to its audit trail, in one transaction.
+
+        The same status with a note is recorded as a note; the same status without one changes nothing.
+        """
+        if status not in TICKET_STATUSES:
+            raise StoreError(f"unknown status {status!r} (one of {', '.join(TICKET_STATUSES)})")
+        note = mask_stored((note or "").strip()) or None  # staff type notes too: no resident numbers kept
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(tickets.c.status).where(tickets.c.reception_no == reception_no)
+                               .with_for_update()).first()
+            if row is None:
+                raise StoreError(f"no ticket with reception number {reception_no}")
+            if row.status != status or note:
+                t = now()
+                conn.execute(tickets.update().where(tickets.c.reception_no == reception_no)
+                             .values(status=status, updated_at=t))
+                conn.execute(ticket_audit.insert().values(reception_no=reception_no, at=t, actor=actor,
+                                                          from_status=row.status, to_status=status, note=note))
+        return self.find_ticket(reception_no)  # type: ignore[return-value]
+
+    def add_staff(self, username: str, *, role: str, department: str | None, password_hash: str) -> int:
+        t = now()
+        try:
+            with self.engine.begin() as conn:
+                return conn.execute(staff.insert().values(
+                    username=username, role=role, department=department, password_hash=password_hash, active=True,
+                    session_epoch=0, created_at=t, updated_at=t).returning(staff.c.id)).scalar_one()
+        except sa.exc.IntegrityError as e:
+            raise StoreError(f"a staff account named {username!r} exists already") from e
+
+    def find_staff(self, *, username: str | None = None, staff_id: int | None = None,
+                   api_token_hash: str | None = None) -> dict[str, Any] | None:
+        """One account by name, id or API token hash (disabled ones too: the caller checks ``active``)."""
+        q = sa.select(staff)
+        if username is not None:
+            q = q.where(staff.c.username == username)
+        elif staff_id is not None:
+            q = q.where(staff.c.id == staff_id)
+        elif api_token_hash is not None:
+            q = q.where(staff.c.api_token_hash == api_token_hash)
+        else:
+            raise ValueError("find_staff: give username, staff_id or api_token_hash")
+        with self.engine.connect() as conn:
+            row = conn.execute(q).mappings().first()
+        return {k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in row.items()} if row else None
+
+    def list_staff(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(staff).order_by(staff.c.username)).mappings().all()
+        return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()} for r in rows]
+
+    def update_staff(self, username: str, *, end_sessions: bool = False, **values: Any) -> None:
+        """Change an account (active, password_hash, api_token_hash, last_login_at, ...).
+
+        ``end_sessions``: every session of the account ends now (its cookies carry the old epoch).
+        """
+        upd = staff.update().where(staff.c.username == username).values(updated_at=now(), **values)
+        if end_sessions:
+            upd = upd.values(session_epoch=staff.c.session_epoch + 1)
+        with self.engine.begin() as conn:
+            if not conn.execute(upd).rowcount:
+                raise StoreError(f"no staff account named {username!r}")
 
 
 def _turn(row) -> dict[str, Any]:

@@ -115,3 +115,37 @@ self_timings = sa.Table(
     sa.Column("good", sa.Boolean, nullable=False),
     sa.Index("ix_self_timings_host_key", "host", "config_key"),
 )
+
+# The staff desk (bot/desk/): one row per account. Never deleted (the audit trail names them);
+# disabled instead. session_epoch rises on logout, disable and password change: every session
+# cookie signed with an older epoch stops working at once, on every desk process.
+staff = sa.Table(
+    "staff",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("username", sa.String(64), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),  # agent | department | admin
+    sa.Column("department", sa.String(32)),  # a directory.toml id; only for role "department"
+    sa.Column("password_hash", sa.Text, nullable=False),  # argon2id (bot/desk/auth.py)
+    sa.Column("api_token_hash", sa.String(64), unique=True),  # sha256 of the account's API token
+    sa.Column("active", sa.Boolean, nullable=False, default=True),
+    sa.Column("session_epoch", sa.Integer, nullable=False, default=0),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("last_login_at", sa.DateTime(timezone=True)),
+)
+
+STAFF_ROLES = ("agent", "department", "admin")
+
+# Every status change of a ticket: who, when, from, to, and the note. Append only.
+ticket_audit = sa.Table(
+    "ticket_audit",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("reception_no", sa.String(16), nullable=False, index=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, or "cli"
+    sa.Column("from_status", sa.String(16), nullable=False),
+    sa.Column("to_status", sa.String(16), nullable=False),
+    sa.Column("note", sa.Text),
+)

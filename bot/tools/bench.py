@@ -57,6 +57,7 @@ import httpx
 import numpy as np
 from loguru import logger
 
+from bot.tools import baseline
 from bot.wav import read_wav
 from bot.config import Config, LatencyConfig
 from bot.datafile import read_toml
@@ -846,14 +847,22 @@ def run_bench(config: Config, args) -> int:
     if args.url and args.features_off:
         raise BenchError("--features-off needs the bench to start the servers (no --url)")
     auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
+    compare_to = getattr(args, "compare", None)
+    try:  # a bad baseline fails before any call is placed
+        base = baseline.load(compare_to) if compare_to else None
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    first_token_ms, char_ms = _fake_llm_delays(args)
     fake_llm = None
     runs: list[RunResult] = []
     try:
         if fake:
             from bot.testing.fake_llm import FakeLLM
 
-            fake_llm = FakeLLM(first_token_delay=0.15, token_delay=0.01, responder=bench_responder).start()
-            logger.info("bench: fake LLM at {} (first token 150 ms)", fake_llm.base_url)
+            fake_llm = FakeLLM(first_token_delay=first_token_ms / 1000, token_delay=char_ms * FAKE_CHUNK_CHARS / 1000,
+                               chunk_chars=FAKE_CHUNK_CHARS, responder=bench_responder).start()
+            logger.info("bench: fake LLM at {} (first token {} ms, {} ms per character)", fake_llm.base_url,
+                        first_token_ms, char_ms)
         for system in systems:
             url = args.url if system == "ours" else args.baseline_url
             if url:
@@ -888,8 +897,38 @@ def run_bench(config: Config, args) -> int:
     meta = machine_meta(n, turn_set, getattr(args, "argv", None))
     meta["rounds"] = args.rounds
     if fake:
-        meta["LLM"] = "fake vLLM (bot/testing/fake_llm.py): first token 150 ms, 3 chars per 10 ms"
+        meta["LLM"] = (f"fake vLLM (bot/testing/fake_llm.py): first token {first_token_ms:g} ms, "
+                       f"{char_ms:g} ms per character")
     paths = write_outputs(out, runs, meta, config.latency, turn_set)
     print(paths["report"].read_text(encoding="utf-8"))
     print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)
-    return 0
+    if not (getattr(args, "save_baseline", None) or base):
+        return 0
+    set_path = Path(turn_set.path).resolve()
+    settings = {"calls": n, "rounds": args.rounds, "overrides": list(args.overrides),
+                "turn_set": str(set_path.relative_to(ROOT) if set_path.is_relative_to(ROOT) else set_path),
+                "fake_llm": {"first_token_ms": first_token_ms, "char_ms": char_ms} if fake else None}
+    now = baseline.summarize_run(RunStats.of(runs[0]), meta=meta, settings=settings)
+    if args.save_baseline:
+        print(f"wrote baseline {baseline.save(args.save_baseline, now)}", file=sys.stderr)
+    if base is None:
+        return 0
+    rule = baseline.NoiseRule()
+    findings = baseline.compare(base, now, rule)
+    text = baseline.render(base, now, findings, rule, base_path=str(compare_to))
+    (out / "compare.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 1 if any(f.regression for f in findings) else 0
+
+
+# The bench's fake LLM streams its reply in chunks of this many characters.
+FAKE_CHUNK_CHARS = 3
+
+
+def _fake_llm_delays(args) -> tuple[float, float]:
+    first = getattr(args, "fake_llm_first_token_ms", None)
+    char = getattr(args, "fake_llm_char_ms", None)
+    first, char = (150.0 if first is None else first), (10 / 3 if char is None else char)
+    if first < 0 or char < 0:
+        raise BenchError("--fake-llm-first-token-ms and --fake-llm-char-ms cannot be negative")
+    return first, char

@@ -1,0 +1,199 @@
+"""``bench --save-baseline FILE`` and ``bench --compare FILE``: a lost speedup fails loudly.
+
+A baseline is one bench run boiled down to what a regression would move: every stage's values
+(so p50/p90 and the rank test can be recomputed), LLM calls per turn, the shortcut share, the
+provider each ONNX session got, the escape hatches, failed turns, and the identity of the machine
+and config it ran on. ``compare`` holds a new run against it and names what got worse.
+
+The noise rule (``NoiseRule``) was chosen from repeated runs on the 2-core CI machine class
+(figures in docs/regressions.md): a stage counts as slower only when its p50 or p90 is both more
+than ``ratio`` times the baseline's AND more than ``min_ms`` slower. Either alone flakes: a ratio
+on a 30 ms stage moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real
+20 % loss. Stages with fewer than ``min_n`` turns on either side are reported, not judged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.telemetry.latency import STAGES, percentile
+
+FORMAT = "voice-bench-baseline/1"
+
+
+@dataclass(frozen=True)
+class NoiseRule:
+    ratio: float = 1.3
+    min_ms: float = 50.0
+    min_n: int = 3
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return platform.processor() or "?"
+
+
+def machine_identity(meta: dict) -> dict[str, Any]:
+    import os
+
+    return {"cpu": _cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "pipecat": meta.get("pipecat"), "git": meta.get("git")}
+
+
+def summarize_run(stats, *, meta: dict, settings: dict) -> dict[str, Any]:
+    """A baseline from one run's ``bench.RunStats``: JSON-ready."""
+    recs = stats.records
+    stages = {}
+    for name, *_ in STAGES:
+        vals = sorted(round(r.stages_ms()[name], 1) for r in recs if name in r.stages_ms())
+        stages[name] = {"n": len(vals), "p50": percentile(vals, 50), "p90": percentile(vals, 90),
+                        "p99": percentile(vals, 99), "values": vals}
+    calls = [r.llm_calls for r in recs]
+    env = stats.run.environment or {}
+    tts = env.get("tts") or {}
+    stt = env.get("stt") or {}
+    llm = env.get("llm") or {}
+    return {
+        "format": FORMAT,
+        "date": meta.get("date"),
+        "machine": machine_identity(meta),
+        "settings": settings,
+        "config": {"stt": {k: stt.get(k) for k in ("model", "device", "compute_type", "beam_size")},
+                   "tts": {k: tts.get(k) for k in ("voice", "steps", "standin")},
+                   "llm": {k: llm.get(k) for k in ("model", "dialect")}},
+        "providers": tts.get("providers") or {},
+        "escape_hatches": sorted(env.get("escape_hatches") or []),
+        "turns": len(recs),
+        "llm_calls_per_turn": {"mean": sum(calls) / len(calls) if calls else 0.0, "max": max(calls, default=0)},
+        "shortcut_share": (sum(r.route == "shortcut" for r in recs) / len(recs)) if recs else 0.0,
+        # Spoken turns the bot did not answer in time, or that left no server record.
+        "failed_turns": sum(1 for r in stats.rows if r["caller"] and r["caller"]["speech_start"] is not None
+                            and (r["caller"]["no_answer"] or r["server"] is None)),
+        "failed_calls": sum(1 for c in stats.run.calls if c.error),
+        "stages": stages,
+    }
+
+
+def save(path: str | Path, baseline: dict) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(jsonable(baseline), ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+                 encoding="utf-8")
+    return p
+
+
+def load(path: str | Path) -> dict:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such baseline (make one with `run_bot.py bench --save-baseline {p}`)") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not a baseline: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{p}: not a baseline: format is {data.get('format') if isinstance(data, dict) else None!r}, "
+                         f"expected {FORMAT!r}")
+    return data
+
+
+def jsonable(baseline: dict) -> dict:
+    """NaN percentiles (a stage no turn reached) as null, as JSON wants."""
+    def fix(v):
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+    return fix(baseline)
+
+
+@dataclass
+class Finding:
+    what: str  # stage name, or llm_calls / provider / escape_hatches / failed_turns
+    detail: str
+    regression: bool  # False: shown, not failing
+
+
+def _num(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Finding]:
+    """What got worse from ``base`` to ``new`` (regression=True), and what the reader should know."""
+    out: list[Finding] = []
+    if base.get("machine", {}).get("cpu") != new.get("machine", {}).get("cpu") \
+            or base.get("machine", {}).get("cpus") != new.get("machine", {}).get("cpus"):
+        out.append(Finding("machine", f"baseline ran on {base.get('machine')}, this run on {new.get('machine')}: "
+                           "figures from another machine class compare loosely", False))
+    for key in ("settings", "config"):
+        if base.get(key) != new.get(key):
+            out.append(Finding(key, f"baseline {base.get(key)} vs now {new.get(key)}", False))
+    for name, *_ in STAGES:
+        b, n = base["stages"].get(name) or {}, new["stages"].get(name) or {}
+        if min(b.get("n", 0), n.get("n", 0)) < rule.min_n:
+            if b.get("n", 0) >= rule.min_n and n.get("n", 0) == 0:
+                out.append(Finding(name, f"no turn reached this stage (baseline: {b['n']})", True))
+            continue
+        for q in ("p50", "p90"):
+            x, y = _num(b.get(q)), _num(n.get(q))
+            if math.isnan(x) or math.isnan(y):
+                continue
+            if y > x * rule.ratio and y - x > rule.min_ms:
+                out.append(Finding(name, f"{q} {y:.0f} ms vs baseline {x:.0f} ms (x{y / x if x else math.inf:.2f}, "
+                                   f"+{y - x:.0f} ms; rule: > x{rule.ratio} and > +{rule.min_ms:.0f} ms)", True))
+    bc, nc = base["llm_calls_per_turn"], new["llm_calls_per_turn"]
+    if nc["max"] > bc["max"] or nc["mean"] > bc["mean"] + 1e-9:
+        out.append(Finding("llm_calls", f"LLM calls per turn rose: mean {nc['mean']:.2f} (max {nc['max']}) vs "
+                           f"baseline {bc['mean']:.2f} (max {bc['max']})", True))
+    bp, np_ = base.get("providers") or {}, new.get("providers") or {}
+    for session in sorted(set(bp) | set(np_)):
+        if bp.get(session) != np_.get(session):
+            out.append(Finding("provider", f"ONNX session {session}: {np_.get(session)} vs baseline {bp.get(session)}",
+                               True))
+    bh, nh = set(base.get("escape_hatches") or []), set(new.get("escape_hatches") or [])
+    if bh != nh:
+        gone, added = sorted(bh - nh), sorted(nh - bh)
+        out.append(Finding("escape_hatches", f"turned on: {added or '-'}; turned off: {gone or '-'}", True))
+    for key in ("failed_turns", "failed_calls"):
+        if new.get(key, 0) > base.get(key, 0):
+            out.append(Finding(key, f"{new[key]} vs baseline {base.get(key, 0)}", True))
+    ds = new.get("shortcut_share", 0.0) - base.get("shortcut_share", 0.0)
+    if abs(ds) > 1e-9:
+        out.append(Finding("shortcut_share", f"{100 * new['shortcut_share']:.0f} % vs baseline "
+                           f"{100 * base['shortcut_share']:.0f} %", False))
+    return out
+
+
+def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, base_path: str) -> str:
+    """The comparison table (every stage, ours vs baseline) and the verdict."""
+    lines = [f"# Bench vs baseline {base_path}", "",
+             f"Baseline from {base.get('date')} on {base.get('machine', {}).get('cpu')} "
+             f"({base.get('machine', {}).get('cpus')} CPUs, git {base.get('machine', {}).get('git')}); "
+             f"rule: slower = p50 or p90 > x{rule.ratio} and > +{rule.min_ms:.0f} ms (stages with n >= {rule.min_n}).",
+             "", "| stage | n base/now | p50 base | p50 now | p90 base | p90 now | verdict |", "|---|---|---|---|---|---|---|"]
+    bad = {f.what for f in findings if f.regression}
+    for name, *_ in STAGES:
+        b, n = base["stages"].get(name) or {}, new["stages"].get(name) or {}
+
+        def f(v):
+            return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}"
+        lines.append(f"| {name} | {b.get('n', 0)}/{n.get('n', 0)} | {f(b.get('p50'))} | {f(n.get('p50'))} | "
+                     f"{f(b.get('p90'))} | {f(n.get('p90'))} | {'**SLOWER**' if name in bad else 'ok'} |")
+    lines.append("")
+    lines += [f"- {'**REGRESSION**' if x.regression else 'note'} {x.what}: {x.detail}" for x in findings]
+    regressions = [x for x in findings if x.regression]
+    lines += ["", f"Verdict: **FAIL**, {len(regressions)} regression(s): {', '.join(x.what for x in regressions)}"
+              if regressions else "Verdict: ok, within noise of the baseline.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""``bench --save-baseline`` / ``bench --compare``: the noise rule, what fails, and one real regression."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bot.tools import baseline
+from bot.tools.bench import RunStats
+from tests.conftest import ROOT
+from tests.test_bench import _synthetic_run
+
+SETTINGS = {"calls": 2, "rounds": 1, "overrides": [], "turn_set": "t.toml", "fake_llm": None}
+META = {"date": "2026-12-04", "pipecat": "1.14.0", "git": "abc"}
+
+
+def _base(scale: float = 1.0) -> dict:
+    return baseline.jsonable(baseline.summarize_run(RunStats.of(_synthetic_run(scale=scale)), meta=META,
+                                                    settings=SETTINGS))
+
+
+def _stage(b: dict, name: str, factor: float = 1.0, plus: float = 0.0) -> dict:
+    out = copy.deepcopy(b)
+    st = out["stages"][name]
+    st["values"] = [v * factor + plus for v in st["values"]]
+    st["p50"], st["p90"] = st["p50"] * factor + plus, st["p90"] * factor + plus
+    return out
+
+
+def _regressions(base, new, rule=baseline.NoiseRule()) -> list[str]:
+    return [f.what for f in baseline.compare(base, new, rule) if f.regression]
+
+
+def test_a_baseline_holds_stages_calls_share_providers_hatches_and_machine():
+    b = _base()
+    assert b["format"] == baseline.FORMAT
+    assert b["stages"]["voice_to_voice"]["n"] == 4 and b["stages"]["voice_to_voice"]["p50"] == pytest.approx(950, abs=1)
+    assert len(b["stages"]["voice_to_voice"]["values"]) == 4
+    assert b["llm_calls_per_turn"] == {"mean": 0.75, "max": 1}
+    assert b["shortcut_share"] == pytest.approx(0.25)
+    assert b["providers"]["vocoder"] == ["CPUExecutionProvider"]
+    assert "STT on CPU (int8); production runs float16 on CUDA" in b["escape_hatches"]
+    assert b["failed_turns"] == 1  # the synthetic run's unanswered turn
+    assert b["machine"]["cpus"] and b["machine"]["cpu"]
+    assert b["config"]["stt"]["beam_size"] == 1
+
+
+def test_the_same_run_passes_and_round_trips_through_the_file(tmp_path):
+    b = _base()
+    path = baseline.save(tmp_path / "b.json", b)
+    again = baseline.load(path)
+    assert again == json.loads(json.dumps(b))
+    assert _regressions(again, b) == []
+    text = baseline.render(again, b, baseline.compare(again, b), baseline.NoiseRule(), base_path=str(path))
+    assert "Verdict: ok" in text and "SLOWER" not in text
+
+
+@pytest.mark.parametrize(("factor", "plus", "slower"), [
+    (1.5, 0.0, True),    # x1.5 and +475 ms on voice_to_voice
+    (1.25, 0.0, False),  # +237 ms but only x1.25: within noise
+    (1.0, 45.0, False),  # under the +50 ms floor
+    (1.0, 400.0, True),  # x1.42, +400 ms
+])  # fmt: skip
+def test_a_stage_is_slower_only_past_both_the_ratio_and_the_margin(factor, plus, slower):
+    b = _base()
+    assert ("voice_to_voice" in _regressions(b, _stage(b, "voice_to_voice", factor, plus))) is slower
+
+
+def test_a_short_stage_is_not_failed_on_a_ratio_alone():
+    b = _base()
+    # The synthetic transport stage is ~10 ms: x3 is +20 ms, a scheduler hiccup, not a regression.
+    assert _regressions(b, _stage(b, "transport", 3.0)) == []
+
+
+def test_a_stage_with_too_few_turns_is_not_judged_but_a_stage_that_vanished_is():
+    b = _base()
+    few = copy.deepcopy(b)
+    few["stages"]["llm"] = {"n": 2, "p50": 9999.0, "p90": 9999.0, "p99": 9999.0, "values": [9999.0, 9999.0]}
+    assert _regressions(b, few) == []
+    gone = copy.deepcopy(b)
+    gone["stages"]["llm"] = {"n": 0, "p50": None, "p90": None, "p99": None, "values": []}
+    assert _regressions(b, gone) == ["llm"]
+
+
+def test_more_llm_calls_per_turn_fail():
+    b = _base()
+    new = _base()
+    new["llm_calls_per_turn"] = {"mean": 1.2, "max": 2}
+    assert _regressions(b, new) == ["llm_calls"]
+
+
+def test_a_provider_change_fails_naming_the_session():
+    b = _base()
+    b["providers"]["vocoder"] = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    findings = [f for f in baseline.compare(b, _base()) if f.regression]
+    assert [f.what for f in findings] == ["provider"] and "vocoder" in findings[0].detail
+
+
+def test_an_escape_hatch_turned_on_fails():
+    b = _base()
+    new = _base()
+    new["escape_hatches"] = sorted(new["escape_hatches"] + ["CUDA graphs off (vllm --enforce-eager)"])
+    findings = [f for f in baseline.compare(b, new) if f.regression]
+    assert [f.what for f in findings] == ["escape_hatches"] and "enforce-eager" in findings[0].detail
+
+
+def test_failed_turns_fail_and_a_machine_or_config_change_is_only_noted():
+    b = _base()
+    new = _base()
+    new["failed_turns"] += 2
+    new["machine"]["cpu"] = "another CPU"
+    new["config"]["stt"]["beam_size"] = 5
+    found = baseline.compare(b, new)
+    assert [f.what for f in found if f.regression] == ["failed_turns"]
+    assert {"machine", "config"} <= {f.what for f in found if not f.regression}
+
+
+def test_a_missing_or_foreign_baseline_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no such baseline.*--save-baseline"):
+        baseline.load(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="not a baseline: format is 'something else'"):
+        baseline.load(bad)
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not a baseline"):
+        baseline.load(bad)
+
+
+def test_the_shipped_cpu_baseline_loads_and_covers_every_stage():
+    b = baseline.load(ROOT / "bench" / "baseline-cpu.json")
+    assert set(b["stages"]) >= {"stt", "llm_first_token", "llm", "tts", "voice_to_voice"}
+    assert b["stages"]["voice_to_voice"]["n"] >= 10 and b["llm_calls_per_turn"]["max"] == 1
+    assert b["providers"] and all(p == ["CPUExecutionProvider"] for p in b["providers"].values())
+
+
+# ----------------------------------------------------------------------------------- a real regression
+
+
+def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "4", "--turns", str(turns),
+         "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
+         "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
+         "--set", "tts.warmup_lengths=[5]", *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.mark.slow  # three real bench runs (real Whisper, the stand-in TTS)
+def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(tmp_path, whisper_dir,
+                                                                               standin_tts_dir):
+    audio = ROOT / "bench" / "audio"
+    turns = tmp_path / "turns.toml"
+    turns.write_text(
+        f'[[turns]]\nid = "trash"\nwav = "{audio / "trash.wav"}"\nroute = "llm"\nlabel = "trash"\n\n'
+        f'[[turns]]\nid = "bye"\nwav = "{audio / "bye.wav"}"\nroute = "shortcut"\nlabel = "bye"\n\n'
+        '[[calls]]\nturns = ["trash", "bye"]\n',
+        encoding="utf-8",
+    )
+    saved = tmp_path / "base.json"
+    first = _bench(tmp_path, "base", turns, whisper_dir, standin_tts_dir, "--save-baseline", str(saved))
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert baseline.load(saved)["stages"]["llm_first_token"]["n"] == 4
+
+    slow = _bench(tmp_path, "slow", turns, whisper_dir, standin_tts_dir, "--compare", str(saved),
+                  "--fake-llm-first-token-ms", "600")
+    assert slow.returncode == 1, slow.stdout[-3000:] + slow.stderr[-3000:]
+    table = (tmp_path / "slow" / "compare.md").read_text()
+    assert "| llm_first_token | 4/4 |" in table and "**REGRESSION** llm_first_token: p50" in table
+    assert "Verdict: **FAIL**" in table and "llm_first_token" in table.split("Verdict:")[1]
+    assert "| stt |" in table and "**REGRESSION** stt" not in table
+
+    same = _bench(tmp_path, "same", turns, whisper_dir, standin_tts_dir, "--compare", str(saved))
+    assert same.returncode == 0, (tmp_path / "same" / "compare.md").read_text()
+    assert "Verdict: ok" in (tmp_path / "same" / "compare.md").read_text()
