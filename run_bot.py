@@ -88,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the fake LLM's time to first token (default 150)")
     p.add_argument("--fake-llm-char-ms", type=float, default=None,
                    help="the fake LLM's time per streamed character (default 3.33: 3 characters per 10 ms)")
+    p.add_argument("--noise-ratio", type=float, default=None, help="with --compare: a stage is slower when its "
+                   "p50 (p90 from 20 turns) is over this ratio of the baseline's (default 1.5, one machine; "
+                   "scripts/perf_gate.sh uses a looser one for another machine of the class)")
+    p.add_argument("--noise-ms", type=float, default=None, help="with --compare: ... and over this many ms "
+                   "slower (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")

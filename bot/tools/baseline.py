@@ -5,11 +5,19 @@ A baseline is one bench run boiled down to what a regression would move: every s
 provider each ONNX session got, the escape hatches, failed turns, and the identity of the machine
 and config it ran on. ``compare`` holds a new run against it and names what got worse.
 
-The noise rule (``NoiseRule``) was chosen from repeated runs on the 2-core CI machine class
-(figures in docs/regressions.md): a stage counts as slower only when its p50 or p90 is both more
-than ``ratio`` times the baseline's AND more than ``min_ms`` slower. Either alone flakes: a ratio
-on a 30 ms stage moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real
-20 % loss. Stages with fewer than ``min_n`` turns on either side are reported, not judged.
+The noise rule (``NoiseRule``) was chosen from repeated runs of the same config on the 2-core
+machine class (figures in docs/regressions.md): a stage counts as slower only when its p50 is both
+more than ``ratio`` times the baseline's AND more than ``min_ms`` slower; its p90 is judged the
+same way only when both runs have ``p90_min_n`` turns (the p90 of 10 turns is one turn, and it
+moved x1.7 between two runs of one config). Either test alone flakes: a ratio on a 30 ms stage
+moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real loss. Stages with
+fewer than ``min_n`` turns on either side are reported, not judged. The default (x1.5 and +100 ms)
+is for two runs on one machine; ``scripts/perf_gate.sh`` holds another machine of the class, under
+CI's load, to x2.5 and +300 ms.
+
+LLM calls are judged per model turn (calls / turns that made one) and by their maximum: the mean
+over all turns moves with how Whisper cut the caller's speech into turns (0.55 and 0.64 in two
+runs of one config), while a second call in a turn is what a regression looks like.
 """
 
 from __future__ import annotations
@@ -28,9 +36,20 @@ FORMAT = "voice-bench-baseline/1"
 
 @dataclass(frozen=True)
 class NoiseRule:
-    ratio: float = 1.3
-    min_ms: float = 50.0
+    ratio: float = 1.5
+    min_ms: float = 100.0
     min_n: int = 3
+    p90_min_n: int = 20
+    calls_slack: float = 0.05  # LLM calls per model turn may wobble this much (a withdrawn speculation)
+
+    @classmethod
+    def from_args(cls, args) -> "NoiseRule":
+        """The rule of ``--noise-ratio`` / ``--noise-ms`` (defaults: the quiet-machine rule)."""
+        ratio, ms = getattr(args, "noise_ratio", None), getattr(args, "noise_ms", None)
+        rule = cls(ratio=cls.ratio if ratio is None else ratio, min_ms=cls.min_ms if ms is None else ms)
+        if rule.ratio < 1 or rule.min_ms < 0:
+            raise ValueError(f"--noise-ratio must be >= 1 and --noise-ms >= 0 (got {rule.ratio}, {rule.min_ms})")
+        return rule
 
 
 def _cpu_model() -> str:
@@ -74,7 +93,8 @@ def summarize_run(stats, *, meta: dict, settings: dict) -> dict[str, Any]:
         "providers": tts.get("providers") or {},
         "escape_hatches": sorted(env.get("escape_hatches") or []),
         "turns": len(recs),
-        "llm_calls_per_turn": {"mean": sum(calls) / len(calls) if calls else 0.0, "max": max(calls, default=0)},
+        "llm_calls_per_turn": {"mean": sum(calls) / len(calls) if calls else 0.0, "max": max(calls, default=0),
+                               "per_model_turn": (sum(calls) / sum(1 for c in calls if c)) if any(calls) else 0.0},
         "shortcut_share": (sum(r.route == "shortcut" for r in recs) / len(recs)) if recs else 0.0,
         # Spoken turns the bot did not answer in time, or that left no server record.
         "failed_turns": sum(1 for r in stats.rows if r["caller"] and r["caller"]["speech_start"] is not None
@@ -146,7 +166,8 @@ def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Findin
             if b.get("n", 0) >= rule.min_n and n.get("n", 0) == 0:
                 out.append(Finding(name, f"no turn reached this stage (baseline: {b['n']})", True))
             continue
-        for q in ("p50", "p90"):
+        judged = ("p50", "p90") if min(b.get("n", 0), n.get("n", 0)) >= rule.p90_min_n else ("p50",)
+        for q in judged:
             x, y = _num(b.get(q)), _num(n.get(q))
             if math.isnan(x) or math.isnan(y):
                 continue
@@ -154,9 +175,10 @@ def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Findin
                 out.append(Finding(name, f"{q} {y:.0f} ms vs baseline {x:.0f} ms (x{y / x if x else math.inf:.2f}, "
                                    f"+{y - x:.0f} ms; rule: > x{rule.ratio} and > +{rule.min_ms:.0f} ms)", True))
     bc, nc = base["llm_calls_per_turn"], new["llm_calls_per_turn"]
-    if nc["max"] > bc["max"] or nc["mean"] > bc["mean"] + 1e-9:
-        out.append(Finding("llm_calls", f"LLM calls per turn rose: mean {nc['mean']:.2f} (max {nc['max']}) vs "
-                           f"baseline {bc['mean']:.2f} (max {bc['max']})", True))
+    b_per, n_per = bc.get("per_model_turn", bc["mean"]), nc.get("per_model_turn", nc["mean"])
+    if nc["max"] > bc["max"] or n_per > b_per + rule.calls_slack:
+        out.append(Finding("llm_calls", f"LLM calls per model turn rose: {n_per:.2f} (max {nc['max']}) vs "
+                           f"baseline {b_per:.2f} (max {bc['max']})", True))
     bp, np_ = base.get("providers") or {}, new.get("providers") or {}
     for session in sorted(set(bp) | set(np_)):
         if bp.get(session) != np_.get(session):
@@ -181,7 +203,8 @@ def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, b
     lines = [f"# Bench vs baseline {base_path}", "",
              f"Baseline from {base.get('date')} on {base.get('machine', {}).get('cpu')} "
              f"({base.get('machine', {}).get('cpus')} CPUs, git {base.get('machine', {}).get('git')}); "
-             f"rule: slower = p50 or p90 > x{rule.ratio} and > +{rule.min_ms:.0f} ms (stages with n >= {rule.min_n}).",
+             f"rule: slower = p50 (and p90 where both have >= {rule.p90_min_n} turns) > x{rule.ratio} and "
+             f"> +{rule.min_ms:.0f} ms (stages with n >= {rule.min_n}).",
              "", "| stage | n base/now | p50 base | p50 now | p90 base | p90 now | verdict |", "|---|---|---|---|---|---|---|"]
     bad = {f.what for f in findings if f.regression}
     for name, *_ in STAGES:

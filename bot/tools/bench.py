@@ -848,6 +848,10 @@ def run_bench(config: Config, args) -> int:
         raise BenchError("--features-off needs the bench to start the servers (no --url)")
     auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
     compare_to = getattr(args, "compare", None)
+    try:
+        baseline.NoiseRule.from_args(args)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
     try:  # a bad baseline fails before any call is placed
         base = baseline.load(compare_to) if compare_to else None
     except ValueError as e:
@@ -913,7 +917,7 @@ def run_bench(config: Config, args) -> int:
         print(f"wrote baseline {baseline.save(args.save_baseline, now)}", file=sys.stderr)
     if base is None:
         return 0
-    rule = baseline.NoiseRule()
+    rule = baseline.NoiseRule.from_args(args)
     findings = baseline.compare(base, now, rule)
     text = baseline.render(base, now, findings, rule, base_path=str(compare_to))
     (out / "compare.md").write_text(text, encoding="utf-8")
