@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fake-llm-char-ms", type=float, default=None,
                    help="the fake LLM's time per streamed character (default 3.33: 3 characters per 10 ms)")
     p.add_argument("--noise-ratio", type=float, default=None, help="with --compare: a stage is slower when its "
-                   "p50 (p90 from 20 turns) is over this ratio of the baseline's (default 1.5, one machine; "
+                   "p50 (p90 from 20 turns) is over this ratio of the baseline's (default 1.6, one machine; "
                    "scripts/perf_gate.sh uses a looser one for another machine of the class)")
     p.add_argument("--noise-ms", type=float, default=None, help="with --compare: ... and over this many ms "
                    "slower (default 100)")

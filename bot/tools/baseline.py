@@ -11,7 +11,7 @@ more than ``ratio`` times the baseline's AND more than ``min_ms`` slower; its p9
 same way only when both runs have ``p90_min_n`` turns (the p90 of 10 turns is one turn, and it
 moved x1.7 between two runs of one config). Either test alone flakes: a ratio on a 30 ms stage
 moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real loss. Stages with
-fewer than ``min_n`` turns on either side are reported, not judged. The default (x1.5 and +100 ms)
+fewer than ``min_n`` turns on either side are reported, not judged. The default (x1.6 and +100 ms)
 is for two runs on one machine; ``scripts/perf_gate.sh`` holds another machine of the class, under
 CI's load, to x2.5 and +300 ms.
 
@@ -36,7 +36,7 @@ FORMAT = "voice-bench-baseline/1"
 
 @dataclass(frozen=True)
 class NoiseRule:
-    ratio: float = 1.5
+    ratio: float = 1.6
     min_ms: float = 100.0
     min_n: int = 3
     p90_min_n: int = 20
