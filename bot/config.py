@@ -60,8 +60,68 @@ class ServerConfig:
 class TwilioConfig:
     validate_signature: bool = True
     auto_hang_up: bool = True
-    # Override Twilio's REST base URL (tests point it at a fake API).
+    # Override Twilio's REST base URL for every REST request: hang-ups, transfers, SMS, callback
+    # calls (bot/twilio_api.py; tests point it at a fake API).
     api_base_url: str = ""
+
+
+_TICKET_STATUSES = ("open", "in_progress", "done", "rejected")  # bot/store/schema.py's, which sits above config
+
+
+def _clock_minutes(key: str, text: str) -> int:
+    hh, sep, mm = text.strip().partition(":")
+    if not sep or not hh.isdigit() or not mm.isdigit() or int(hh) > 24 or int(mm) > 59:
+        raise ConfigError(f"{key}: {text!r} is not a time like 21:00")
+    return int(hh) * 60 + int(mm)
+
+
+@dataclass(frozen=True)
+class SmsConfig:
+    """Texts to callers through Twilio (bot/notify.py; wording in bot/data/sms.toml)."""
+
+    # Off by default: a city turns it on with its Twilio number (and TWILIO_* in the environment).
+    enabled: bool = False
+    from_number: str = ""  # the Twilio number (E.164) the texts come from
+    # The reception number by SMS once a phone call's ticket is made.
+    after_ticket: bool = True
+    # A notice when a ticket's status becomes one of these (the desk or `run_bot.py ticket`).
+    notify_statuses: list[str] = field(default_factory=lambda: ["in_progress", "done", "rejected"])
+    # Status notices wait until this ends (line.timezone); "" sends at any hour. The reception
+    # number after a call goes at once: the caller has just asked for it.
+    quiet_hours: str = "21:00-08:00"
+    # A send that fails and may succeed later (5xx, 429, no connection) is retried after
+    # backoff_secs, doubling up to backoff_max_secs, max_attempts sends in all; then "failed".
+    max_attempts: int = 5
+    backoff_secs: float = 30.0
+    backoff_max_secs: float = 1800.0
+    poll_secs: float = 2.0  # how often the server's sender looks for due messages
+    texts_file: str = "bot/data/sms.toml"
+
+    def __post_init__(self):
+        if self.enabled and not self.from_number.startswith("+"):
+            raise ConfigError(f"sms.from_number: SMS is on but {self.from_number!r} is not an E.164 number (+82...)")
+        for status in self.notify_statuses:
+            if status not in _TICKET_STATUSES:
+                raise ConfigError(f"sms.notify_statuses: {status!r} is not one of {list(_TICKET_STATUSES)}")
+        if self.quiet_hours:
+            start, sep, end = self.quiet_hours.partition("-")
+            if not sep:
+                raise ConfigError(f"sms.quiet_hours: {self.quiet_hours!r} is not a range like 21:00-08:00")
+            _clock_minutes("sms.quiet_hours", start)
+            _clock_minutes("sms.quiet_hours", end)
+        if self.max_attempts < 1:
+            raise ConfigError(f"sms.max_attempts: {self.max_attempts} (at least 1)")
+        if self.backoff_secs <= 0 or self.backoff_max_secs < self.backoff_secs:
+            raise ConfigError("sms.backoff_secs: must be > 0 and at most sms.backoff_max_secs")
+        if self.poll_secs <= 0:
+            raise ConfigError(f"sms.poll_secs: {self.poll_secs} (must be > 0)")
+
+    def quiet_window(self) -> tuple[int, int] | None:
+        """Quiet hours as (start, end) minutes of the day, or None."""
+        if not self.quiet_hours:
+            return None
+        start, _, end = self.quiet_hours.partition("-")
+        return _clock_minutes("sms.quiet_hours", start), _clock_minutes("sms.quiet_hours", end)
 
 
 @dataclass(frozen=True)
@@ -81,6 +141,9 @@ class CallConfig:
     emergency_transfer: dict[str, str] = field(default_factory=dict)
     # Said once after the greeting, from canned audio (Korean public bodies announce recording). Empty: none.
     recording_notice: str = ""
+    # Warm transfer to the desk: when the person answers, Twilio reads them the bot's summary
+    # (the complaint's slots, reception numbers, why the call came) before the caller is connected.
+    transfer_whisper: bool = True
 
 
 @dataclass(frozen=True)
@@ -295,6 +358,7 @@ class DeskConfig:
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
+    sms: SmsConfig = field(default_factory=SmsConfig)
     call: CallConfig = field(default_factory=CallConfig)
     line: LineConfig = field(default_factory=LineConfig)
     audio: AudioConfig = field(default_factory=AudioConfig)

@@ -34,11 +34,15 @@ from bot.store.calls import CallLog
 from bot.line.admission import REPLAYED, BusyAudio, Line, play_busy_and_close
 from bot.readiness import LLMProbe, readiness
 from bot.line.tokens import StreamTokens, TokenRefused
+from bot.notify import Outbox
+from bot.twilio_api import TwilioAPI
 from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
     build_busy_twiml,
+    build_dial_twiml,
     build_stream_twiml,
+    build_whisper_twiml,
     media_format_problem,
     parse_stream_start,
     signature_is_valid,
@@ -102,13 +106,25 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     """
     lag = LoopLagMonitor()
     desk = desk or CallLog.open(config, secrets)
+    twilio_api = TwilioAPI.from_config(config, secrets)  # every REST request: hang-ups, transfers, SMS
+    outbox = None
+    if config.sms.enabled and twilio_api is None:
+        logger.error("SMS NOT SENT: sms.enabled but TWILIO_ACCOUNT_SID / TWILIO_AUTH_TOKEN are not set; "
+                     "messages wait in the records database")
+    elif config.sms.enabled and config.records.enabled:
+        outbox = Outbox(store=desk.store, api=twilio_api, config=config, worker=desk.worker)
+        desk.on_ticket = outbox.wake
 
     @asynccontextmanager
     async def lifespan(_app):
         lag.start()
         desk.start_retention()
         await line.start()
+        if outbox is not None:
+            outbox.start()
         yield
+        if outbox is not None:
+            await outbox.stop()
         await lag.stop()
         await line.stop()
         await desk.aclose()
@@ -245,6 +261,8 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             fast_input_resampler=config.turn.fast_input_resampler,
             on_stop=lambda: stop_call(),
             transfer_target=lambda: transfer_target(session.dialog),
+            transfer_twiml=lambda number: transfer_twiml(session, start.call_sid, number),
+            api=twilio_api,
         )
         transport = FastAPIWebsocketTransport(
             websocket,
@@ -293,6 +311,36 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         if not dialog.transfer_requested:
             return None
         return dialog.transfer_to or config.call.transfer_number or None
+
+    def transfer_twiml(session, call_sid: str, number: str) -> str:
+        """The desk gets a warm transfer (the bot's summary first); an emergency service is dialled at once."""
+        if not config.call.transfer_whisper or session.dialog.transfer_to:
+            return build_dial_twiml(number)
+        desk.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
+        return build_dial_twiml(number, f"https://{config.server.public_host}/twilio/whisper?call={call_sid}")
+
+    @app.post("/twilio/whisper")
+    async def twilio_whisper(request: Request, call: str = ""):
+        """Twilio asks what the person answering a warm transfer hears before the caller is connected."""
+        try:
+            form = await read_webhook_form(request)
+        except FormTooLarge:
+            return PlainTextResponse("form body too large or not UTF-8", status_code=400)
+        if config.twilio.validate_signature:
+            query = f"?{request.url.query}" if request.url.query else ""
+            url = f"https://{config.server.public_host}/twilio/whisper{query}"
+            token = secrets.twilio_auth_token
+            if not token or not signature_is_valid(token, url, form, request.headers.get("X-Twilio-Signature")):
+                logger.warning("whisper refused: missing or wrong X-Twilio-Signature")
+                return PlainTextResponse("invalid signature", status_code=403)
+        try:
+            note = await desk.read_transfer_note(call) if call else None
+        except Exception as e:  # noqa: BLE001 - the database is slow or down: the person hears the plain intro
+            logger.error("whisper for call {}: no note ({}: {})", mask(call), type(e).__name__, e)
+            note = None
+        logger.info("call {}: warm transfer answered; whisper {}", mask(call), "with the summary" if note else "plain")
+        return Response(build_whisper_twiml(note or canned.whisper.format(details="").strip()),
+                        media_type="application/xml")
 
     def finish_call(session) -> None:
         rec = session.recorder

@@ -255,4 +255,7 @@ async def test_asking_for_a_person_redirects_the_call_to_the_desk(bot, fake_llm,
     updates = [h for h in twilio_api.hangups if call.call_sid in h["path"]]
     assert len(updates) == 1, updates
     twiml = updates[0]["form"]["Twiml"]
-    assert f"<Dial>{DESK}</Dial>" in twiml and "Status" not in updates[0]["form"]
+    # A warm transfer (call.transfer_whisper): the desk hears the bot's summary first.
+    whisper = f"https://{PUBLIC_HOST}/twilio/whisper?call={call.call_sid}"
+    assert f'<Dial><Number method="POST" url="{whisper}">{DESK}</Number></Dial>' in twiml
+    assert "Status" not in updates[0]["form"]

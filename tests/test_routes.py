@@ -29,6 +29,7 @@ OPERATIONS = "operations listener only"
 
 PUBLIC_ROUTES = {
     ("POST", "/twilio/voice"): TWILIO,
+    ("POST", "/twilio/whisper"): TWILIO,  # what the desk hears first on a warm transfer
     ("WS", "/twilio/media"): STREAM,
     ("GET", "/"): PUBLIC,  # the QA page's HTML
     ("MOUNT", "/qa/static"): PUBLIC,  # its script and styles
@@ -103,6 +104,12 @@ def test_the_twilio_and_qa_routes_refuse_anonymous_callers():
         assert client.post("/twilio/voice", data=params).status_code == 403
         signed = sign_twilio_request("https://voice.example.org/twilio/voice", params, AUTH)
         assert client.post("/twilio/voice", data=params, headers={"X-Twilio-Signature": signed}).status_code == 200
+        whisper = {"AccountSid": "AC" + "0" * 32, "CallSid": new_sid("CA"), "ParentCallSid": new_sid("CA")}
+        url = f"/twilio/whisper?call={whisper['ParentCallSid']}"
+        assert client.post(url, data=whisper).status_code == 403
+        signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
+        ok = client.post(url, data=whisper, headers={"X-Twilio-Signature": signed})
+        assert ok.status_code == 200 and "<Say" in ok.text
         assert client.post("/api/offer", json={"sdp": "v=0", "type": "offer"}).status_code == 401
         assert client.patch("/api/offer", json={"pc_id": "x"}).status_code == 401
         with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect("/twilio/media") as ws:

@@ -20,11 +20,12 @@ from loguru import logger
 from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
 from pipecat.audio.utils import ulaw_to_pcm
 from pipecat.frames.frames import AudioRawFrame, CancelFrame, EndFrame, Frame, InputAudioRawFrame, InterruptionFrame
-from pipecat.serializers.twilio import TwilioFrameSerializer, _build_call_resource_url
+from pipecat.serializers.twilio import TwilioFrameSerializer
 from twilio.request_validator import RequestValidator
-from twilio.twiml.voice_response import Connect, Parameter, Stream, VoiceResponse
+from twilio.twiml.voice_response import Connect, Dial, Parameter, Stream, VoiceResponse
 
 from bot.privacy import mask
+from bot.twilio_api import TwilioAPI, TwilioAPIError
 
 TWILIO_RATE = 8000
 # Twilio's messages are well under 1 KiB (a 20 ms media frame is ~300 bytes); bigger ones are dropped.
@@ -134,10 +135,14 @@ class PhoneSerializer(TwilioFrameSerializer):
         fast_input_resampler: bool = True,
         on_stop: Callable[[], Awaitable[None]] | None = None,
         transfer_target: Callable[[], str | None] = lambda: None,
+        transfer_twiml: Callable[[str], str] | None = None,
+        api: TwilioAPI | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self._transfer_target = transfer_target
+        self._transfer_twiml = transfer_twiml or build_dial_twiml
+        self._api = api
         self._on_stop = on_stop
         self.caller_hung_up = False
         if fast_input_resampler:
@@ -161,7 +166,7 @@ class PhoneSerializer(TwilioFrameSerializer):
             number = self._transfer_target() if isinstance(frame, EndFrame) else None
             if number and self._params.auto_hang_up and not self._hangup_attempted:
                 self._hangup_attempted = True
-                await self._redirect_call(build_dial_twiml(number))
+                await self._redirect_call(self._transfer_twiml(number))
                 return None
             if not self._params.auto_hang_up:
                 logger.info(
@@ -246,30 +251,53 @@ class PhoneSerializer(TwilioFrameSerializer):
         self.ignored[kind] += 1
         return None
 
+    async def _hang_up_call(self) -> None:
+        """End the call through Twilio's REST API (``bot/twilio_api.py``), once."""
+        call = mask(self._call_sid or "")
+        if self._api is None:
+            logger.warning("call {}: no Twilio REST client; closing the stream instead of hanging up", call)
+            return
+        try:
+            if await self._api.hang_up(self._call_sid):
+                logger.info("call {}: hung up through Twilio's API", call)
+            else:
+                logger.debug("call {}: already ended at Twilio", call)
+        except TwilioAPIError as e:
+            logger.error("call {}: hang-up failed: {}", call, e)
+
     async def _redirect_call(self, twiml: str) -> None:
         """Hand the call to new TwiML (a <Dial> to a person) through Twilio's REST API."""
-        import aiohttp
-
-        url = _build_call_resource_url(
-            self._account_sid, self._call_sid, base_url=self._base_url, region=self._region, edge=self._edge
-        )
-        auth = aiohttp.BasicAuth(self._account_sid, self._auth_token) if self._auth_token else aiohttp.BasicAuth(
-            self._api_key_sid, self._api_key_secret
-        )
+        call = mask(self._call_sid or "")
+        if self._api is None:
+            logger.error("call {}: transfer failed: no Twilio REST client", call)
+            return
         try:
-            async with aiohttp.ClientSession() as session:
-                async with session.post(url, auth=auth, data={"Twiml": twiml}) as response:
-                    if response.status == 200:
-                        logger.info("call {}: transferred to a person", mask(self._call_sid or ""))
-                    else:
-                        logger.error("call {}: transfer failed: HTTP {} {}", mask(self._call_sid or ""),
-                                     response.status, (await response.text())[:200])
-        except Exception as e:
-            logger.error("call {}: transfer failed: {}", mask(self._call_sid or ""), e)
+            if await self._api.redirect(self._call_sid, twiml):
+                logger.info("call {}: transferred to a person", call)
+            else:
+                logger.warning("call {}: transfer not made: the call had already ended", call)
+        except TwilioAPIError as e:
+            logger.error("call {}: transfer failed: {}", call, e)
 
 
-def build_dial_twiml(number: str) -> str:
-    """TwiML that connects the caller to a person at ``number``."""
+def build_dial_twiml(number: str, whisper_url: str | None = None) -> str:
+    """TwiML that connects the caller to a person at ``number``.
+
+    With ``whisper_url`` the transfer is warm: when the person answers, Twilio plays them the TwiML
+    at that URL (``build_whisper_twiml``: who is calling and why) before the caller is connected.
+    """
     response = VoiceResponse()
-    response.dial(number)
+    if whisper_url:
+        dial = Dial()
+        dial.number(number, url=whisper_url, method="POST")
+        response.append(dial)
+    else:
+        response.dial(number)
+    return str(response)
+
+
+def build_whisper_twiml(summary: str) -> str:
+    """What the person taking a transfer hears before the caller: the bot's summary, in Korean."""
+    response = VoiceResponse()
+    response.say(summary, language="ko-KR")
     return str(response)

@@ -31,6 +31,7 @@ from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
+from bot.korean.normalize import read_digits
 
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
@@ -48,6 +49,7 @@ class Change:
     end: bool = False
     ticket: str | None = None  # a reception number given in this turn
     model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
+    transfer_reason: str = "asked"  # why a transfer is made: "asked" or "errors" (the warm transfer's summary)
 
     def apply(self, state: DialogState, reply: str) -> None:
         if self.model_turn is not None:
@@ -61,6 +63,7 @@ class Change:
         if self.transfer:
             state.transfer_requested = True
             state.transfer_to = self.transfer_to
+            state.transfer_reason = self.transfer_reason
         if self.end:
             state.ended = True
 
@@ -331,13 +334,28 @@ class DialogPolicy:
             return None
         return self.intake.read_back(after.slots)
 
+    # --- handing the call to a person ---------------------------------------------------------
+
+    def transfer_summary(self, state: DialogState) -> str:
+        """What the person taking a warm transfer hears first: why the call comes, the complaint
+        gathered so far and the reception numbers given in this call (digit by digit)."""
+        details = []
+        slots = state.known_slots()
+        if slots.get("category") or slots.get("location"):
+            category = self.intake.label(slots.get("category")) if self.intake else slots.get("category")
+            details.append(self.canned.whisper_complaint.format(category=category or "-",
+                                                                location=slots.get("location") or "-"))
+        details += [self.canned.whisper_ticket.format(number=read_digits(n)) for n in state.tickets]
+        template = self.canned.whisper_after_errors if state.transfer_reason == "errors" else self.canned.whisper
+        return template.format(details=" ".join(details)).strip()
+
     # --- failures -----------------------------------------------------------------------------
 
     def model_failed(self, previous_turn_failed: bool) -> Speak:
         """The model call failed. The second failed turn in a row: a person, or (no desk) a polite end."""
         if previous_turn_failed and self.can_transfer and self.line_open():
             return Speak((self.canned.transfer_after_errors,), "error", "transfer",
-                         change=Change(remember_reply=False, transfer=True))
+                         change=Change(remember_reply=False, transfer=True, transfer_reason="errors"))
         if previous_turn_failed:
             return Speak((self.canned.closing_hours,), "error", None, "end", Change(remember_reply=False, end=True))
         apology = self.canned.apology if self.can_transfer and self.line_open() else self.canned.apology_no_agent

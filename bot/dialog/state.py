@@ -38,6 +38,11 @@ class CannedReplies:
     callback_declined: str
     department_closed: str
     holiday_note: str
+    # Warm transfer: what the person taking the call hears first (Twilio says it; templates).
+    whisper: str
+    whisper_after_errors: str
+    whisper_complaint: str
+    whisper_ticket: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
@@ -67,6 +72,7 @@ class DialogState:
     ended: bool = False
     transfer_requested: bool = False
     transfer_to: str | None = None  # not the desk: an emergency service's number
+    transfer_reason: str | None = None  # "asked" (the caller or the model) or "errors" (turns kept failing)
     # Complaint intake: a report_problem turn opens it; a read-back waits for yes/no ("confirmation").
     intake_open: bool = False
     awaiting: str | None = None

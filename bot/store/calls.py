@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from loguru import logger
@@ -31,6 +32,7 @@ class CallLog:
         self.retention_days = retention_days
         self.writer = RecordWriter(store, max_pending=max_pending)
         self._retention_task: asyncio.Task | None = None
+        self.on_ticket: Callable[[], None] = lambda: None  # the SMS sender looks at once (bot/notify.py)
 
     @classmethod
     def open(cls, config: Config, secrets: Secrets | None = None) -> "CallLog":
@@ -91,8 +93,17 @@ class CallLog:
     # --- the dialog's questions ---------------------------------------------------------------
 
     async def create_ticket(self, **fields) -> str:
-        return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
-                                      ANSWER_TIMEOUT_SECS)
+        number = await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
+                                        ANSWER_TIMEOUT_SECS)
+        self.on_ticket()
+        return number
+
+    def transfer_note(self, call_sid: str, note: str) -> None:
+        """What the person taking this call's warm transfer will hear (read back by /twilio/whisper)."""
+        self.writer.submit(f"call {mask(call_sid)} transfer note", lambda s: s.set_transfer_note(call_sid, note))
+
+    async def read_transfer_note(self, call_sid: str) -> str | None:
+        return await asyncio.wait_for(asyncio.to_thread(self.store.transfer_note, call_sid), ANSWER_TIMEOUT_SECS)
 
     async def request_callback(self, *, call_sid: str | None, after, reason: str) -> int:
         return await asyncio.wait_for(

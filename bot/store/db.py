@@ -18,9 +18,22 @@ from loguru import logger
 
 from bot.config import Config, Secrets
 from bot.privacy import mask_stored
-from bot.store.schema import TICKET_STATUSES, callbacks, calls, self_timings, staff, ticket_audit, tickets, turns
+from bot.store.schema import (
+    TICKET_STATUSES,
+    callbacks,
+    calls,
+    outbox,
+    self_timings,
+    staff,
+    ticket_audit,
+    tickets,
+    turns,
+)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# A message claimed by a sender that has not reported back in this long was lost with its worker:
+# it is sent again (at worst twice; never silently dropped).
+SENDING_STALE_SECS = 300.0
 # Serializes migrations of workers starting together on one PostgreSQL database.
 _PG_MIGRATION_LOCK = 0x6B6F7265636F7264
 
@@ -72,6 +85,10 @@ class Store:
         else:
             raise StoreError(f"records.url: unsupported database {self.backend!r} (sqlite or postgresql)")
         self.url_for_logs = parsed.render_as_string(hide_password=True)
+        # SMS to callers (bot/notify.py; set from [sms] by ``open_store``): a ticket's number once
+        # it is made, a notice when its status becomes one of these.
+        self.sms_after_ticket = False
+        self.notify_statuses: tuple[str, ...] = ()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -101,6 +118,14 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(calls.update().where(calls.c.call_sid == call_sid)
                          .values(ended_at=ended_at, end_reason=reason))
+
+    def set_transfer_note(self, call_sid: str, note: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(calls.update().where(calls.c.call_sid == call_sid).values(transfer_note=note))
+
+    def transfer_note(self, call_sid: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(calls.c.transfer_note).where(calls.c.call_sid == call_sid)).scalar()
 
     def abort_unfinished(self, worker: str) -> int:
         """Calls of this worker left open by a crash are marked ``aborted``; returns how many."""
@@ -152,7 +177,85 @@ class Store:
             ).scalar_one()
             number = f"{t.year}{row_id:04d}"
             conn.execute(tickets.update().where(tickets.c.id == row_id).values(reception_no=number))
+            if self.sms_after_ticket:
+                self._queue_sms(conn, "ticket", number, call_sid, None, t)
         return number
+
+    # --- SMS outbox (bot/notify.py sends) -------------------------------------------------------
+
+    def _queue_sms(self, conn, kind: str, number: str, call_sid: str | None, ticket_status: str | None,
+                   t: dt.datetime) -> None:
+        """An SMS about ticket ``number`` to its call's caller, in the caller's transaction."""
+        caller = conn.execute(sa.select(calls.c.caller).where(calls.c.call_sid == call_sid)).scalar() if call_sid else None
+        if not caller:  # the QA page, a typed chat, or a number already cleared by retention
+            conn.execute(tickets.update().where(tickets.c.reception_no == number).values(sms_status="no_number"))
+            return
+        conn.execute(outbox.insert().values(kind=kind, reception_no=number, call_sid=call_sid, ticket_status=ticket_status,
+                                            status="pending", attempts=0, next_attempt_at=t, created_at=t, updated_at=t))
+        conn.execute(tickets.update().where(tickets.c.reception_no == number).values(sms_status="pending"))
+
+    def claim_due_sms(self, worker: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Messages due now, claimed for ``worker`` (another worker's claim wins), with what they need:
+        the caller's number, the ticket's category and status. Claims left by a dead worker return."""
+        t = now()
+        stale = t - dt.timedelta(seconds=SENDING_STALE_SECS)
+        with self.engine.begin() as conn:
+            conn.execute(outbox.update().where(outbox.c.status == "sending", outbox.c.updated_at < stale)
+                         .values(status="pending", claimed_by=None))
+        q = (sa.select(outbox.c.id).where(outbox.c.status == "pending", outbox.c.next_attempt_at <= t)
+             .order_by(outbox.c.id).limit(limit))
+        claimed = []
+        with self.engine.begin() as conn:
+            for (row_id,) in conn.execute(q).all():
+                got = conn.execute(outbox.update().where(outbox.c.id == row_id, outbox.c.status == "pending")
+                                   .values(status="sending", claimed_by=worker, updated_at=t)).rowcount
+                if got:
+                    claimed.append(row_id)
+        if not claimed:
+            return []
+        q = (sa.select(outbox, calls.c.caller, tickets.c.category, tickets.c.status.label("current_status"))
+             .select_from(outbox.outerjoin(calls, calls.c.call_sid == outbox.c.call_sid)
+                          .outerjoin(tickets, tickets.c.reception_no == outbox.c.reception_no))
+             .where(outbox.c.id.in_(claimed)).order_by(outbox.c.id))
+        with self.engine.connect() as conn:
+            return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                    for r in conn.execute(q).mappings()]
+
+    def sms_done(self, message_id: int, *, outcome: str, attempted: bool, error: str | None = None,
+                 message_sid: str | None = None, body: str | None = None,
+                 retry_at: dt.datetime | None = None) -> None:
+        """A claimed message's outcome: ``sent``, ``failed``/``no_number`` (final) or ``retry``
+        (again at ``retry_at``), or ``defer`` (quiet hours: until ``retry_at``, no attempt counted).
+        The ticket's ``sms_status`` follows its latest message."""
+        t = now()
+        values: dict[str, Any] = {"updated_at": t, "claimed_by": None}
+        if attempted:
+            values["attempts"] = outbox.c.attempts + 1
+        if outcome in ("retry", "defer"):
+            # UTC, like every time stored: SQLite keeps the wall time of an aware datetime as it is.
+            values.update(status="pending", next_attempt_at=(retry_at or t).astimezone(dt.timezone.utc))
+        else:
+            values["status"] = "sent" if outcome == "sent" else "failed"
+        if error is not None:
+            values["last_error"] = error[:500]
+        if message_sid:
+            values.update(message_sid=message_sid)
+        if body is not None:
+            values.update(body=body)
+        with self.engine.begin() as conn:
+            conn.execute(outbox.update().where(outbox.c.id == message_id).values(**values))
+            number = conn.execute(sa.select(outbox.c.reception_no).where(outbox.c.id == message_id)).scalar()
+            latest = conn.execute(sa.select(sa.func.max(outbox.c.id)).where(outbox.c.reception_no == number)).scalar()
+            if number and latest == message_id and outcome not in ("retry", "defer"):
+                conn.execute(tickets.update().where(tickets.c.reception_no == number).values(sms_status=outcome))
+
+    def list_outbox(self, reception_no: str | None = None) -> list[dict[str, Any]]:
+        q = sa.select(outbox).order_by(outbox.c.id)
+        if reception_no:
+            q = q.where(outbox.c.reception_no == reception_no)
+        with self.engine.connect() as conn:
+            return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                    for r in conn.execute(q).mappings()]
 
     # --- callbacks ----------------------------------------------------------------------------
 
@@ -274,6 +377,10 @@ class Store:
                              .values(status=status, updated_at=t))
                 conn.execute(ticket_audit.insert().values(reception_no=reception_no, at=t, actor=actor,
                                                           from_status=row.status, to_status=status, note=note))
+                if row.status != status and status in self.notify_statuses:
+                    call_sid = conn.execute(sa.select(tickets.c.call_sid)
+                                            .where(tickets.c.reception_no == reception_no)).scalar()
+                    self._queue_sms(conn, "status", reception_no, call_sid, status, t)
         return self.find_ticket(reception_no)  # type: ignore[return-value]
 
     def add_staff(self, username: str, *, role: str, department: str | None, password_hash: str) -> int:
@@ -349,6 +456,9 @@ def records_url(config: Config, secrets: Secrets | None = None) -> str:
 def open_store(config: Config, secrets: Secrets | None = None) -> Store:
     """Open and migrate the records database of this config."""
     store = Store(resolve_url(records_url(config, secrets), config.base_dir))
+    if config.sms.enabled:
+        store.sms_after_ticket = config.sms.after_ticket
+        store.notify_statuses = tuple(config.sms.notify_statuses)
     store.migrate()
     logger.info("records database: {} (migrated to head)", store.url_for_logs)
     return store

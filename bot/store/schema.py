@@ -18,6 +18,8 @@ calls = sa.Table(
     sa.Column("ended_at", sa.DateTime(timezone=True)),
     sa.Column("end_reason", sa.String(32)),
     sa.Column("qa", sa.Boolean, nullable=False, default=False),
+    # What the person taking a warm transfer hears first (bot/server.py /twilio/whisper).
+    sa.Column("transfer_note", sa.Text),
 )
 
 # One row per turn, upserted when the answer is decided and again when the turn closes.
@@ -53,6 +55,8 @@ tickets = sa.Table(
     sa.Column("status", sa.String(16), nullable=False, default="open", index=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    # The latest SMS about this ticket (bot/notify.py): pending | sent | failed | no_number; NULL: none.
+    sa.Column("sms_status", sa.String(16)),
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
@@ -69,9 +73,39 @@ callbacks = sa.Table(
     sa.Column("call_after", sa.DateTime(timezone=True), nullable=False),
     sa.Column("status", sa.String(16), nullable=False, default="waiting", index=True),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    # `run_bot.py callbacks --place`: calls placed so far, the latest one, and who answered it
+    # (Twilio's AnsweredBy: human, machine_end_beep, fax, unknown, ...; "no-answer", "busy").
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("last_call_sid", sa.String(64), index=True),
+    sa.Column("answered_by", sa.String(32)),
 )
 
-CALLBACK_STATUSES = ("waiting", "done", "unreachable", "cancelled")
+# "calling": a call is placed and its outcome not known yet.
+CALLBACK_STATUSES = ("waiting", "calling", "done", "unreachable", "cancelled")
+
+# SMS to callers (bot/notify.py), written in the same transaction as what they are about and sent
+# by the server's outbox sender with retries. The number is the call's (calls.caller), never
+# copied here: when retention clears it, an unsent message fails as no_number.
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # ticket (its number) | status (a status change)
+    sa.Column("reception_no", sa.String(16), nullable=False, index=True),
+    sa.Column("call_sid", sa.String(64)),
+    sa.Column("ticket_status", sa.String(16)),  # for kind "status": the new status
+    sa.Column("status", sa.String(16), nullable=False, index=True),  # pending | sending | sent | failed
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("claimed_by", sa.String(64)),
+    sa.Column("last_error", sa.Text),
+    sa.Column("message_sid", sa.String(64)),
+    sa.Column("body", sa.Text),  # what was sent (no personal data: a number, a category, a status)
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+OUTBOX_STATUSES = ("pending", "sending", "sent", "failed")
 
 # Several workers on one line (bot/line/admission.py). One row per stream token the webhook issued: the
 # caller's number waits here for the media stream (which may reach another worker), and the first

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import socket
@@ -23,9 +24,22 @@ def free_port() -> int:
 
 
 class FakeTwilioAPI:
-    """Twilio's REST API as far as the hang-up goes: records ``POST .../Calls/{CallSid}.json``."""
+    """Twilio's REST API as the bot uses it, speaking Twilio's real wire format.
 
-    def __init__(self):
+    Form-encoded POSTs with HTTP basic auth (the account SID and auth token; with ``auth`` given
+    only that pair, otherwise any token for the path's account) to
+    ``/2010-04-01/Accounts/{AC}/Messages.json`` (SMS: ``messages``), ``.../Calls.json`` (an
+    outbound call: ``placed``) and ``.../Calls/{CA}.json`` (hang-up or redirect: ``hangups``);
+    answers are Twilio's JSON (201 with the new resource, or ``{"code", "message", "status"}``).
+    ``fail_next(n, status)`` makes the next ``n`` create requests fail with that status (a 500 is
+    Twilio's 20500); every request, failed ones too, is in ``requests``.
+    """
+
+    def __init__(self, auth: tuple[str, str] | None = None):
+        import base64
+        import secrets as _secrets
+        from email.utils import formatdate
+
         from starlette.applications import Starlette
         from starlette.requests import Request
         from starlette.responses import JSONResponse
@@ -33,17 +47,86 @@ class FakeTwilioAPI:
         import uvicorn
 
         self.hangups: list[dict] = []
+        self.messages: list[dict] = []  # SMS accepted (form fields)
+        self.placed: list[dict] = []  # outbound calls accepted (form fields + the SID given)
+        self.requests: list[dict] = []  # every request: path, status answered
+        self._failures: list[int] = []
+        self._auth = auth
 
-        async def update_call(request: Request):
+        def error(status: int, code: int, message: str) -> JSONResponse:
+            return JSONResponse({"code": code, "message": message, "more_info": f"https://www.twilio.com/docs/errors/{code}",
+                                 "status": status}, status_code=status)
+
+        def authorized(request: Request) -> bool:
+            header = request.headers.get("authorization", "")
+            if not header.startswith("Basic "):
+                return False
+            try:
+                user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            except ValueError:
+                return False
+            if self._auth is not None:
+                return (user, password) == self._auth
+            return user == request.path_params["ac"] and bool(password)
+
+        async def handle(request: Request, kind: str):
             form = dict(await request.form())
+            if not authorized(request):
+                self.requests.append({"path": request.url.path, "status": 401})
+                return error(401, 20003, "Authenticate")
+            if kind != "update" and self._failures:
+                status = self._failures.pop(0)
+                self.requests.append({"path": request.url.path, "status": status})
+                return error(status, 20500 if status >= 500 else 20429 if status == 429 else 21211,
+                             "Internal Server Error" if status >= 500 else "Refused by the fake")
+            self.requests.append({"path": request.url.path, "status": 201 if kind != "update" else 200})
+            ac = request.path_params["ac"]
+            created = formatdate(usegmt=True).replace("GMT", "+0000")
+            if kind == "message":
+                if not form.get("To") or not form.get("Body") or not (form.get("From") or form.get("MessagingServiceSid")):
+                    return error(400, 21604, "A 'To', 'From' and 'Body' are required")
+                sid = "SM" + _secrets.token_hex(16)
+                self.messages.append({**form, "sid": sid})
+                return JSONResponse({"sid": sid, "account_sid": ac, "to": form["To"], "from": form.get("From"),
+                                     "body": form["Body"], "status": "queued", "num_segments": "1",
+                                     "direction": "outbound-api", "api_version": "2010-04-01",
+                                     "date_created": created, "date_updated": created, "date_sent": None,
+                                     "price": None, "error_code": None, "error_message": None,
+                                     "uri": f"/2010-04-01/Accounts/{ac}/Messages/{sid}.json"}, status_code=201)
+            if kind == "call":
+                if not form.get("To") or not form.get("From") or not (form.get("Url") or form.get("Twiml")):
+                    return error(400, 21205, "Url, Twiml or ApplicationSid is required")
+                sid = "CA" + _secrets.token_hex(16)
+                self.placed.append({**form, "sid": sid})
+                return JSONResponse({"sid": sid, "account_sid": ac, "to": form["To"], "from": form["From"],
+                                     "status": "queued", "direction": "outbound-api", "api_version": "2010-04-01",
+                                     "date_created": created, "date_updated": created,
+                                     "uri": f"/2010-04-01/Accounts/{ac}/Calls/{sid}.json"}, status_code=201)
             self.hangups.append({"path": request.url.path, "form": form, "auth": request.headers.get("authorization")})
-            return JSONResponse({"sid": request.path_params["sid"], "status": form.get("Status")})
+            return JSONResponse({"sid": request.path_params["sid"], "account_sid": ac,
+                                 "status": form.get("Status") or "in-progress", "date_updated": created})
 
-        app = Starlette(routes=[Route("/2010-04-01/Accounts/{ac}/Calls/{sid}.json", update_call, methods=["POST"])])
+        base = "/2010-04-01/Accounts/{ac}"
+        app = Starlette(routes=[
+            Route(base + "/Messages.json", functools.partial(handle, kind="message"), methods=["POST"]),
+            Route(base + "/Calls.json", functools.partial(handle, kind="call"), methods=["POST"]),
+            Route(base + "/Calls/{sid}.json", functools.partial(handle, kind="update"), methods=["POST"]),
+        ])
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="critical"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def fail_next(self, n: int, status: int = 500) -> None:
+        """The next ``n`` SMS or outbound-call requests fail with ``status`` (Twilio's error JSON)."""
+        self._failures.extend([status] * n)
+
+    def reset(self) -> None:
+        self.hangups.clear()
+        self.messages.clear()
+        self.placed.clear()
+        self.requests.clear()
+        self._failures.clear()
 
     def __enter__(self):
         self._thread.start()
