@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def render(runs, setups, meta, budgets) -> str:
-    from bot.tools.bench import RunStats, _dist, _f, _hatch_lines, _machine_lines, _run_section, calls_per_worker
+    from bot.tools.bench import RunStats, calls_per_worker
+    from bot.tools.bench.report import _hatch_lines, _machine_lines, _run_section
+    from bot.tools.bench.stats import _dist, _f
 
     stats = [RunStats.of(r) for r in runs]
     lines = ["# Scale-out bench: one worker vs several, behind nginx", "", "Escape hatches:", "",

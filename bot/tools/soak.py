@@ -31,12 +31,12 @@ from bot.tools.bench import (
     ServerProcess,
     Target,
     TurnSet,
-    _Clock,
     _http_to_ws,
     load_turn_set,
     records_token,
     run_call,
 )
+from bot.tools.bench.caller import _Clock
 
 RSS_GROWTH_LIMIT_PCT = 5.0
 # Sockets must come back to the baseline exactly. Other fds may grow by the records database's

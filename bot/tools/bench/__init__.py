@@ -1,0 +1,201 @@
+"""``run_bot.py bench``: latency as a distribution, from N simulated Twilio callers at once.
+
+The bench places N calls at the same time over real sockets, exactly as Twilio would: a signed
+``/twilio/voice`` webhook, the TwiML's one-time stream token, then the Media Streams WebSocket
+with a caller line that sends 20 ms of 8 kHz mu-law every 20 ms (silence between utterances).
+Each call plays a scripted conversation from the turn set (``bench/turns.toml``): wait until the
+bot has finished speaking, pause 0.3-1.0 s, speak the next clip; after the last turn the caller
+hangs up with ``stop`` (unless the bot already ended the call, as it does after a goodbye).
+
+Two views of every turn:
+
+* caller side (measured here): time to first audio = from the moment the caller's last SPEECH
+  frame was sent (the clip's trailing silence excluded: ``speech_bounds`` finds the speech in the
+  clip's energy envelope, and only the clip up to there is sent; the line then carries silence)
+  to the first audible bot media after it. A turn is "cut off early" when the bot's first audio
+  for it arrived while the caller was still sending speech (its TTFA is then negative and left
+  out of the TTFA distribution).
+* server side: after the calls, ``GET /api/turns?since=<bench start>`` gives the server's own turn
+  records (marks and stages, route, LLM calls, interruptions) and its environment; records are
+  matched to caller turns by call (``call_id`` = CallSid) and time (the server record whose
+  speech end falls between this utterance's start and the next one's).
+
+Writes ``DIR/report.md`` (environment and escape hatches, per-stage p50/p90/p99, budgets, LLM
+calls per turn, shortcut share, route mix and expected-vs-actual routes, interruptions, event-loop
+lag, caller TTFA beside the server's voice_to_voice), ``DIR/latency.png`` (CDFs) and
+``DIR/turns.jsonl`` (one line per turn: server record + caller-side fields).
+
+Without ``--url`` the bench starts the server itself (``run_bot.py`` in a subprocess, with the
+given ``--config``/``--set``, a random TWILIO_AUTH_TOKEN and no TWILIO_ACCOUNT_SID so nothing
+reaches Twilio's REST API) and, unless ``--no-fake-llm``, a fake vLLM in this process
+(``bot.testing.fake_llm.FakeLLM``, first token after 150 ms, 3 characters per 10 ms). With
+``--baseline stock`` the same calls then run against ``python -m bot.stock`` (stock Pipecat parts,
+see ``bot/stock.py``) and the report puts ours/stock ratios side by side. The servers run one
+after the other, never at once, so they do not compete for the CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets as pysecrets
+import sys
+from pathlib import Path
+
+from loguru import logger
+
+from bot.config import Config
+from bot.tools import baseline
+from bot.tools.bench.caller import CallerTurn, CallResult, Target, run_call
+from bot.tools.bench.plot import plot_cdfs
+from bot.tools.bench.report import FEATURES_OFF, machine_meta, render_report, write_outputs
+from bot.tools.bench.runner import RunResult, ServerProcess, bench_responder, records_token, run_bench_calls
+from bot.tools.bench.stats import RunStats, calls_per_worker
+from bot.tools.bench.turnset import DEFAULT_TURNS, ROOT, ROUTES, BenchError, Turn, TurnSet, load_turn_set, speech_bounds
+
+
+__all__ = [
+    "BenchError",
+    "CallResult",
+    "CallerTurn",
+    "DEFAULT_TURNS",
+    "FEATURES_OFF",
+    "ROOT",
+    "ROUTES",
+    "RunResult",
+    "RunStats",
+    "ServerProcess",
+    "Target",
+    "Turn",
+    "TurnSet",
+    "bench_responder",
+    "calls_per_worker",
+    "load_turn_set",
+    "machine_meta",
+    "plot_cdfs",
+    "records_token",
+    "render_report",
+    "run_bench",
+    "run_bench_calls",
+    "run_call",
+    "speech_bounds",
+    "write_outputs",
+]
+
+
+def _http_to_ws(url: str) -> str:
+    if url.startswith("https://"):
+        return "wss://" + url[len("https://"):]
+    if url.startswith("http://"):
+        return "ws://" + url[len("http://"):]
+    raise BenchError(f"--url must start with http:// or https://, not {url!r}")
+
+
+def run_bench(config: Config, args) -> int:
+    """``run_bot.py bench``: see the module doc. ``args``: the parsed bench options."""
+    turn_set = load_turn_set(args.turns)
+    n = args.calls
+    if n < 1:
+        raise BenchError("--calls must be at least 1")
+    out = Path(args.out)
+    fake = args.fake_llm if args.fake_llm is not None else not args.url
+    if args.url and fake:
+        raise BenchError("--fake-llm needs the bench to start the server (no --url): a running server has its own LLM")
+    if args.url and args.baseline and not args.baseline_url:
+        raise BenchError("--baseline stock with --url needs --baseline-url (a running `python -m bot.stock` server)")
+    if not args.url and n > config.server.max_calls:
+        raise BenchError(f"--calls {n} > server.max_calls {config.server.max_calls}: the server would reject calls "
+                         f"(add --set server.max_calls={n})")
+    systems = ["ours"] + (["ours-basic"] if args.features_off else []) + (["stock"] if args.baseline else [])
+    if args.url and args.features_off:
+        raise BenchError("--features-off needs the bench to start the servers (no --url)")
+    auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
+    compare_to = getattr(args, "compare", None)
+    try:
+        baseline.NoiseRule.from_args(args)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    try:  # a bad baseline fails before any call is placed
+        base = baseline.load(compare_to) if compare_to else None
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    first_token_ms, char_ms = _fake_llm_delays(args)
+    fake_llm = None
+    runs: list[RunResult] = []
+    try:
+        if fake:
+            from bot.testing.fake_llm import FakeLLM
+
+            fake_llm = FakeLLM(first_token_delay=first_token_ms / 1000, token_delay=char_ms * FAKE_CHUNK_CHARS / 1000,
+                               chunk_chars=FAKE_CHUNK_CHARS, responder=bench_responder).start()
+            logger.info("bench: fake LLM at {} (first token {} ms, {} ms per character)", fake_llm.base_url,
+                        first_token_ms, char_ms)
+        for system in systems:
+            url = args.url if system == "ours" else args.baseline_url
+            if url:
+                if not auth:
+                    logger.warning("bench: no --auth-token / TWILIO_AUTH_TOKEN: webhooks go unsigned")
+                base = url.rstrip("/")
+                host = args.public_host or config.server.public_host
+                target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth,
+                                records_token=records_token(args))
+                runs.append(asyncio.run(run_bench_calls(system, target, turn_set, n, seed=args.seed,
+                                                        answer_timeout=args.answer_timeout, progress=not args.no_progress,
+                                                        rounds=args.rounds)))
+                continue
+            overrides = list(args.overrides)
+            if system == "ours-basic":
+                overrides += list(FEATURES_OFF)
+            if fake_llm is not None:
+                overrides.append(f"llm.base_url='{fake_llm.base_url}'")
+            overrides.append(f"records.url='sqlite:///{(out / 'records' / system / 'calls.db').resolve()}'")
+            server = ServerProcess(system, args.config, overrides, out / f"server-{system}.log", pysecrets.token_hex(16))
+            try:
+                logger.info("bench: starting the {} server (log: {})", system, server.log_path)
+                server.wait_ready()
+                runs.append(asyncio.run(run_bench_calls(system, server.target, turn_set, n, seed=args.seed,
+                                                        answer_timeout=args.answer_timeout,
+                                                        progress=not args.no_progress, rounds=args.rounds)))
+            finally:
+                server.stop()
+    finally:
+        if fake_llm is not None:
+            fake_llm.stop()
+    meta = machine_meta(n, turn_set, getattr(args, "argv", None))
+    meta["rounds"] = args.rounds
+    if fake:
+        meta["LLM"] = (f"fake vLLM (bot/testing/fake_llm.py): first token {first_token_ms:g} ms, "
+                       f"{char_ms:g} ms per character")
+    paths = write_outputs(out, runs, meta, config.latency, turn_set)
+    print(paths["report"].read_text(encoding="utf-8"))
+    print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)
+    if not (getattr(args, "save_baseline", None) or base):
+        return 0
+    set_path = Path(turn_set.path).resolve()
+    settings = {"calls": n, "rounds": args.rounds, "overrides": list(args.overrides),
+                "turn_set": str(set_path.relative_to(ROOT) if set_path.is_relative_to(ROOT) else set_path),
+                "fake_llm": {"first_token_ms": first_token_ms, "char_ms": char_ms} if fake else None}
+    now = baseline.summarize_run(RunStats.of(runs[0]), meta=meta, settings=settings)
+    if args.save_baseline:
+        print(f"wrote baseline {baseline.save(args.save_baseline, now)}", file=sys.stderr)
+    if base is None:
+        return 0
+    rule = baseline.NoiseRule.from_args(args)
+    findings = baseline.compare(base, now, rule)
+    text = baseline.render(base, now, findings, rule, base_path=str(compare_to))
+    (out / "compare.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 1 if any(f.regression for f in findings) else 0
+
+
+# The bench's fake LLM streams its reply in chunks of this many characters.
+FAKE_CHUNK_CHARS = 3
+
+
+def _fake_llm_delays(args) -> tuple[float, float]:
+    first = getattr(args, "fake_llm_first_token_ms", None)
+    char = getattr(args, "fake_llm_char_ms", None)
+    first, char = (150.0 if first is None else first), (10 / 3 if char is None else char)
+    if first < 0 or char < 0:
+        raise BenchError("--fake-llm-first-token-ms and --fake-llm-char-ms cannot be negative")
+    return first, char
