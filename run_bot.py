@@ -125,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", default=None, help="new status (open, in_progress, done, rejected)")
     p = sub.add_parser("check", help="is this machine ready for calls? GPU budget, wheels, providers, LLM server")
     _common(p)
-    p = sub.add_parser("llm-command", help="print the `vllm serve` command built from [llm]")
+    p = sub.add_parser("llm-command", help="print the command that starts vLLM, built from [llm]: the `vllm serve` "
+                       "of its own venv (scripts/setup.sh --vllm)")
     _common(p)
+    p.add_argument("--docker", action="store_true", help="print `docker run` of the pinned vLLM image instead")
     p = sub.add_parser("eval", help="replay the Korean turn set through the dialog against the LLM server; accuracy")
     _common(p)
     p.add_argument("--turns", default=None, help="turn set TOML (default: bench/eval_turns.toml)")
@@ -328,14 +330,17 @@ def cmd_check(config, args) -> int:
 def cmd_llm_command(config, args) -> int:
     import shlex
 
-    from bot.preflight import llm_command_line
+    from bot.preflight import VLLM_VENV, installed_vllm, llm_command_line
     from bot.local_llm import local_command
 
     if config.llm.backend == "local":
         print("# llm.backend = local: the bot starts this itself (port chosen at start)")
         print(" ".join(shlex.quote(x) for x in local_command(config)))
-    else:
-        print(llm_command_line(config))
+        return 0
+    if not args.docker and installed_vllm() is None:
+        print(f"# no vLLM venv at {VLLM_VENV} yet: make it with scripts/setup.sh --vllm "
+              "(or use run_bot.py llm-command --docker)")  # fmt: skip
+    print(llm_command_line(config, docker=args.docker))
     return 0
 
 

@@ -591,8 +591,11 @@ def probe_llm(config: Config, api_key: str = "EMPTY", *, timeout_s: float | None
 
 def ways_out(config: Config) -> list[str]:
     """The three ways out of 'no LLM server', as commands."""
+    vllm = llm_command_line(config)
+    if installed_vllm() is None:
+        vllm = f"scripts/setup.sh --vllm && {vllm}   (or: run_bot.py llm-command --docker)"
     return [
-        f"  1. start vLLM (GPU):         {llm_command_line(config)}",
+        f"  1. start vLLM (GPU):         {vllm}",
         f"  2. a fake for plumbing:       .venv/bin/python -m bot.testing.fake_llm --port {_port(config.llm.base_url)} "
         f"--model {shlex.quote(config.llm.model)}",
         "  3. the local 0.5B model (CPU): scripts/setup.sh --local-llm && .venv/bin/python run_bot.py --llm local",
@@ -633,8 +636,8 @@ def llm_rows(report: CheckReport, config: Config, api_key: str = "EMPTY", probe:
     return probe
 
 
-def vllm_cmdlines() -> list[list[str]]:
-    """Command lines of the ``vllm serve`` processes on this host (from /proc; empty elsewhere)."""
+def vllm_processes() -> list[tuple[int, list[str]]]:
+    """(pid, command line) of the ``vllm serve`` processes on this host (from /proc; empty elsewhere)."""
     out = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
@@ -643,8 +646,13 @@ def vllm_cmdlines() -> list[list[str]]:
             continue
         head = [Path(a).name for a in args[:3]]
         if ("vllm" in head and "serve" in args[:4]) or any("vllm.entrypoints.openai.api_server" in a for a in args[:4]):
-            out.append(args)
+            out.append((int(d.name), args))
     return out
+
+
+def vllm_cmdlines() -> list[list[str]]:
+    """Command lines of the ``vllm serve`` processes on this host (from /proc; empty elsewhere)."""
+    return [args for _, args in vllm_processes()]
 
 
 def _flags(args: list[str]) -> dict[str, str | None]:
@@ -715,8 +723,130 @@ def llm_command(config: Config) -> list[str]:
     return cmd
 
 
-def llm_command_line(config: Config) -> str:
-    return " ".join(shlex.quote(x) for x in llm_command(config))
+def llm_command_line(config: Config, *, docker: bool = False, venv: Path | None = None) -> str:
+    """The command that starts the vLLM the bot is written for: its own venv's ``vllm serve``
+    (``scripts/setup.sh --vllm``), or with ``docker`` the pinned container image."""
+    return " ".join(shlex.quote(x) for x in vllm_launch(config, docker=docker, venv=venv))
+
+
+# ---------------------------------------------------------------------------------------------
+# Where vLLM comes from: its own venv (scripts/setup.sh --vllm) or the container image, never the
+# bot's .venv (it pins its own torch and an older FastAPI; docs/cuda.md).
+
+#: The vLLM release the bot's ``llm-command`` flags and structured-output requests are written for:
+#: requirements/vllm.in, the image tag in deploy/vllm-values.yaml (tests/test_install_sets.py).
+VLLM_VERSION = "0.33.0"
+VLLM_IMAGE = f"vllm/vllm-openai:v{VLLM_VERSION}"
+#: ``scripts/setup.sh --vllm`` makes this venv (requirements-vllm.txt).
+VLLM_VENV = Path(__file__).resolve().parent.parent / ".venv-vllm"
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it lies below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def installed_vllm(venv: Path | None = None) -> str | None:
+    """The vLLM version installed in the vLLM venv, or None when there is none."""
+    venv = venv or VLLM_VENV
+    if not (venv / "bin" / "vllm").exists():
+        return None
+    for meta in sorted(venv.glob("lib/python3*/site-packages/vllm-*.dist-info/METADATA")):
+        for line in meta.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    return "unknown version"
+
+
+def vllm_launch(config: Config, *, docker: bool = False, venv: Path | None = None) -> list[str]:
+    """``llm_command`` with the vLLM to run it: the venv's ``bin/vllm``, or ``docker run`` of the
+    pinned image (its entrypoint is ``vllm serve``; inside the container vLLM listens on every
+    address and the port is published on the host's side instead)."""
+    llm = config.llm
+    cmd = llm_command(config)
+    if not docker:
+        return [_shown((venv or VLLM_VENV) / "bin" / "vllm"), *cmd[1:]]
+    port = str(_port(llm.base_url))
+    local = (urlparse(llm.base_url).hostname or "127.0.0.1") in ("localhost", "127.0.0.1", "::1")
+    flags = cmd[3:]
+    if "--host" in flags:
+        i = flags.index("--host")
+        flags = flags[:i] + flags[i + 2:]
+    hf_home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host",
+            "-p", f"127.0.0.1:{port}:{port}" if local else f"{port}:{port}",
+            "-v", f"{hf_home}:/root/.cache/huggingface", "--env", "HF_TOKEN",
+            VLLM_IMAGE, llm.model, *flags]  # fmt: skip
+
+
+def vllm_server_version(config: Config, timeout_s: float = 3.0) -> str | None:
+    """What the server at ``llm.base_url`` says it is (vLLM answers ``GET /version``), or None."""
+    parsed = urlparse(config.llm.base_url)
+    try:
+        r = httpx.get(f"{parsed.scheme}://{parsed.netloc}/version", timeout=timeout_s)
+        r.raise_for_status()
+        version = r.json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return str(version) if version else None
+
+
+def _process_origin(pid: int, args: list[str], venv: Path) -> str:
+    """Where a running ``vllm serve`` comes from: this checkout's vLLM venv, a container, or elsewhere."""
+    exe = next((a for a in args[:3] if Path(a).name == "vllm"), args[0] if args else "?")
+    try:
+        if Path(exe).resolve().is_relative_to(venv.resolve()):
+            return f"{_shown(venv)} (scripts/setup.sh --vllm)"
+    except OSError:
+        pass
+    try:
+        here, there = os.stat("/proc/self/root"), os.stat(f"/proc/{pid}/root")
+        if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
+            return f"a container ({exe} inside it)"
+    except OSError:
+        pass
+    return f"{exe} (not this checkout's vLLM venv)"
+
+
+def vllm_source_row(report: CheckReport, config: Config, probe: Probe | None = None, *,
+                    processes: list[tuple[int, list[str]]] | None = None, server_version: str | None = None,
+                    venv: Path | None = None) -> None:  # fmt: skip
+    """``check``: where the vLLM behind ``llm.base_url`` comes from and which release it is. The
+    flags of ``llm-command`` and the structured-output requests are written for VLLM_VERSION."""
+    llm = config.llm
+    if llm.backend == "local":
+        return
+    venv = venv or VLLM_VENV
+    port = str(_port(llm.base_url))
+    local = installed_vllm(venv)
+    here = (f"{_shown(venv)} holds vLLM {local}" if local else
+            f"no {_shown(venv)} here (scripts/setup.sh --vllm, or the image {VLLM_IMAGE})")  # fmt: skip
+    if probe is None or not probe.reachable:
+        report.add("LLM", "vLLM source", SKIP, f"no server to ask; {here}")
+        return
+    procs = vllm_processes() if processes is None else processes
+    found = [(pid, a) for pid, a in procs if _flags(a).get("--port", "8000") == port]
+    # server_version: what GET /version said ("" = nothing); None = ask the server now.
+    version = vllm_server_version(config) if server_version is None else (server_version or None)
+    if found:
+        pid, args = found[0]
+        origin = _process_origin(pid, args, venv)
+        if version is None and origin.startswith(_shown(venv)):
+            version = local
+        where = f"this host, pid {pid}: {origin}"
+    else:
+        where = f"{llm.base_url} (no `vllm serve` of this host on port {port}: remote, a router, or not vLLM)"
+    if version is None:
+        report.add("LLM", "vLLM source", SKIP, f"{where}; it does not say a vLLM version (GET /version): a fake, "
+                   f"a router or another OpenAI-compatible server. {here}")  # fmt: skip
+    elif version != VLLM_VERSION:
+        report.add("LLM", "vLLM source", WARN, f"{where}: vLLM {version}, but llm-command and the structured "
+                   f"requests are written for vLLM {VLLM_VERSION} (requirements-vllm.txt, {VLLM_IMAGE})")  # fmt: skip
+    else:
+        report.add("LLM", "vLLM source", OK, f"{where}: vLLM {version}, the pinned release")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -803,8 +933,9 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     wheel_rows(report, config, wheels)
     tts_engine = provider_rows(report, config, tts_engine, vad_session)
     ctranslate2_row(report, config)
-    llm_rows(report, config, secrets.llm_api_key, probe)
+    probe = llm_rows(report, config, secrets.llm_api_key, probe)
     vllm_process_row(report, config)
+    vllm_source_row(report, config, probe)
     access_rows(report, config, secrets)
     line_rows(report, config)
     if timing:
