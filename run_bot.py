@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", default=None, help="only tickets with this status (open, in_progress, done, rejected)")
     p = sub.add_parser("callbacks", help="callbacks booked outside the desk's hours (the caller's number, when to call)")
     _common(p)
-    p.add_argument("--status", default=None, help="waiting (default), done, unreachable, cancelled or all")
+    p.add_argument("--status", default=None, help="waiting (default), calling, done, unreachable, cancelled or all")
+    p.add_argument("--place", action="store_true", help="place the due ones now through Twilio's Calls API with "
+                   "answering-machine detection (the server's signed webhooks take the calls; docs/after-call.md)")
     p = sub.add_parser("ticket", help="show one ticket, or set its status")
     _common(p)
     p.add_argument("number", help="reception number")
@@ -304,8 +306,10 @@ def cmd_tickets(config, args) -> int:
 
 @_desk_command
 def cmd_callbacks(config, args) -> int:
-    from bot.tools.desk import list_callbacks
+    from bot.tools.desk import list_callbacks, place_callbacks
 
+    if args.place:
+        return place_callbacks(config)
     return list_callbacks(config, args.status)
 
 

@@ -82,9 +82,10 @@ class SmsConfig:
     # Off by default: a city turns it on with its Twilio number (and TWILIO_* in the environment).
     enabled: bool = False
     from_number: str = ""  # the Twilio number (E.164) the texts come from
-    # The reception number by SMS once a phone call's ticket is made.
+    # After a phone call's ticket the bot offers to text its reception number; a yes sends it
+    # and opts the ticket in to status notices (tickets.sms_opt_in).
     after_ticket: bool = True
-    # A notice when a ticket's status becomes one of these (the desk or `run_bot.py ticket`).
+    # A notice when an opted-in ticket's status becomes one of these (the desk or `run_bot.py ticket`).
     notify_statuses: list[str] = field(default_factory=lambda: ["in_progress", "done", "rejected"])
     # Status notices wait until this ends (line.timezone); "" sends at any hour. The reception
     # number after a call goes at once: the caller has just asked for it.
@@ -122,6 +123,40 @@ class SmsConfig:
             return None
         start, _, end = self.quiet_hours.partition("-")
         return _clock_minutes("sms.quiet_hours", start), _clock_minutes("sms.quiet_hours", end)
+
+
+_AMD_MODES = ("Enable", "DetectMessageEnd")
+
+
+@dataclass(frozen=True)
+class CallbacksConfig:
+    """Placing the callbacks booked outside the desk's hours (bot/callbacks.py, `run_bot.py callbacks --place`)."""
+
+    # The caller ID of callback calls (E.164); "" = sms.from_number.
+    from_number: str = ""
+    # Twilio's answering-machine detection, run asynchronously (the bot starts at once; a machine
+    # found later is redirected to a short message). DetectMessageEnd leaves it after the beep.
+    machine_detection: str = "DetectMessageEnd"
+    # Calls placed in all for one callback (no answer, busy, failed: tried again); then "unreachable".
+    max_attempts: int = 3
+    retry_after_secs: float = 900.0
+    ring_secs: int = 30  # how long Twilio lets it ring
+    # `serve` places due callbacks this often (seconds); 0 = only `run_bot.py callbacks --place`.
+    place_every_secs: float = 0.0
+
+    def __post_init__(self):
+        if self.from_number and not self.from_number.startswith("+"):
+            raise ConfigError(f"callbacks.from_number: {self.from_number!r} is not an E.164 number (+82...)")
+        if self.machine_detection not in _AMD_MODES:
+            raise ConfigError(f"callbacks.machine_detection: {self.machine_detection!r} is not one of {list(_AMD_MODES)}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"callbacks.max_attempts: {self.max_attempts} (at least 1)")
+        if self.retry_after_secs <= 0:
+            raise ConfigError(f"callbacks.retry_after_secs: {self.retry_after_secs} (must be > 0)")
+        if not 5 <= self.ring_secs <= 600:
+            raise ConfigError(f"callbacks.ring_secs: {self.ring_secs} (5 to 600, Twilio's range)")
+        if self.place_every_secs < 0:
+            raise ConfigError(f"callbacks.place_every_secs: {self.place_every_secs} (0 = off)")
 
 
 @dataclass(frozen=True)
@@ -359,6 +394,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
     sms: SmsConfig = field(default_factory=SmsConfig)
+    callbacks: CallbacksConfig = field(default_factory=CallbacksConfig)
     call: CallConfig = field(default_factory=CallConfig)
     line: LineConfig = field(default_factory=LineConfig)
     audio: AudioConfig = field(default_factory=AudioConfig)

@@ -23,7 +23,7 @@ from bot.config import Config, SmsConfig
 from bot.datafile import read_toml
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
-from bot.privacy import mask
+from bot.privacy import mask, mask_stored
 from bot.store.db import Store
 from bot.twilio_api import TwilioAPI, TwilioAPIError
 
@@ -51,9 +51,12 @@ class SmsTexts:
         intake = Intake.load(Path(__file__).parent / "data" / "intake.toml", domain)
         return cls({k: data[k] for k in TEXT_KEYS}, intake.category_labels, intake.status_labels)
 
-    def render(self, kind: str, *, number: str, category: str | None, status: str | None) -> str:
+    def render(self, kind: str, *, number: str, category: str | None, status: str | None,
+               location: str | None = None) -> str:
+        # The location is the caller's words: masked like everything stored (no resident or card numbers).
         return self.texts[kind].format(number=number, category=self.category_labels.get(category or "", category or ""),
-                                       status=self.status_labels.get(status or "", status or ""))
+                                       status=self.status_labels.get(status or "", status or ""),
+                                       location=mask_stored(location or "-"))
 
 
 def quiet_until(at: dt.datetime, window: tuple[int, int] | None, tz: str) -> dt.datetime | None:
@@ -149,7 +152,7 @@ class Outbox:
             await done(outcome="no_number", attempted=False)
             return
         body = self._texts.render(row["kind"], number=number, category=row.get("category"),
-                                  status=row.get("ticket_status"))
+                                  status=row.get("ticket_status"), location=row.get("location"))
         attempt = row["attempts"] + 1
         try:
             sid = await self._api.send_sms(to=to, from_=self._sms.from_number, body=body)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
-from pipecat.frames.frames import EndWorkerFrame, TTSAudioRawFrame, TTSSpeakFrame
+from pipecat.frames.frames import EndFrame, EndWorkerFrame, TTSAudioRawFrame, TTSSpeakFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -128,7 +128,8 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
     return DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake,
                         can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
                         emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
-                        clock=clock, offer_callback=config.line.offer_callback)
+                        clock=clock, offer_callback=config.line.offer_callback,
+                        offer_sms=config.sms.enabled and config.sms.after_ticket)
 
 
 def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
@@ -382,6 +383,20 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
     session.recorder.current.mark("first_sentence")
     session.recorder.current.line_open = session.llm.policy.line_open()
     await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
+
+
+async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
+    """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
+    status and (a person available) the transfer, which ends the bot's part once it is heard."""
+    answer = session.llm.policy.callback_answered(number, ticket)
+    answer.change.apply(session.dialog, answer.reply)
+    session.recorder.current.mark("first_sentence")
+    session.recorder.current.line_open = session.llm.policy.line_open()
+    session.recorder.current.reply = answer.reply  # the desk reads what the called-back person heard
+    frames = [TTSSpeakFrame(s) for s in answer.sentences]
+    if answer.change.transfer:
+        frames.append(EndFrame(reason="transfer"))  # the serializer hands the call to the desk (warm)
+    await session.worker.queue_frames(frames)
 
 
 def check_noise_filter(config: Config) -> None:

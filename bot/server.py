@@ -28,19 +28,28 @@ from bot.hatches import escape_hatches
 from bot.telemetry.latency import call_report
 from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
-from bot.pipeline import SharedModels, build_call, make_audio_in_filter, speak_greeting
+from bot.pipeline import (
+    SharedModels,
+    build_call,
+    make_audio_in_filter,
+    make_policy,
+    speak_callback_opening,
+    speak_greeting,
+)
 from bot.privacy import mask
 from bot.store.calls import CallLog
 from bot.line.admission import REPLAYED, BusyAudio, Line, play_busy_and_close
 from bot.readiness import LLMProbe, readiness
 from bot.line.tokens import StreamTokens, TokenRefused
 from bot.notify import Outbox
-from bot.twilio_api import TwilioAPI
+from bot.callbacks import CallbackPlacer, is_machine
+from bot.twilio_api import TwilioAPI, TwilioAPIError
 from transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
     build_busy_twiml,
     build_dial_twiml,
+    build_say_twiml,
     build_stream_twiml,
     build_whisper_twiml,
     media_format_problem,
@@ -114,6 +123,15 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     elif config.sms.enabled and config.records.enabled:
         outbox = Outbox(store=desk.store, api=twilio_api, config=config, worker=desk.worker)
         desk.on_ticket = outbox.wake
+    placer = None
+    if config.callbacks.place_every_secs > 0 and twilio_api is None:
+        logger.error("CALLBACKS NOT PLACED: callbacks.place_every_secs is set but TWILIO_ACCOUNT_SID / "
+                     "TWILIO_AUTH_TOKEN are not")
+    elif config.callbacks.place_every_secs > 0:
+        try:
+            placer = CallbackPlacer(store=desk.store, api=twilio_api, config=config)
+        except ValueError as e:
+            logger.error("CALLBACKS NOT PLACED: {}", e)
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -122,7 +140,11 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         await line.start()
         if outbox is not None:
             outbox.start()
+        if placer is not None:
+            placer.start()
         yield
+        if placer is not None:
+            await placer.stop()
         if outbox is not None:
             await outbox.stop()
         await lag.stop()
@@ -271,6 +293,8 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         )
         session = call_builder(config=config, secrets=secrets, models=models, transport=transport,
                                call_id=start.call_sid, desk=desk, stream_parameters=start.custom_parameters)
+        # The SMS offer needs a number to text, kept on the call's row (records on).
+        session.dialog.textable = bool(caller) and config.records.enabled
 
         async def stop_call():
             session.end_reason = session.end_reason or "caller_hangup"
@@ -285,9 +309,15 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         metrics.call_started()
         desk.call_started(start.call_sid, caller=caller, qa=False)
 
+        # A booked callback we placed (the hint is in our stream TwiML; the row is the authority).
+        callback = await find_placed_callback(start.call_sid) if start.custom_parameters.get("callback") else None
+
         @transport.event_handler("on_client_connected")
         async def _connected(_t, _ws):
-            await speak_greeting(session, config.call.greeting, config.call.recording_notice)
+            if callback is not None:
+                await speak_callback_opening(session, callback["reception_no"], callback.get("ticket"))
+            else:
+                await speak_greeting(session, config.call.greeting, config.call.recording_notice)
 
         @transport.event_handler("on_client_disconnected")
         async def _disconnected(_t, _ws):
@@ -306,6 +336,19 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             gate.count_ignored(start.call_sid, serializer.ignored)
             finish_call(session)
 
+    async def find_placed_callback(call_sid: str) -> dict | None:
+        """The callback this call was placed for, with its ticket (None: the database failed: the plain greeting)."""
+        def read():
+            cb = desk.store.find_callback(call_sid=call_sid)
+            if cb is not None and cb["reception_no"]:
+                cb["ticket"] = desk.store.find_ticket(cb["reception_no"])
+            return cb
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(read), 2.0)
+        except Exception as e:  # noqa: BLE001 - slow or down: the caller still gets the bot
+            logger.error("call {}: callback context not read ({}: {})", mask(call_sid), type(e).__name__, e)
+            return None
+
     def transfer_target(dialog) -> str | None:
         """Where the call goes after its last words: an emergency service, the desk, or nowhere."""
         if not dialog.transfer_requested:
@@ -314,7 +357,11 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     def transfer_twiml(session, call_sid: str, number: str) -> str:
         """The desk gets a warm transfer (the bot's summary first); an emergency service is dialled at once."""
-        if not config.call.transfer_whisper or session.dialog.transfer_to:
+        if session.dialog.transfer_to:
+            return build_dial_twiml(number)
+        if session.dialog.tickets:  # the desk's record: these tickets are now with a person
+            desk.hand_over(call_sid, list(session.dialog.tickets))
+        if not config.call.transfer_whisper:
             return build_dial_twiml(number)
         desk.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
         return build_dial_twiml(number, f"https://{config.server.public_host}/twilio/whisper?call={call_sid}")
@@ -341,6 +388,104 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         logger.info("call {}: warm transfer answered; whisper {}", mask(call), "with the summary" if note else "plain")
         return Response(build_whisper_twiml(note or canned.whisper.format(details="").strip()),
                         media_type="application/xml")
+
+    # --- booked callbacks placed by `run_bot.py callbacks --place` (bot/callbacks.py) -------------
+
+    async def signed_form(request: Request, route: str) -> tuple[dict | None, Response | None]:
+        """The webhook's form, or the refusal: too large, or not signed by Twilio for this URL."""
+        try:
+            form = await read_webhook_form(request)
+        except FormTooLarge:
+            return None, PlainTextResponse("form body too large or not UTF-8", status_code=400)
+        if config.twilio.validate_signature:
+            query = f"?{request.url.query}" if request.url.query else ""
+            url = f"https://{config.server.public_host}{route}{query}"
+            token = secrets.twilio_auth_token
+            if not token or not signature_is_valid(token, url, form, request.headers.get("X-Twilio-Signature")):
+                logger.warning("{} refused: missing or wrong X-Twilio-Signature", route)
+                return None, PlainTextResponse("invalid signature", status_code=403)
+        return form, None
+
+    async def placed_callback(form: dict, callback_id: int) -> dict | None:
+        """The callback this webhook is about: its row, when the CallSid is the call placed for it."""
+        cb = await asyncio.to_thread(desk.store.find_callback, callback_id=callback_id)
+        if cb is None or not form.get("CallSid") or cb["last_call_sid"] != form["CallSid"]:
+            logger.warning("callback webhook for {} refused: not the call placed for it", callback_id)
+            return None
+        return cb
+
+    def machine_twiml(cb: dict) -> str:
+        policy = make_policy(config, models.assets)
+        return build_say_twiml(policy.callback_machine_message(cb.get("reception_no")))
+
+    @app.post("/twilio/callback/answer")
+    async def twilio_callback_answer(request: Request, id: int = 0):
+        """A placed callback was answered: a person gets the bot (its ticket's status first), a
+        machine already detected a short message with the reception number and a hang-up."""
+        form, refused = await signed_form(request, "/twilio/callback/answer")
+        if refused is not None:
+            return refused
+        cb = await placed_callback(form, id)
+        if cb is None:
+            return PlainTextResponse("unknown callback", status_code=404)
+        call_sid, answered_by = form["CallSid"], form.get("AnsweredBy")
+        if is_machine(answered_by):
+            await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
+            logger.info("callback {} (call {}): a machine answered; leaving the message", id, mask(call_sid))
+            return Response(machine_twiml(cb), media_type="application/xml")
+        busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
+        if not busy and line.line_max_calls <= 0:
+            calls.reserve(call_sid)
+        issued = None
+        if not busy:
+            issued = tokens.issue(call_sid)
+            busy = await line.admit(issued, cb.get("caller"))
+        if busy:  # the line is full: the message at least, rather than nothing
+            calls.reserved.pop(call_sid, None)
+            logger.warning("callback {} (call {}): the line is busy ({}); leaving the message", id, mask(call_sid), busy)
+            return Response(machine_twiml(cb), media_type="application/xml")
+        logger.info("callback {} (call {}) answered; the bot takes it", id, mask(call_sid))
+        return Response(build_stream_twiml(config.server.public_host, issued.token, callback=True),
+                        media_type="application/xml")
+
+    @app.post("/twilio/callback/amd")
+    async def twilio_callback_amd(request: Request, id: int = 0):
+        """Asynchronous AMD's verdict: a machine is redirected to the short message (after the beep)."""
+        form, refused = await signed_form(request, "/twilio/callback/amd")
+        if refused is not None:
+            return refused
+        cb = await placed_callback(form, id)
+        if cb is None:
+            return PlainTextResponse("unknown callback", status_code=404)
+        answered_by = form.get("AnsweredBy") or "unknown"
+        await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
+        logger.info("callback {} (call {}): answered by {}", id, mask(form["CallSid"]), answered_by)
+        if is_machine(answered_by) and twilio_api is not None:
+            try:
+                await twilio_api.redirect(form["CallSid"], machine_twiml(cb))
+            except TwilioAPIError as e:
+                logger.error("callback {}: message to the machine failed: {}", id, e)
+        return Response(status_code=204)
+
+    @app.post("/twilio/callback/status")
+    async def twilio_callback_status(request: Request, id: int = 0):
+        """The placed call ended: answered is done; no answer, busy or failed is tried again (bounded)."""
+        form, refused = await signed_form(request, "/twilio/callback/status")
+        if refused is not None:
+            return refused
+        cb = await placed_callback(form, id)
+        if cb is None:
+            return PlainTextResponse("unknown callback", status_code=404)
+        call_status = form.get("CallStatus", "")
+        if call_status not in ("completed", "no-answer", "busy", "failed", "canceled"):
+            return Response(status_code=204)  # not the end yet
+        status = await asyncio.to_thread(
+            desk.store.callback_outcome, id, reached=call_status == "completed", why=call_status,
+            max_attempts=config.callbacks.max_attempts, retry_after_secs=config.callbacks.retry_after_secs)
+        log = logger.info if status in ("done", "waiting") else logger.warning
+        log("callback {} (call {}): {}; callback now {} (attempt {}/{})", id, mask(form["CallSid"]), call_status,
+            status, cb["attempts"], config.callbacks.max_attempts)
+        return Response(status_code=204)
 
     def finish_call(session) -> None:
         rec = session.recorder

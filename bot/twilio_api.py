@@ -83,11 +83,19 @@ class TwilioAPI:
     # --- calls --------------------------------------------------------------------------------
 
     async def place_call(self, *, to: str, from_: str, url: str, machine_detection: str = "",
-                         status_callback: str | None = None, timeout_secs: int = 30) -> PlacedCall:
-        """An outbound call whose TwiML comes from ``url`` (with ``AnsweredBy`` when AMD is on)."""
+                         amd_callback: str | None = None, status_callback: str | None = None,
+                         timeout_secs: int = 30) -> PlacedCall:
+        """An outbound call whose TwiML comes from ``url`` (with ``AnsweredBy`` when AMD is on).
+
+        ``amd_callback``: AMD runs asynchronously (``AsyncAmd``): the call starts at once and
+        Twilio posts ``AnsweredBy`` there when it knows. ``status_callback``: the call's end
+        (``CallStatus`` completed, no-answer, busy, failed)."""
         kwargs: dict[str, Any] = {"to": to, "from_": from_, "url": url, "timeout": timeout_secs}
         if machine_detection:
             kwargs["machine_detection"] = machine_detection
+        if machine_detection and amd_callback:
+            kwargs.update(async_amd="true", async_amd_status_callback=amd_callback,
+                          async_amd_status_callback_method="POST")
         if status_callback:
             kwargs["status_callback"] = status_callback
         call = await self._run(f"call to {mask(to)}", self._client.calls.create, **kwargs)

@@ -36,7 +36,16 @@ from pipecat.utils.text.base_text_aggregator import TextType
 from bot.config import LLMConfig
 from bot.dialog.domain import Domain, render_system_prompt
 from bot.dialog.intake import Intake
-from bot.dialog.policy import AskModel, BookCallback, CreateTicket, Decision, DialogPolicy, LookUpStatus, Speak
+from bot.dialog.policy import (
+    AskModel,
+    BookCallback,
+    CreateTicket,
+    Decision,
+    DialogPolicy,
+    LookUpStatus,
+    Speak,
+    TextTicket,
+)
 from bot.dialog.shortcuts import ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge, directory_reply, render_facts
@@ -209,11 +218,15 @@ class DialogLLMService(StructuredLLMService):
         if isinstance(decision, CreateTicket):
             if not await self._run.is_final():
                 return  # the caller went on speaking: no ticket for a withdrawn "yes"
-            decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text))
+            decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text), self.dialog)
+        elif isinstance(decision, TextTicket):
+            if not await self._run.is_final():
+                return  # a withdrawn "yes" is no consent
+            decision = self.policy.sms_requested(await self._text_ticket(decision.number))
         elif isinstance(decision, BookCallback):
             if not await self._run.is_final():
                 return
-            decision = self.policy.callback_booked(await self._book_callback(decision.after))
+            decision = self.policy.callback_booked(await self._book_callback(decision.after, decision.reception_no))
         elif isinstance(decision, LookUpStatus):
             decision = await self._find_status(decision.number)
         elif isinstance(decision, AskModel):
@@ -247,12 +260,25 @@ class DialogLLMService(StructuredLLMService):
         logger.info("ticket {} created ({})", number, slots["category"])
         return number
 
-    async def _book_callback(self, after) -> bool:
+    async def _text_ticket(self, number: str) -> bool:
+        """The caller said yes to a text: consent and one SMS in the outbox; False when the database failed."""
+        try:
+            if self._desk is None:
+                raise RuntimeError("no records database")
+            await self._desk.text_ticket(number)
+        except Exception as e:  # noqa: BLE001 - database down or slow: say so (no "will send")
+            logger.error("SMS NOT QUEUED for ticket {} ({}: {}); telling the caller", number, type(e).__name__, e)
+            return False
+        logger.info("ticket {}: the caller asked for a text; queued", number)
+        return True
+
+    async def _book_callback(self, after, reception_no: str | None = None) -> bool:
         """A callback for the desk's queue; False when the database failed (the caller is told)."""
         try:
             if self._desk is None:
                 raise RuntimeError("no records database")
-            await self._desk.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer")
+            await self._desk.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer",
+                                              reception_no=reception_no)
         except Exception as e:  # noqa: BLE001 - database down or slow: say so
             logger.error("CALLBACK NOT BOOKED ({}: {}); telling the caller", type(e).__name__, e)
             return False

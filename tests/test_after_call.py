@@ -140,17 +140,20 @@ def sms_config(tmp_path, *extra: str):
 
 def open_store(db_url: str, config) -> Store:
     store = Store(db_url)
-    store.sms_after_ticket = config.sms.after_ticket
     store.notify_statuses = tuple(config.sms.notify_statuses)
     store.migrate()
     return store
 
 
-def ticket_from_call(store: Store, caller: str | None = CALLER) -> str:
+def ticket_from_call(store: Store, caller: str | None = CALLER, opt_in: bool = True) -> str:
+    """A phone call's ticket; ``opt_in``: the caller said yes to the text (its SMS is queued)."""
     sid = "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
     store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
-    return store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
-                               excerpt="가로등이 꺼졌어요")
+    number = store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
+                                 excerpt="가로등이 꺼졌어요")
+    if opt_in:
+        assert store.text_ticket(number) is (caller is not None)
+    return number
 
 
 async def drain(outbox: Outbox, store: Store, number: str, timeout: float = 30.0) -> list[dict]:
@@ -201,6 +204,45 @@ async def test_a_message_that_cannot_go_fails_and_says_why(db_url, tmp_path, fak
 
     no_caller = ticket_from_call(store, caller=None)  # a QA-page call: nobody to text
     assert store.find_ticket(no_caller)["sms_status"] == "no_number" and store.list_outbox(no_caller) == []
+
+
+async def test_no_yes_to_the_text_means_no_sms_and_no_status_notices(db_url, tmp_path, fake):
+    config = sms_config(tmp_path)
+    store = open_store(db_url, config)
+    outbox = Outbox(store=store, api=api_for(fake), config=config, worker="w")
+    declined = ticket_from_call(store, opt_in=False)  # "아니요" (or no answer) to the offer
+    ticket = store.find_ticket(declined)
+    assert ticket["sms_status"] is None and ticket["sms_opt_in"] is False and store.list_outbox(declined) == []
+    store.change_ticket_status(declined, "done", actor="cli")  # no consent: no notice either
+    assert store.list_outbox(declined) == [] and await outbox.send_due() == 0 and fake.messages == []
+
+    agreed = ticket_from_call(store)
+    assert store.text_ticket(agreed) is True  # a second yes (the caller repeats it): still one text
+    assert len(store.list_outbox(agreed)) == 1 and store.find_ticket(agreed)["sms_opt_in"] is True
+    await drain(outbox, store, agreed)
+    assert [m["To"] for m in fake.messages] == [CALLER]
+
+
+async def test_a_transfer_hands_the_ticket_over_in_its_audit_trail(db_url, tmp_path, fake):
+    import sqlalchemy as sa
+
+    from bot.store.schema import ticket_audit
+
+    config = sms_config(tmp_path)
+    store = open_store(db_url, config)
+    number = ticket_from_call(store)
+    store.hand_over(number, "CA" + "7" * 32)
+    assert store.find_ticket(number)["status"] == "in_progress"
+    store.change_ticket_status(number, "done", actor="kim")
+    store.hand_over(number, "CA" + "8" * 32)  # a later call about it: noted, status kept
+    with store.engine.connect() as conn:
+        audit = conn.execute(sa.select(ticket_audit).where(ticket_audit.c.reception_no == number)
+                             .order_by(ticket_audit.c.id)).mappings().all()
+    assert [(a["actor"], a["from_status"], a["to_status"]) for a in audit] == [
+        ("bot", "open", "in_progress"), ("kim", "in_progress", "done"), ("bot", "done", "done")]
+    assert "상담원" in audit[0]["note"] and "CA" + "7" * 32 in audit[0]["note"]
+    # The caller was on the line with that person: the hand-over texts nothing; "done" does.
+    assert [r["ticket_status"] for r in store.list_outbox(number)] == [None, "done"]
 
 
 async def test_status_notices_wait_out_the_quiet_hours(db_url, tmp_path, fake):
@@ -272,3 +314,129 @@ def test_the_whisper_summarises_the_call_for_the_person_who_answers():
     assert '<Dial><Number method="POST" url="https://voice.example.org/twilio/whisper?call=CA1">+8221200000</Number></Dial>' in twiml
     assert "<Dial>+8221200000</Dial>" in build_dial_twiml("+8221200000")
     assert '<Say language="ko-KR">' + summary + "</Say>" in build_whisper_twiml(summary)
+
+
+# --- callbacks placed with answering-machine detection --------------------------------------------
+
+
+def booked_callback(store: Store, caller: str | None = CALLER, *, ticket: bool = True) -> tuple[int, str | None]:
+    """A callback booked in a call (its ticket's number as context), due now."""
+    number = ticket_from_call(store, caller, opt_in=False) if ticket else None
+    sid = store.find_ticket(number)["call_sid"] if number else "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
+    if not number:
+        store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    after = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)
+    return store.request_callback(call_sid=sid, after=after, reason="closed_transfer", reception_no=number), number
+
+
+async def test_due_callbacks_are_placed_once_with_async_amd_and_retried_a_bounded_number_of_times(db_url, tmp_path, fake):
+    from bot.callbacks import CallbackPlacer
+
+    config = load_config(None, ["server.public_host='voice.example.org'", f"callbacks.from_number='{FROM}'",
+                                "callbacks.max_attempts=2", "callbacks.retry_after_secs=600"])
+    store = open_store(db_url, config)
+    placer = CallbackPlacer(store=store, api=api_for(fake), config=config)
+    cid, number = booked_callback(store)
+    later = store.request_callback(call_sid=None, after=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1),
+                                   reason="closed_transfer")
+
+    (placed,) = await placer.place_due()
+    assert placed.callback_id == cid and placed.status == "calling" and placed.call_sid.startswith("CA")
+    (call,) = fake.placed
+    base = "https://voice.example.org/twilio/callback"
+    assert call["To"] == CALLER and call["From"] == FROM and call["Url"] == f"{base}/answer?id={cid}"
+    assert call["MachineDetection"] == "DetectMessageEnd" and call["AsyncAmd"] == "true"
+    assert call["AsyncAmdStatusCallback"] == f"{base}/amd?id={cid}" and call["StatusCallback"] == f"{base}/status?id={cid}"
+    assert await placer.place_due() == []  # claimed: never placed twice (and `later` is not due)
+    row = store.find_callback(call_sid=placed.call_sid)
+    assert row["id"] == cid and row["status"] == "calling" and row["attempts"] == 1 and row["reception_no"] == number
+
+    # Nobody answers: waits retry_after_secs, then one more call; then unreachable.
+    assert store.callback_outcome(cid, reached=False, why="no-answer", max_attempts=2, retry_after_secs=600) == "waiting"
+    # Twilio repeats a status callback: counted once.
+    assert store.callback_outcome(cid, reached=False, why="no-answer", max_attempts=2, retry_after_secs=600) == "waiting"
+    waiting = store.find_callback(callback_id=cid)
+    assert waiting["call_after"] > dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=590)
+    assert await placer.place_due() == []  # not due yet
+    _due_now(store, cid)
+    fake.fail_next(1, 500)  # Twilio fails the second call: that was the last attempt
+    (failed,) = await placer.place_due()
+    assert failed.call_sid is None and failed.status == "unreachable" and "500" in failed.error
+    assert store.find_callback(callback_id=cid)["attempts"] == 2
+    assert store.find_callback(callback_id=later)["status"] == "waiting"
+
+    answered, _ = booked_callback(store, ticket=False)
+    (placed,) = await placer.place_due()
+    assert store.callback_outcome(answered, reached=True, why="completed", max_attempts=2, retry_after_secs=600) == "done"
+    nobody, _ = booked_callback(store, caller=None)  # the QA page: no number to call
+    (skipped,) = await placer.place_due()
+    assert skipped.callback_id == nobody and skipped.status == "unreachable" and len(fake.placed) == 2
+
+
+def _due_now(store: Store, cid: int) -> None:
+    from bot.store.schema import callbacks
+
+    with store.engine.begin() as conn:
+        conn.execute(callbacks.update().where(callbacks.c.id == cid)
+                     .values(call_after=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)))
+
+
+def test_a_machine_hears_who_called_and_the_number_and_no_masked_data():
+    config = load_config(None)
+    policy = make_policy(config, DialogAssets.load(config))
+    message = policy.callback_machine_message("20260007")
+    assert "이, 공, 이, 육, 공, 공, 공, 칠" in message and "  " not in message
+    assert "접수번호" not in policy.callback_machine_message(None)
+    from transports.twilio import build_say_twiml
+
+    assert build_say_twiml(message).endswith(f'<Say language="ko-KR">{message}</Say><Hangup /></Response>')
+
+
+# --- privacy: no masked data in texts, retention covers what follows calls ----------------------------
+
+
+async def test_texts_carry_no_masked_data_and_retention_clears_sms_callbacks_and_notes(db_url, tmp_path, fake):
+    import sqlalchemy as sa
+
+    from bot.store.calls import CallLog
+    from bot.store.schema import callbacks, calls, outbox
+
+    config = sms_config(tmp_path)
+    store = open_store(db_url, config)
+    sid = "CA" + "9" * 32
+    t0 = dt.datetime.now(dt.timezone.utc)
+    store.start_call(sid, caller=CALLER, worker="w", qa=False, started_at=t0)
+    said = "중앙로 12 앞이요 제 주민번호는 900101-2345678이고 카드는 1234 5678 9012 3456"
+    number = store.create_ticket(call_sid=sid, category="street_lights", location=said, time=None, excerpt=said)
+    assert store.text_ticket(number)
+    await drain(Outbox(store=store, api=api_for(fake), config=config, worker="w"), store, number)
+    store.change_ticket_status(number, "done", actor="cli")
+    await drain(Outbox(store=store, api=api_for(fake), config=config, worker="w"), store, number)
+    bodies = [m["Body"] for m in fake.messages] + [r["body"] for r in store.list_outbox(number)]
+    assert len(fake.messages) == 2 and number in bodies[0] and "중앙로 12" in bodies[0]
+    for body in bodies:
+        assert "2345678" not in body and "9012" not in body and "3456" not in body, body
+    store.set_transfer_note(sid, f"민원 안내 전화에서 연결된 통화입니다. 가로등·보안등 민원, 위치는 {said}.")
+    assert "2345678" not in store.transfer_note(sid) and "900101-2******" in store.transfer_note(sid)
+
+    finished, _ = booked_callback(store)
+    owed, _ = booked_callback(store)  # still waiting: the desk owes this call, retention keeps it
+    store.claim_due_callbacks()
+    store.callback_outcome(finished, reached=True, max_attempts=3, retry_after_secs=60)
+    store.callback_outcome(owed, reached=False, max_attempts=3, retry_after_secs=60)
+    old = t0 - dt.timedelta(days=100)
+    with store.engine.begin() as conn:  # age it all past records.retention_days
+        conn.execute(outbox.update().values(created_at=old))
+        conn.execute(callbacks.update().values(updated_at=old, requested_at=old))
+        conn.execute(calls.update().where(calls.c.call_sid == sid).values(started_at=old))
+    log = CallLog(store, worker="w", retention_days=90)
+    try:
+        log.apply_retention()
+    finally:
+        log.writer.close()
+    assert store.list_outbox() == [] and store.transfer_note(sid) is None
+    assert [c["id"] for c in store.list_callbacks(None)] == [owed]
+    assert store.find_ticket(number)["reception_no"] == number  # tickets stay (as turns' retention keeps them)
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(outbox)).scalar() == 0
+    assert store.purge_after_call(90) == {"sms": 0, "callbacks": 0, "transfer_notes": 0}

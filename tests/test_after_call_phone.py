@@ -1,13 +1,17 @@
-"""After the call, end to end (issue 22): a phone complaint is texted its reception number through
-the fake Twilio REST API (two 500s first: retried with backoff), a status change texts a notice,
-and a transfer to the desk is warm (Twilio fetches the whisper; the person hears the summary).
+"""After the call, end to end (issue 22): a phone complaint whose caller says yes to the text is
+texted its reception number through the fake Twilio REST API (two 500s first: retried with
+backoff), and a status change texts a notice; a caller who keys no gets no text at all, and when
+that call goes to the desk the ticket is handed over; a transfer to the desk is warm (Twilio
+fetches the whisper; the person hears the summary).
 
-`python run_bot.py` in its own process, real Whisper base, the fake vLLM, the stand-in TTS, the
+The product's serve path in its own process (``bot.testing.lab_server``: the fixed-delay STT, each
+call's words scripted by its ``stt_script`` stream parameter), the fake vLLM, the stand-in TTS, the
 `twilio` library against ``FakeTwilioAPI`` (Twilio's form-encoded requests, basic auth, JSON).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -16,12 +20,13 @@ import httpx
 import pytest
 from twilio.request_validator import RequestValidator
 
+from bot.korean.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
-from tests.conftest import offline_bot_overrides
-from tests.test_phone_intake import REPORT, model_turn, report, say, wait_for
+from tests.conftest import FIXTURES, offline_bot_overrides
+from tests.test_phone_intake import call_row, model_turn, say, wait_for
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 
@@ -32,6 +37,9 @@ PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
 CALLER = "+821044445555"
 FROM = "+827055556666"
 DESK = "+8221200000"
+HEARD = "가로등이 고장났어요"  # what the fixed-delay STT hears in an unscripted call: the model answers
+# One speech segment (en_hello.wav is two): each scripted utterance takes one text of the script.
+SPOKEN = FIXTURES / "ko_majayo.wav"
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +62,11 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio):
          f"server.public_host='{PUBLIC_HOST}'", f"twilio.api_base_url='{twilio.base_url}'",
          f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]",
          "sms.enabled=true", f"sms.from_number='{FROM}'", "sms.quiet_hours=''",
-         "sms.backoff_secs=0.2", "sms.backoff_max_secs=1.0", "sms.poll_secs=0.2"],
+         "sms.backoff_secs=0.2", "sms.backoff_max_secs=1.0", "sms.poll_secs=0.2",
+         "callbacks.max_attempts=2", "callbacks.retry_after_secs=3600"],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
         log_path=tmp / "bot.log",
+        entry=("-m", "bot.testing.lab_server", "--stt-text", HEARD, "--stt-delay-ms", "200"),
     )
     try:
         proc.wait_ready()
@@ -66,32 +76,61 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio):
         proc.stop()
 
 
-async def open_call(bot: BotProcess) -> TwilioCallSimulator:
+async def open_call(bot: BotProcess, said: list[str] | None = None) -> TwilioCallSimulator:
+    """A signed webhook and its stream; ``said``: the caller's words, one per speech segment."""
     call_sid = new_sid("CA")
     params = voice_webhook_params(call_sid, account_sid=ACCOUNT_SID)
     params["From"] = CALLER
     resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, params, AUTH_TOKEN)
     assert resp.status_code == 200, resp.text
     _, stream_params = parse_twiml_stream(resp.text)
+    if said:
+        stream_params["stt_script"] = json.dumps(said, ensure_ascii=False)
     return TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=stream_params, account_sid=ACCOUNT_SID)
 
 
-async def test_a_phone_ticket_is_texted_retried_after_500s_and_its_status_change_too(bot, fake_llm, twilio):
+async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) -> None:
+    """Greeting, then two scripted utterances: the model gets the category, then the location (read-back)."""
+    await call.wait_for_media(timeout=20)
+    await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+    fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"))
+    await say(call, SPOKEN)
+    fake_llm.script(model_turn("알겠습니다.", location=location))
+    await say(call, SPOKEN)
+
+
+async def key(call: TwilioCallSimulator, digit: str) -> None:
+    """Press a key, then wait until the bot has answered and gone quiet."""
+    t = time.monotonic()
+    await call.send_dtmf(digit)
+    await call.wait_for_media(timeout=30, after=t)
+    await call.wait_for_silence_from_bot(gap=0.8, timeout=40)
+
+
+async def replies(store: Store, call_sid: str) -> list[str]:
+    """What the bot said in the call's turns (the records database, once the call has ended)."""
+    row = await wait_for(lambda: (c := call_row(store, call_sid)) and c["ended_at"] and c, what="the call's record")
+    return [t.get("reply") or "" for t in row["turns"]]
+
+
+async def test_a_caller_who_says_yes_is_texted_retried_after_500s_and_the_status_change_too(bot, fake_llm, twilio):
     fake_llm.reset()
     twilio.reset()
     twilio.fail_next(2, 500)  # Twilio is having a bad moment: the first two sends fail
-    call = await open_call(bot)
+    call = await open_call(bot, [HEARD, "중앙로 12번길이에요", "네", "네 보내 주세요"])
     async with call:
         await report(call, fake_llm, "중앙로 12번길")
-        t = time.monotonic()
-        await call.send_dtmf("1")  # yes to the read-back: the ticket
-        await call.wait_for_media(timeout=30, after=t)
-        await call.wait_for_silence_from_bot(gap=0.8, timeout=40)
+        await say(call, SPOKEN)  # "네": yes to the read-back, the ticket and the offer of a text
+        await say(call, SPOKEN)  # "네 보내 주세요": yes to the text
         await call.stop()
     store = Store(bot.records_url)
     try:
         (ticket,) = store.list_tickets()
         number = ticket["reception_no"]
+        said = await replies(store, call.call_sid)
+        offer = next(i for i, r in enumerate(said) if "접수번호를 문자로 보내드릴까요?" in r)
+        assert "보내드리겠습니다" in said[offer + 1] and not any("보냈습니다" in r for r in said)
+        assert ticket["sms_opt_in"] is True
         await wait_for(lambda: twilio.messages, timeout=60, what="the SMS")
         (sms,) = twilio.messages
         assert sms["To"] == CALLER and sms["From"] == FROM and number in sms["Body"]
@@ -109,6 +148,42 @@ async def test_a_phone_ticket_is_texted_retried_after_500s_and_its_status_change
         assert cli.returncode == 0, cli.stderr
         await wait_for(lambda: len(twilio.messages) == 2, timeout=60, what="the status notice")
         assert "처리 완료" in twilio.messages[1]["Body"] and twilio.messages[1]["To"] == CALLER
+        print("\nthe fake Twilio received:", json.dumps({"requests": twilio.requests, "messages": twilio.messages},
+                                                       ensure_ascii=False, indent=1))
+    finally:
+        store.close()
+
+
+async def test_a_caller_who_keys_no_gets_no_text_and_a_transfer_hands_the_ticket_over(bot, fake_llm, twilio):
+    fake_llm.reset()
+    twilio.reset()
+    call = await open_call(bot, [HEARD, "시청앞 사거리예요", "상담원 연결해 주세요"])
+    async with call:
+        await report(call, fake_llm, "시청앞 사거리")
+        await key(call, "1")  # yes to the read-back: the ticket, and the offer of a text
+        await key(call, "2")  # no to the text
+        await call.send_wav(SPOKEN)  # "상담원 연결해 주세요": to the desk
+        await call.wait_closed(timeout=40)
+    store = Store(bot.records_url)
+    try:
+        number = next(t["reception_no"] for t in store.list_tickets() if t["call_sid"] == call.call_sid)
+        said = await replies(store, call.call_sid)
+        assert any("접수번호를 문자로 보내드릴까요?" in r for r in said)
+        assert any("문자는 보내지 않겠습니다" in r for r in said) and not any("보내드리겠습니다" in r for r in said)
+        # Handed over: the desk's audit trail says the bot put the caller through (in_progress).
+        await wait_for(lambda: store.find_ticket(number)["status"] == "in_progress", what="the hand-over")
+        ticket = store.find_ticket(number)
+        assert ticket["sms_opt_in"] is False and ticket["sms_status"] is None
+        (update,) = [h for h in twilio.hangups if call.call_sid in h["path"]]
+        assert "/twilio/whisper?call=" in update["form"]["Twiml"]
+        assert store.list_outbox(number) == [] and twilio.messages == []  # never queued: nothing to send
+
+        # Its status changes later: no consent, no notice (queued in the change's transaction, or never).
+        cli = subprocess.run([sys.executable, str(ROOT / "run_bot.py"), "ticket", number, "--status", "done",
+                              "--set", f"records.url='{bot.records_url}'", "--set", "sms.enabled=true",
+                              "--set", f"sms.from_number='{FROM}'"], cwd=ROOT, capture_output=True, text=True)
+        assert cli.returncode == 0, cli.stderr
+        assert store.list_outbox(number) == []
     finally:
         store.close()
 
@@ -123,8 +198,8 @@ async def test_a_transfer_to_the_desk_is_warm(bot, fake_llm, twilio):
     async with call:
         await call.wait_for_media(timeout=20)
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-        await say(call, REPORT)
-        await call.send_wav(REPORT)
+        await say(call, SPOKEN)
+        await call.send_wav(SPOKEN)
         await call.wait_closed(timeout=40)
     (update,) = [h for h in twilio.hangups if call.call_sid in h["path"]]
     twiml = update["form"]["Twiml"]
@@ -142,3 +217,128 @@ async def test_a_transfer_to_the_desk_is_warm(bot, fake_llm, twilio):
     assert resp.status_code == 200 and forged.status_code == 403
     assert '<Say language="ko-KR">민원 안내 전화에서 연결된 통화입니다.' in resp.text
     assert "가로등" in resp.text and "시청앞 사거리" in resp.text
+
+
+# --- callbacks: `run_bot.py callbacks --place`, AMD, the human and the machine ----------------------
+
+
+async def signed_post(bot: BotProcess, route: str, form: dict, signature: str | None = None) -> httpx.Response:
+    """A webhook from Twilio: form-encoded, signed over the public URL (query included)."""
+    sig = signature or RequestValidator(AUTH_TOKEN).compute_signature(f"https://{PUBLIC_HOST}{route}", form)
+    async with httpx.AsyncClient() as client:
+        return await client.post(f"{bot.base_url}{route}", data=form, headers={"X-Twilio-Signature": sig})
+
+
+def place_callbacks(bot: BotProcess, twilio: FakeTwilioAPI) -> str:
+    """The desk's command, in its own process with the line's config and Twilio's credentials."""
+    import os
+
+    env = {**os.environ, "TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID}
+    cli = subprocess.run([sys.executable, str(ROOT / "run_bot.py"), "callbacks", "--place",
+                          "--set", f"records.url='{bot.records_url}'", "--set", f"server.public_host='{PUBLIC_HOST}'",
+                          "--set", f"twilio.api_base_url='{twilio.base_url}'", "--set", f"sms.from_number='{FROM}'",
+                          "--set", "callbacks.max_attempts=2"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert cli.returncode == 0, cli.stderr
+    assert CALLER not in cli.stdout + cli.stderr  # numbers masked
+    return cli.stdout
+
+
+def book(store: Store, *, ticket: bool) -> tuple[int, str | None]:
+    """A callback booked after hours in an earlier call from CALLER (with its ticket), due now."""
+    import datetime as dt
+
+    sid = new_sid("CA")
+    store.start_call(sid, caller=CALLER, worker="earlier", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    number = store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
+                                 excerpt="가로등이 꺼졌어요") if ticket else None
+    due = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)
+    return store.request_callback(call_sid=sid, after=due, reason="closed_transfer", reception_no=number), number
+
+
+async def test_callbacks_are_placed_with_amd_a_person_gets_the_bot_a_machine_the_message(bot, fake_llm, twilio):
+    fake_llm.reset()
+    twilio.reset()
+    store = Store(bot.records_url)
+    try:
+        human, number = book(store, ticket=True)
+        machine, machine_number = book(store, ticket=True)
+        nobody, _ = book(store, ticket=False)
+        out = place_callbacks(bot, twilio)
+        assert "3 of 3 due callback(s) placed" in out, out
+        by_url = {p["Url"]: p for p in twilio.placed}
+        assert len(twilio.placed) == 3 and {p["To"] for p in twilio.placed} == {CALLER}
+        for cid in (human, machine, nobody):
+            placed = by_url[f"https://{PUBLIC_HOST}/twilio/callback/answer?id={cid}"]
+            assert placed["From"] == FROM and placed["MachineDetection"] == "DetectMessageEnd"
+            assert placed["AsyncAmd"] == "true"
+            assert placed["AsyncAmdStatusCallback"] == f"https://{PUBLIC_HOST}/twilio/callback/amd?id={cid}"
+            assert placed["StatusCallback"] == f"https://{PUBLIC_HOST}/twilio/callback/status?id={cid}"
+        sid = {cid: by_url[f"https://{PUBLIC_HOST}/twilio/callback/answer?id={cid}"]["sid"]
+               for cid in (human, machine, nobody)}
+        assert place_callbacks(bot, twilio).startswith("| id") and len(twilio.placed) == 3  # claimed: once
+
+        def form(cid, **kw):
+            return {"AccountSid": ACCOUNT_SID, "CallSid": sid[cid], "From": FROM, "To": CALLER,
+                    "Direction": "outbound-api", **kw}
+
+        # Forged, or a CallSid that is not the call placed for this callback: refused.
+        assert (await signed_post(bot, f"/twilio/callback/answer?id={human}", form(human), "forged")).status_code == 403
+        other = await signed_post(bot, f"/twilio/callback/answer?id={human}", form(machine))
+        assert other.status_code == 404
+
+        # The machine: answered (async AMD has no verdict yet: the stream TwiML), then AMD says
+        # machine after the beep: the call is redirected to the message with the reception number.
+        answer = await signed_post(bot, f"/twilio/callback/answer?id={machine}", form(machine, CallStatus="in-progress"))
+        assert answer.status_code == 200 and "<Stream" in answer.text
+        amd = await signed_post(bot, f"/twilio/callback/amd?id={machine}", form(machine, AnsweredBy="machine_end_beep"))
+        assert amd.status_code == 204
+        (redirect,) = [h for h in twilio.hangups if sid[machine] in h["path"]]
+        said = redirect["form"]["Twiml"]
+        assert '<Say language="ko-KR">' in said and "<Hangup />" in said
+        assert read_digits(machine_number) in said and "요청하신 상담원 연결 예약" in said
+        # A machine known when Twilio asks for the TwiML (AMD done first): the message at once.
+        direct = await signed_post(bot, f"/twilio/callback/answer?id={machine}", form(machine, AnsweredBy="machine_start"))
+        assert "<Say" in direct.text and read_digits(machine_number) in direct.text and "<Stream" not in direct.text
+        await signed_post(bot, f"/twilio/callback/status?id={machine}", form(machine, CallStatus="completed"))
+        row = store.find_callback(callback_id=machine)
+        assert row["status"] == "done" and row["answered_by"] == "machine_start"
+
+        # The person: the bot takes the call, reads the ticket's status, then hands it to the desk (warm).
+        answer = await signed_post(bot, f"/twilio/callback/answer?id={human}", form(human, CallStatus="in-progress"))
+        assert answer.status_code == 200, answer.text
+        _, params = parse_twiml_stream(answer.text)
+        assert params.get("callback") == "1"
+        call = TwilioCallSimulator(bot.ws_url, call_sid=sid[human], custom_parameters=params, account_sid=ACCOUNT_SID)
+        async with call:
+            await call.wait_for_media(timeout=20)
+            await signed_post(bot, f"/twilio/callback/amd?id={human}", form(human, AnsweredBy="human"))
+            await call.wait_closed(timeout=60)
+        (transfer,) = [h for h in twilio.hangups if sid[human] in h["path"]]
+        assert f'<Number method="POST" url="https://{PUBLIC_HOST}/twilio/whisper?call={sid[human]}">{DESK}' \
+            in transfer["form"]["Twiml"]
+        whisper = await signed_post(bot, f"/twilio/whisper?call={sid[human]}", {"AccountSid": ACCOUNT_SID,
+                                    "CallSid": new_sid("CA"), "ParentCallSid": sid[human]})
+        assert read_digits(number) in whisper.text
+        await wait_for(lambda: store.find_ticket(number)["status"] == "in_progress", what="the hand-over")
+        opening = (await replies(store, sid[human]))[0]
+        assert "요청하신 상담원 연결 예약으로 전화드렸습니다" in opening and "접수 상태입니다" in opening, opening
+        await signed_post(bot, f"/twilio/callback/status?id={human}", form(human, CallStatus="completed"))
+        row = store.find_callback(callback_id=human)
+        assert row["status"] == "done" and row["answered_by"] == "human" and row["attempts"] == 1
+
+        # Nobody answers: tried again later (callbacks.retry_after_secs), then, max_attempts = 2, unreachable.
+        await signed_post(bot, f"/twilio/callback/status?id={nobody}", form(nobody, CallStatus="no-answer"))
+        assert store.find_callback(callback_id=nobody)["status"] == "waiting"
+        from bot.store.schema import callbacks
+
+        with store.engine.begin() as conn:  # the hour has passed
+            conn.execute(callbacks.update().where(callbacks.c.id == nobody).values(call_after=callbacks.c.requested_at))
+        assert "1 of 1 due callback(s) placed" in place_callbacks(bot, twilio)
+        sid[nobody] = twilio.placed[-1]["sid"]
+        await signed_post(bot, f"/twilio/callback/status?id={nobody}", form(nobody, CallStatus="busy"))
+        row = store.find_callback(callback_id=nobody)
+        assert row["status"] == "unreachable" and row["attempts"] == 2 and row["answered_by"] == "busy"
+        print("\ncalls the fake Twilio received:", json.dumps(twilio.placed, ensure_ascii=False, indent=1),
+              "\ncall updates:", json.dumps(twilio.hangups, ensure_ascii=False, indent=1))
+    finally:
+        store.close()

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from bot.config import load_config
-from bot.dialog.policy import AskModel, Change, CreateTicket, DialogPolicy, KeyBuffer, LookUpStatus, Speak
+from bot.dialog.policy import (
+    SMS_OFFER,
+    AskModel,
+    Change,
+    CreateTicket,
+    DialogPolicy,
+    KeyBuffer,
+    LookUpStatus,
+    Speak,
+    TextTicket,
+)
 from bot.dialog.state import DialogState
 from bot.pipeline import DialogAssets
 
@@ -14,9 +24,9 @@ COMPLAINT = {"reply": "네, 확인했습니다.", "intent": "report_problem", "c
              "location": "한빛로 12", "time": None, "flow": "continue"}  # fmt: skip
 
 
-def policy(can_transfer: bool = True, intake: bool = True) -> DialogPolicy:
+def policy(can_transfer: bool = True, intake: bool = True, offer_sms: bool = False) -> DialogPolicy:
     return DialogPolicy(shortcuts=ASSETS.shortcuts, canned=ASSETS.canned,
-                        intake=ASSETS.intake if intake else None, can_transfer=can_transfer)
+                        intake=ASSETS.intake if intake else None, can_transfer=can_transfer, offer_sms=offer_sms)
 
 
 def awaiting_yes() -> DialogState:
@@ -147,3 +157,70 @@ def test_keypad_entries_decide_like_spoken_ones():
     assert p.keypad("0", DialogState()).change.transfer
     short = p.keypad("123", DialogState())
     assert isinstance(short, Speak) and "8자리" in short.reply
+
+
+# --- the reception number by SMS: offered, and sent only on a yes -------------------------------
+
+
+def offered(number: str = "20260042") -> tuple[DialogPolicy, DialogState]:
+    """A phone call (a number to text) whose read-back was just confirmed, with SMS on."""
+    p, state = policy(offer_sms=True), awaiting_yes()
+    state.textable = True
+    said = p.ticket_created(number, state)
+    assert said.sentences == (ASSETS.intake.confirmed(number), ASSETS.canned.sms_offer)
+    assert "접수번호를 문자로 보내드릴까요?" in said.reply
+    said.change.apply(state, said.reply)
+    assert state.awaiting == SMS_OFFER and state.tickets == [number] and not state.known_slots()
+    return p, state
+
+
+@pytest.mark.parametrize("yes", ["네", "네 보내 주세요", "예 부탁드립니다", "좋아요"])
+def test_a_spoken_yes_to_the_offer_texts_the_new_number_and_promises_no_more(yes):
+    p, state = offered()
+    assert p.decide(yes, state) == TextTicket("20260042")
+    will = p.sms_requested(ok=True)
+    assert will.sentences == (ASSETS.canned.sms_will_send,)
+    assert "보내드리겠습니다" in will.reply and "보냈습니다" not in will.reply  # queued, not yet sent
+    will.change.apply(state, will.reply)
+    assert state.awaiting is None
+    failed = p.sms_requested(ok=False)
+    assert failed.sentences == (ASSETS.canned.sms_failed,) and "보내드리겠" not in failed.reply
+
+
+@pytest.mark.parametrize("no", ["아니요", "아뇨", "아니요 아니요"])
+def test_a_no_to_the_offer_sends_nothing_and_the_call_goes_on(no):
+    p, state = offered()
+    d = p.decide(no, state)
+    assert isinstance(d, Speak) and d.sentences == (ASSETS.canned.sms_declined,)
+    d.change.apply(state, d.reply)
+    assert state.awaiting is None and not state.ended and p.decide("네", state) != TextTicket("20260042")
+
+
+def test_keys_one_and_two_answer_the_offer_at_once():
+    p, state = offered()
+    keys = KeyBuffer()
+    assert keys.press("1", state) == "1" and p.keypad("1", state) == TextTicket("20260042")
+    assert keys.press("2", state) == "2"
+    assert p.keypad("2", state).sentences == (ASSETS.canned.sms_declined,)
+
+
+def test_the_offer_is_only_made_with_sms_on_and_a_number_to_text():
+    state = awaiting_yes()
+    state.textable = True
+    assert policy().ticket_created("20260042", state).sentences == (ASSETS.intake.confirmed("20260042"),)
+    qa_page = awaiting_yes()  # no caller number
+    assert policy(offer_sms=True).ticket_created("20260042", qa_page).sentences == (
+        ASSETS.intake.confirmed("20260042"),)
+    said = policy().ticket_created("20260042", state)
+    said.change.apply(state, said.reply)
+    assert state.awaiting is None and policy().decide("네", state) != TextTicket("20260042")
+
+
+def test_yes_words_elsewhere_are_no_consent():
+    p, state = offered()
+    other = p.decide("가로등이 또 꺼졌어요", state)  # not an answer to the offer: the model hears it
+    assert other == AskModel("가로등이 또 꺼졌어요")
+    plain = DialogState(tickets=["20260042"], textable=True)  # a ticket, but no offer pending
+    assert p.decide("네", plain) != TextTicket("20260042") and p.keypad("1", plain) != TextTicket("20260042")
+    withdrawn = policy(offer_sms=True).ticket_created(None, offered()[1])  # the database failed: no offer
+    assert withdrawn.sentences == (ASSETS.intake.text("ticket_failed"),)

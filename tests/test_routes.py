@@ -30,6 +30,9 @@ OPERATIONS = "operations listener only"
 PUBLIC_ROUTES = {
     ("POST", "/twilio/voice"): TWILIO,
     ("POST", "/twilio/whisper"): TWILIO,  # what the desk hears first on a warm transfer
+    ("POST", "/twilio/callback/answer"): TWILIO,  # a placed callback answered (bot/callbacks.py)
+    ("POST", "/twilio/callback/amd"): TWILIO,  # its answering-machine detection
+    ("POST", "/twilio/callback/status"): TWILIO,  # its end: done, or tried again
     ("WS", "/twilio/media"): STREAM,
     ("GET", "/"): PUBLIC,  # the QA page's HTML
     ("MOUNT", "/qa/static"): PUBLIC,  # its script and styles
@@ -110,6 +113,12 @@ def test_the_twilio_and_qa_routes_refuse_anonymous_callers():
         signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
         ok = client.post(url, data=whisper, headers={"X-Twilio-Signature": signed})
         assert ok.status_code == 200 and "<Say" in ok.text
+        for route in ("answer", "amd", "status"):  # a placed callback's webhooks (bot/callbacks.py)
+            url = f"/twilio/callback/{route}?id=1"
+            assert client.post(url, data=whisper).status_code == 403
+            signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
+            # Signed, but no callback was placed with this CallSid: still refused.
+            assert client.post(url, data=whisper, headers={"X-Twilio-Signature": signed}).status_code == 404
         assert client.post("/api/offer", json={"sdp": "v=0", "type": "offer"}).status_code == 401
         assert client.patch("/api/offer", json={"pc_id": "x"}).status_code == 401
         with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect("/twilio/media") as ws:

@@ -33,14 +33,25 @@ MAX_MESSAGE_CHARS = 64 * 1024
 EXPECTED_FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
 
 
-def build_stream_twiml(public_host: str, token: str) -> str:
-    """TwiML that connects the call to our media-stream WebSocket, carrying the call's token."""
+def build_stream_twiml(public_host: str, token: str, *, callback: bool = False) -> str:
+    """TwiML that connects the call to our media-stream WebSocket, carrying the call's token
+    (``callback``: a callback we placed; the server looks its row up by the CallSid)."""
     response = VoiceResponse()
     connect = Connect()
     stream = Stream(url=f"wss://{public_host}/twilio/media")
     stream.append(Parameter(name="token", value=token))
+    if callback:
+        stream.append(Parameter(name="callback", value="1"))
     connect.append(stream)
     response.append(connect)
+    return str(response)
+
+
+def build_say_twiml(message: str) -> str:
+    """``message`` said by Twilio in Korean, then hang up (an answering machine's message)."""
+    response = VoiceResponse()
+    response.say(message, language="ko-KR")
+    response.hangup()
     return str(response)
 
 

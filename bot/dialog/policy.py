@@ -5,12 +5,15 @@ answer out; what needs the outside world (the records database, the fact index, 
 back to the policy as a value, and the policy says what is spoken and how the state changes:
 
 * ``decide(text, state)``: a rule answer (``Speak``), a side effect to run first (``CreateTicket``,
-  ``LookUpStatus``, ``BookCallback``), or ``AskModel`` (look up facts, then the one structured call).
+  ``LookUpStatus``, ``BookCallback``, ``TextTicket``), or ``AskModel`` (look up facts, then the one
+  structured call).
   Emergencies come first, whatever the call is doing (bot/data/emergency.toml).
 * The line's calendar (``bot/dialog/calendar.py``): outside its hours nobody can take a transfer,
   so "a person, please" says when the desk opens and offers a callback instead.
 * ``keypad(keys, state)``: the same decisions for keys on the phone pad.
-* ``ticket_created`` / ``status_found`` / ``directory``: the answer once the side effect is done.
+* ``ticket_created`` / ``status_found`` / ``directory`` / ``sms_requested``: the answer once the side
+  effect is done. A new ticket on a call with a number to text (``sms.enabled``) is followed by
+  the offer to text its reception number; only a yes to that offer (``TextTicket``) sends one.
 * ``after_model(turn, state)``: what follows the model's reply (read-back, "no person available")
   and the state change.
 * ``model_failed`` / ``stage_failed``: apology, transfer or polite end after a failure.
@@ -36,6 +39,8 @@ from bot.korean.normalize import read_digits
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
 CALLBACK = "callback"  # awaiting a yes/no to the callback offer
+SMS_OFFER = "sms_offer"  # awaiting a yes/no to "접수번호를 문자로 보내드릴까요?"
+YES_NO_KEYS = ("confirmation", SMS_OFFER)  # offers that say "1 for yes, 2 for no"
 
 
 @dataclass(frozen=True)
@@ -55,9 +60,9 @@ class Change:
         if self.model_turn is not None:
             state.apply_turn(self.model_turn)
         if self.ticket:
-            state.ticket_made(self.ticket)
-        elif self.awaiting != _KEEP:
-            state.awaiting = self.awaiting
+            state.ticket_made(self.ticket)  # clears what was awaited (the read-back) ...
+        if self.awaiting != _KEEP:
+            state.awaiting = self.awaiting  # ... and a new question may follow (the SMS offer)
         if self.remember_reply:
             state.last_reply = reply
         if self.transfer:
@@ -116,9 +121,17 @@ class BookCallback:
     """A yes to the callback offer: record it for the desk, then ``callback_booked``."""
 
     after: datetime  # when the desk opens
+    reception_no: str | None = None  # the latest ticket of this call: the callback's context
 
 
-Decision = Speak | CreateTicket | LookUpStatus | BookCallback | AskModel
+@dataclass(frozen=True)
+class TextTicket:
+    """A yes to the SMS offer: record the caller's consent and queue one text, then ``sms_requested``."""
+
+    number: str  # the reception number offered
+
+
+Decision = Speak | CreateTicket | LookUpStatus | BookCallback | TextTicket | AskModel
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,8 @@ class DialogPolicy:
     def __init__(self, *, shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None,
                  can_transfer: bool, emergency: EmergencyRules | None = None,
                  emergency_transfer: dict[str, str] | None = None, calendar: LineCalendar | None = None,
-                 clock: Callable[[], datetime] | None = None, offer_callback: bool = True):
+                 clock: Callable[[], datetime] | None = None, offer_callback: bool = True,
+                 offer_sms: bool = False):
         self.shortcuts = shortcuts
         self.canned = canned
         self.intake = intake
@@ -146,6 +160,9 @@ class DialogPolicy:
         self.calendar = calendar  # None: a person is always there (when can_transfer)
         self.clock = clock or (calendar.now if calendar else datetime.now)
         self.offer_callback = offer_callback
+        # sms.enabled and sms.after_ticket: a new ticket is followed by the offer to text its number
+        # (only on calls with a number to text: ``DialogState.textable``).
+        self.offer_sms = offer_sms
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
 
     # --- the line's calendar ------------------------------------------------------------------
@@ -225,9 +242,15 @@ class DialogPolicy:
         if state.awaiting == CALLBACK and self.calendar is not None:
             act = self.shortcuts.match(text, context="confirmation")
             if act is not None and act.action == "confirm_yes":
-                return BookCallback(self.calendar.next_opening(self.clock()))
+                return self._book_callback(state)
             if act is not None and act.action == "confirm_no":
                 return Speak((self.canned.callback_declined,), "rule", "transfer", change=Change(awaiting=None))
+        if state.awaiting == SMS_OFFER and state.tickets:
+            # The same yes/no rules as the read-back's (shortcuts.toml, context "confirmation").
+            act = self.shortcuts.match(text, context="confirmation")
+            if act is not None and act.action in ("confirm_yes", "confirm_no"):
+                return self._sms_answer(act.action == "confirm_yes", state)
+            # Anything else: no text (consent is a clear yes), and the turn goes on as usual.
         if self.intake is not None:
             if state.awaiting == "confirmation":
                 act = self.shortcuts.match(text, context="confirmation")
@@ -266,9 +289,11 @@ class DialogPolicy:
         """A complete key entry ("0", "1"/"2" during a read-back, or digits before '#')."""
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
+        if state.awaiting == SMS_OFFER and keys in ("1", "2") and state.tickets:
+            return self._sms_answer(keys == "1", state)
         if state.awaiting == CALLBACK and keys in ("1", "2") and self.calendar is not None:
             if keys == "1":
-                return BookCallback(self.calendar.next_opening(self.clock()))
+                return self._book_callback(state)
             return Speak((self.canned.callback_declined,), "rule", "transfer", change=Change(awaiting=None))
         if state.awaiting == "confirmation" and keys == "1":
             return CreateTicket(dict(state.slots))
@@ -283,11 +308,30 @@ class DialogPolicy:
 
     # --- answers once the outside world has answered -----------------------------------------
 
-    def ticket_created(self, number: str | None) -> Speak:
-        """The ticket's reception number, or None when the database failed (the slots are kept)."""
+    def ticket_created(self, number: str | None, state: DialogState | None = None) -> Speak:
+        """The ticket's reception number, or None when the database failed (the slots are kept).
+
+        With SMS on and a number to text (``state.textable``), the offer to text it follows."""
+        if number and self.offer_sms and state is not None and state.textable:
+            return Speak((self.intake.confirmed(number), self.canned.sms_offer), "rule", "report_problem",
+                         change=Change(ticket=number, awaiting=SMS_OFFER))
         if number:
             return Speak((self.intake.confirmed(number),), "rule", "report_problem", change=Change(ticket=number))
         return Speak((self.intake.text("ticket_failed"),), "rule", "report_problem", change=Change(awaiting=None))
+
+    def _sms_answer(self, yes: bool, state: DialogState) -> Decision:
+        if yes:
+            return TextTicket(state.tickets[-1])
+        return Speak((self.canned.sms_declined,), "rule", "report_problem", change=Change(awaiting=None))
+
+    def sms_requested(self, ok: bool) -> Speak:
+        """The consent and the text were written to the outbox (``ok``), or the database failed.
+        The text goes out after the call's turn (bot/notify.py): "will send", never "sent"."""
+        sentence = self.canned.sms_will_send if ok else self.canned.sms_failed
+        return Speak((sentence,), "rule", "report_problem", change=Change(awaiting=None))
+
+    def _book_callback(self, state: DialogState) -> BookCallback:
+        return BookCallback(self.calendar.next_opening(self.clock()), state.tickets[-1] if state.tickets else None)
 
     def status_found(self, number: str, ticket: dict | None, *, failed: bool = False) -> Speak:
         sentence = self.intake.text("status_failed") if failed else self.intake.status(number, ticket)
@@ -349,6 +393,22 @@ class DialogPolicy:
         template = self.canned.whisper_after_errors if state.transfer_reason == "errors" else self.canned.whisper
         return template.format(details=" ".join(details)).strip()
 
+    def callback_answered(self, number: str | None, ticket: dict | None) -> Speak:
+        """A booked callback (`run_bot.py callbacks --place`) answered by a person: who calls and
+        why, the ticket's status, then a person when one can take it (else the bot goes on)."""
+        sentences = [self.canned.callback_intro]
+        if number and self.intake is not None:
+            sentences.append(self.intake.status(number, ticket))
+        transfer = self.can_transfer and self.line_open()
+        sentences.append(self.canned.callback_transfer if transfer else self.canned.callback_no_agent)
+        return Speak(tuple(sentences), "rule", "transfer",
+                     change=Change(ticket=number, awaiting=None, transfer=transfer))
+
+    def callback_machine_message(self, number: str | None) -> str:
+        """What an answering machine hears (Twilio's <Say>): who called, and the reception number."""
+        ticket = self.canned.callback_machine_ticket.format(number=read_digits(number)) if number else ""
+        return " ".join(self.canned.callback_machine.format(ticket=ticket).split())
+
     # --- failures -----------------------------------------------------------------------------
 
     def model_failed(self, previous_turn_failed: bool) -> Speak:
@@ -378,7 +438,7 @@ class KeyBuffer:
     """Keys pressed so far in one call, until they make an entry for ``DialogPolicy.keypad``.
 
     '0' alone: a person, at once. Digits then '#': a reception number. '*': start over. While a
-    read-back waits, '1' is yes and '2' is no, at once (as the read-back says).
+    read-back or the SMS offer waits, '1' is yes and '2' is no, at once (as they say).
     """
 
     def __init__(self):
@@ -386,7 +446,7 @@ class KeyBuffer:
 
     def press(self, key: str, state: DialogState) -> str | None:
         """The complete entry this key makes, or None while it is still being keyed."""
-        if state.awaiting == "confirmation" and not self.keys and key in ("1", "2"):
+        if state.awaiting in YES_NO_KEYS and not self.keys and key in ("1", "2"):
             return key
         if key == "*":
             self.keys = ""

@@ -43,6 +43,17 @@ class CannedReplies:
     whisper_after_errors: str
     whisper_complaint: str
     whisper_ticket: str
+    # The reception number by SMS (sms.enabled): the offer after a ticket and its answers.
+    sms_offer: str
+    sms_will_send: str
+    sms_declined: str
+    sms_failed: str
+    # A callback placed by `run_bot.py callbacks --place` and answered by a person.
+    callback_intro: str
+    callback_transfer: str
+    callback_no_agent: str
+    callback_machine: str
+    callback_machine_ticket: str
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
@@ -77,6 +88,8 @@ class DialogState:
     intake_open: bool = False
     awaiting: str | None = None
     tickets: list[str] = field(default_factory=list)  # reception numbers given in this call
+    # The caller's number is known (a phone call, not the QA page): a text can be offered.
+    textable: bool = False
 
     def known_slots(self) -> dict[str, str]:
         return {k: v for k, v in self.slots.items() if v}

@@ -54,6 +54,11 @@ class CallLog:
             if n:
                 logger.info("records: deleted {} turn(s) older than {} days (records.retention_days)", n,
                             self.retention_days)
+            gone = self.store.purge_after_call(self.retention_days)
+            if any(gone.values()):
+                logger.info("records: older than {} days (records.retention_days): deleted {} SMS and {} finished "
+                            "callback(s), cleared {} transfer note(s)", self.retention_days, gone["sms"],
+                            gone["callbacks"], gone["transfer_notes"])
 
     def start_retention(self) -> None:
         async def daily():
@@ -93,10 +98,8 @@ class CallLog:
     # --- the dialog's questions ---------------------------------------------------------------
 
     async def create_ticket(self, **fields) -> str:
-        number = await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
-                                        ANSWER_TIMEOUT_SECS)
-        self.on_ticket()
-        return number
+        return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
+                                      ANSWER_TIMEOUT_SECS)
 
     def transfer_note(self, call_sid: str, note: str) -> None:
         """What the person taking this call's warm transfer will hear (read back by /twilio/whisper)."""
@@ -105,10 +108,25 @@ class CallLog:
     async def read_transfer_note(self, call_sid: str) -> str | None:
         return await asyncio.wait_for(asyncio.to_thread(self.store.transfer_note, call_sid), ANSWER_TIMEOUT_SECS)
 
-    async def request_callback(self, *, call_sid: str | None, after, reason: str) -> int:
+    async def request_callback(self, *, call_sid: str | None, after, reason: str, reception_no: str | None = None) -> int:
         return await asyncio.wait_for(
-            self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason)),
+            self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason,
+                                                                          reception_no=reception_no)),
             ANSWER_TIMEOUT_SECS)
+
+    async def text_ticket(self, reception_no: str) -> None:
+        """The caller's yes to a text: consent and the SMS in the outbox (its sender is woken).
+        Raises when the text cannot go (no number), so the caller is never told it will."""
+        queued = await asyncio.wait_for(self.writer.call("ticket SMS", lambda s: s.text_ticket(reception_no)),
+                                        ANSWER_TIMEOUT_SECS)
+        if not queued:
+            raise RuntimeError("the call has no caller number to text")
+        self.on_ticket()
+
+    def hand_over(self, call_sid: str, reception_nos: list[str]) -> None:
+        """The call went to a person: its open tickets are in_progress, audited as the bot's doing."""
+        for number in reception_nos:
+            self.writer.submit(f"ticket {number} handed over", lambda s, n=number: s.hand_over(n, call_sid))
 
     async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         # Reads need no ordering behind queued writes: a thread of their own.

@@ -34,6 +34,8 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # A message claimed by a sender that has not reported back in this long was lost with its worker:
 # it is sent again (at worst twice; never silently dropped).
 SENDING_STALE_SECS = 300.0
+# The audit note of a ticket whose caller the bot put through to a person (``hand_over``).
+HANDED_OVER_NOTE = "상담원에게 전화 연결됨"
 # Serializes migrations of workers starting together on one PostgreSQL database.
 _PG_MIGRATION_LOCK = 0x6B6F7265636F7264
 
@@ -85,9 +87,8 @@ class Store:
         else:
             raise StoreError(f"records.url: unsupported database {self.backend!r} (sqlite or postgresql)")
         self.url_for_logs = parsed.render_as_string(hide_password=True)
-        # SMS to callers (bot/notify.py; set from [sms] by ``open_store``): a ticket's number once
-        # it is made, a notice when its status becomes one of these.
-        self.sms_after_ticket = False
+        # SMS to callers (bot/notify.py; set from [sms] by ``open_store``): a notice when the status
+        # of a ticket whose caller opted in (``text_ticket``) becomes one of these.
         self.notify_statuses: tuple[str, ...] = ()
 
     def close(self) -> None:
@@ -121,7 +122,8 @@ class Store:
 
     def set_transfer_note(self, call_sid: str, note: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(calls.update().where(calls.c.call_sid == call_sid).values(transfer_note=note))
+            # The summary holds the caller's words (the location): masked like every stored word.
+            conn.execute(calls.update().where(calls.c.call_sid == call_sid).values(transfer_note=mask_stored(note)))
 
     def transfer_note(self, call_sid: str) -> str | None:
         with self.engine.connect() as conn:
@@ -163,6 +165,19 @@ class Store:
         with self.engine.begin() as conn:
             return conn.execute(turns.delete().where(turns.c.created_at < cutoff)).rowcount or 0
 
+    def purge_after_call(self, older_than_days: float) -> dict[str, int]:
+        """Retention for what follows calls: SMS outbox rows (their bodies) and finished callbacks
+        older than the period are deleted, warm-transfer notes cleared. A callback still waiting or
+        being placed stays (the desk owes that call). Returns how many of each."""
+        cutoff = now() - dt.timedelta(days=older_than_days)
+        with self.engine.begin() as conn:
+            sms = conn.execute(outbox.delete().where(outbox.c.created_at < cutoff)).rowcount or 0
+            cbs = conn.execute(callbacks.delete().where(callbacks.c.updated_at < cutoff,
+                                                        callbacks.c.status.not_in(("waiting", "calling")))).rowcount or 0
+            notes = conn.execute(calls.update().where(calls.c.started_at < cutoff, calls.c.transfer_note.is_not(None))
+                                 .values(transfer_note=None)).rowcount or 0
+        return {"sms": sms, "callbacks": cbs, "transfer_notes": notes}
+
     # --- tickets ------------------------------------------------------------------------------
 
     def create_ticket(self, *, call_sid: str | None, category: str, location: str | None, time: str | None,
@@ -177,22 +192,35 @@ class Store:
             ).scalar_one()
             number = f"{t.year}{row_id:04d}"
             conn.execute(tickets.update().where(tickets.c.id == row_id).values(reception_no=number))
-            if self.sms_after_ticket:
-                self._queue_sms(conn, "ticket", number, call_sid, None, t)
         return number
+
+    def text_ticket(self, reception_no: str) -> bool:
+        """The caller said yes to a text: the ticket is opted in (status notices follow) and its
+        reception number is queued, once. False when there is no number to text (sms_status no_number)."""
+        t = now()
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(tickets.c.call_sid, tickets.c.sms_opt_in)
+                               .where(tickets.c.reception_no == reception_no).with_for_update()).first()
+            if row is None:
+                raise StoreError(f"no ticket with reception number {reception_no}")
+            if row.sms_opt_in:  # a second yes (a repeat, a retry): still one text
+                return True
+            conn.execute(tickets.update().where(tickets.c.reception_no == reception_no).values(sms_opt_in=True))
+            return self._queue_sms(conn, "ticket", reception_no, row.call_sid, None, t)
 
     # --- SMS outbox (bot/notify.py sends) -------------------------------------------------------
 
     def _queue_sms(self, conn, kind: str, number: str, call_sid: str | None, ticket_status: str | None,
-                   t: dt.datetime) -> None:
-        """An SMS about ticket ``number`` to its call's caller, in the caller's transaction."""
+                   t: dt.datetime) -> bool:
+        """An SMS about ticket ``number`` to its call's caller, in the caller's transaction (False: no number)."""
         caller = conn.execute(sa.select(calls.c.caller).where(calls.c.call_sid == call_sid)).scalar() if call_sid else None
         if not caller:  # the QA page, a typed chat, or a number already cleared by retention
             conn.execute(tickets.update().where(tickets.c.reception_no == number).values(sms_status="no_number"))
-            return
+            return False
         conn.execute(outbox.insert().values(kind=kind, reception_no=number, call_sid=call_sid, ticket_status=ticket_status,
                                             status="pending", attempts=0, next_attempt_at=t, created_at=t, updated_at=t))
         conn.execute(tickets.update().where(tickets.c.reception_no == number).values(sms_status="pending"))
+        return True
 
     def claim_due_sms(self, worker: str, limit: int = 20) -> list[dict[str, Any]]:
         """Messages due now, claimed for ``worker`` (another worker's claim wins), with what they need:
@@ -213,7 +241,8 @@ class Store:
                     claimed.append(row_id)
         if not claimed:
             return []
-        q = (sa.select(outbox, calls.c.caller, tickets.c.category, tickets.c.status.label("current_status"))
+        q = (sa.select(outbox, calls.c.caller, tickets.c.category, tickets.c.location,
+                       tickets.c.status.label("current_status"))
              .select_from(outbox.outerjoin(calls, calls.c.call_sid == outbox.c.call_sid)
                           .outerjoin(tickets, tickets.c.reception_no == outbox.c.reception_no))
              .where(outbox.c.id.in_(claimed)).order_by(outbox.c.id))
@@ -259,26 +288,89 @@ class Store:
 
     # --- callbacks ----------------------------------------------------------------------------
 
-    def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str) -> int:
-        """A callback for the desk's queue; returns its id."""
+    def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str,
+                         reception_no: str | None = None) -> int:
+        """A callback for the desk's queue (``reception_no``: the call's ticket, read out when it is placed)."""
         t = now()
         with self.engine.begin() as conn:
             return conn.execute(
-                callbacks.insert().values(call_sid=call_sid, reason=reason, requested_at=t,
+                callbacks.insert().values(call_sid=call_sid, reason=reason, requested_at=t, reception_no=reception_no,
                                           call_after=after.astimezone(dt.timezone.utc), status="waiting", updated_at=t)
                 .returning(callbacks.c.id)
             ).scalar_one()
 
-    def list_callbacks(self, status: str | None = "waiting") -> list[dict[str, Any]]:
+    def list_callbacks(self, status: str | None = "waiting", *, ids: list[int] | None = None) -> list[dict[str, Any]]:
         """Callbacks (oldest first) with the caller's number from their call."""
         q = (sa.select(callbacks, calls.c.caller)
              .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid))
              .order_by(callbacks.c.id))
         if status:
             q = q.where(callbacks.c.status == status)
+        if ids is not None:
+            q = q.where(callbacks.c.id.in_(ids))
         with self.engine.connect() as conn:
             return [{k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in r.items()}
                     for r in conn.execute(q).mappings()]
+
+    def claim_due_callbacks(self, limit: int = 10) -> list[dict[str, Any]]:
+        """Waiting callbacks due now, each claimed ("calling", one more attempt) by one placer,
+        with the caller's number. A row already claimed elsewhere is skipped."""
+        t = now()
+        q = (sa.select(callbacks.c.id).where(callbacks.c.status == "waiting", callbacks.c.call_after <= t)
+             .order_by(callbacks.c.call_after).limit(limit))
+        claimed = []
+        with self.engine.begin() as conn:
+            for (row_id,) in conn.execute(q).all():
+                got = conn.execute(callbacks.update().where(callbacks.c.id == row_id, callbacks.c.status == "waiting")
+                                   .values(status="calling", attempts=callbacks.c.attempts + 1, updated_at=t)).rowcount
+                if got:
+                    claimed.append(row_id)
+        return self.list_callbacks(None, ids=claimed) if claimed else []
+
+    def callback_placed(self, callback_id: int, call_sid: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(callbacks.update().where(callbacks.c.id == callback_id)
+                         .values(last_call_sid=call_sid, answered_by=None, updated_at=now()))
+
+    def find_callback(self, *, callback_id: int | None = None, call_sid: str | None = None) -> dict[str, Any] | None:
+        """One callback by id, or by the SID of the call placed for it (the webhooks)."""
+        q = (sa.select(callbacks, calls.c.caller)
+             .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid)))
+        q = q.where(callbacks.c.id == callback_id) if callback_id is not None else q.where(
+            callbacks.c.last_call_sid == call_sid)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).mappings().first()
+        return {k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in row.items()} if row else None
+
+    def callback_answered_by(self, callback_id: int, answered_by: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(callbacks.update().where(callbacks.c.id == callback_id)
+                         .values(answered_by=answered_by[:32], updated_at=now()))
+
+    def callback_outcome(self, callback_id: int, *, reached: bool, max_attempts: int, retry_after_secs: float,
+                         why: str | None = None) -> str:
+        """The placed call ended: ``reached`` (someone or a machine answered) is done; otherwise
+        (no answer, busy, failed, refused by Twilio) it waits ``retry_after_secs`` for another
+        attempt, until ``max_attempts`` calls were placed: then unreachable. Returns the new status."""
+        t = now()
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(callbacks.c.attempts, callbacks.c.status)
+                               .where(callbacks.c.id == callback_id).with_for_update()).first()
+            if row is None:
+                raise StoreError(f"no callback {callback_id}")
+            if row.status != "calling":  # Twilio repeats a status callback: the first one counted
+                return row.status
+            values: dict[str, Any] = {"updated_at": t}
+            if reached:
+                values["status"] = "done"
+            elif row.attempts < max_attempts:
+                values.update(status="waiting", call_after=t + dt.timedelta(seconds=retry_after_secs))
+            else:
+                values["status"] = "unreachable"
+            if why and not reached:
+                values["answered_by"] = why[:32]
+            conn.execute(callbacks.update().where(callbacks.c.id == callback_id).values(**values))
+            return values["status"]
 
     # --- startup self-timing ---------------------------------------------------------------
 
@@ -358,17 +450,18 @@ class Store:
     # --- the staff desk (bot/desk/): accounts and the ticket audit trail -----------------------
 
     def change_ticket_status(self, reception_no: str, status: str, *, actor: str,
-                             note: str | None = None) -> dict[str, Any]:
+                             note: str | None = None, notify: bool = True) -> dict[str, Any]:
         """Set a ticket's status and append who/when/from/to/note to its audit trail, in one transaction.
 
         The same status with a note is recorded as a note; the same status without one changes nothing.
+        A caller who opted in to texts gets a notice (``notify``; not when the caller is on the line).
         """
         if status not in TICKET_STATUSES:
             raise StoreError(f"unknown status {status!r} (one of {', '.join(TICKET_STATUSES)})")
         note = mask_stored((note or "").strip()) or None  # staff type notes too: no resident numbers kept
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(tickets.c.status).where(tickets.c.reception_no == reception_no)
-                               .with_for_update()).first()
+            row = conn.execute(sa.select(tickets.c.status, tickets.c.call_sid, tickets.c.sms_opt_in)
+                               .where(tickets.c.reception_no == reception_no).with_for_update()).first()
             if row is None:
                 raise StoreError(f"no ticket with reception number {reception_no}")
             if row.status != status or note:
@@ -377,11 +470,21 @@ class Store:
                              .values(status=status, updated_at=t))
                 conn.execute(ticket_audit.insert().values(reception_no=reception_no, at=t, actor=actor,
                                                           from_status=row.status, to_status=status, note=note))
-                if row.status != status and status in self.notify_statuses:
-                    call_sid = conn.execute(sa.select(tickets.c.call_sid)
-                                            .where(tickets.c.reception_no == reception_no)).scalar()
-                    self._queue_sms(conn, "status", reception_no, call_sid, status, t)
+                if notify and row.sms_opt_in and row.status != status and status in self.notify_statuses:
+                    self._queue_sms(conn, "status", reception_no, row.call_sid, status, t)
         return self.find_ticket(reception_no)  # type: ignore[return-value]
+
+    def hand_over(self, reception_no: str, call_sid: str) -> None:
+        """A warm transfer took the ticket's caller to a person: an open ticket becomes in_progress,
+        any other keeps its status; either way the audit trail says so (actor "bot"). No text: the
+        caller is on the line with that person."""
+        ticket = self.find_ticket(reception_no)
+        if ticket is None:
+            logger.warning("hand-over: no ticket {}", reception_no)
+            return
+        status = "in_progress" if ticket["status"] == "open" else ticket["status"]
+        self.change_ticket_status(reception_no, status, actor="bot", notify=False,
+                                  note=f"{HANDED_OVER_NOTE} ({call_sid})")
 
     def add_staff(self, username: str, *, role: str, department: str | None, password_hash: str) -> int:
         t = now()
@@ -457,7 +560,6 @@ def open_store(config: Config, secrets: Secrets | None = None) -> Store:
     """Open and migrate the records database of this config."""
     store = Store(resolve_url(records_url(config, secrets), config.base_dir))
     if config.sms.enabled:
-        store.sms_after_ticket = config.sms.after_ticket
         store.notify_statuses = tuple(config.sms.notify_statuses)
     store.migrate()
     logger.info("records database: {} (migrated to head)", store.url_for_logs)

@@ -57,6 +57,8 @@ tickets = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     # The latest SMS about this ticket (bot/notify.py): pending | sent | failed | no_number; NULL: none.
     sa.Column("sms_status", sa.String(16)),
+    # The caller said yes to "접수번호를 문자로 보내드릴까요?": status notices go only to these.
+    sa.Column("sms_opt_in", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
@@ -78,6 +80,8 @@ callbacks = sa.Table(
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     sa.Column("last_call_sid", sa.String(64), index=True),
     sa.Column("answered_by", sa.String(32)),
+    # The call's latest ticket when the callback was asked for: the callback reads out its status.
+    sa.Column("reception_no", sa.String(16)),
 )
 
 # "calling": a call is placed and its outcome not known yet.

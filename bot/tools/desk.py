@@ -3,6 +3,7 @@
     run_bot.py calls [--since 2026-12-01] [--json]   # calls with their turns (--json: the export)
     run_bot.py tickets [--status open]
     run_bot.py ticket 20260001 --status done
+    run_bot.py callbacks [--status all] [--place]      # --place: call the due ones now (bot/callbacks.py)
 
 Caller numbers are shown masked; ``calls --json`` exports them whole (it is the records export).
 """
@@ -93,11 +94,12 @@ def list_callbacks(config: Config, status: str | None, out: TextIO = sys.stdout)
     finally:
         store.close()
     seoul = ZoneInfo(config.line.timezone)
-    out.write(f"| id | status | call after ({config.line.timezone}) | caller | reason | requested (UTC) |\n"
-              "|---|---|---|---|---|---|\n")
+    out.write(f"| id | status | call after ({config.line.timezone}) | caller | reception no | reason | attempts | "
+              "answered by | requested (UTC) |\n|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         out.write(f"| {r['id']} | {r['status']} | {r['call_after'].astimezone(seoul):%Y-%m-%d %H:%M} | "
-                  f"{r['caller'] or '-'} | {r['reason']} | {r['requested_at']:%Y-%m-%d %H:%M} |\n")
+                  f"{r['caller'] or '-'} | {r['reception_no'] or '-'} | {r['reason']} | {r['attempts']} | "
+                  f"{r['answered_by'] or '-'} | {r['requested_at']:%Y-%m-%d %H:%M} |\n")
     out.write(f"{len(rows)} callback(s)\n")
     return 0
 
@@ -111,4 +113,32 @@ def update_ticket(config: Config, number: str, status: str | None, out: TextIO =
     if ticket is None:
         raise StoreError(f"no ticket with reception number {number}")
     out.write(json.dumps({k: _iso(v) for k, v in ticket.items()}, ensure_ascii=False) + "\n")
+    return 0
+
+
+def place_callbacks(config: Config, out: TextIO = sys.stdout) -> int:
+    """Place every due callback now through Twilio (with AMD); the server's webhooks take it from there."""
+    import asyncio
+
+    from bot.callbacks import CallbackPlacer
+    from bot.config import Secrets
+    from bot.twilio_api import TwilioAPI
+
+    secrets = Secrets.from_env(config)
+    api = TwilioAPI.from_config(config, secrets)
+    if api is None:
+        raise StoreError("callbacks --place needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN in the environment")
+    store = _store(config)
+    try:
+        try:
+            placer = CallbackPlacer(store=store, api=api, config=config)
+        except ValueError as e:
+            raise StoreError(str(e)) from e
+        placed = asyncio.run(placer.place_due())
+    finally:
+        store.close()
+    out.write("| id | call | status | error |\n|---|---|---|---|\n")
+    for p in placed:
+        out.write(f"| {p.callback_id} | {mask(p.call_sid) if p.call_sid else '-'} | {p.status} | {p.error or '-'} |\n")
+    out.write(f"{sum(p.call_sid is not None for p in placed)} of {len(placed)} due callback(s) placed\n")
     return 0
