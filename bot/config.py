@@ -166,7 +166,7 @@ class CallConfig:
     # Drop the caller's speech while the greeting plays (barge-in stays on afterwards).
     mute_during_greeting: bool = False
     # Where "a person, please" goes (E.164, e.g. "+8221200000"): the call is redirected there with
-    # TwiML <Dial> through Twilio's REST API. Empty: the bot says no agent can take the call.
+    # TwiML <Dial> through Twilio's REST API. Empty: no agent can take the call; the bot offers a callback.
     transfer_number: str = ""
     # Caller silent this long after the bot stopped speaking: "여보세요, 듣고 계신가요?"; silent as long
     # again: a goodbye and hang-up. 0 turns it off.

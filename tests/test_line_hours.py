@@ -175,3 +175,29 @@ def test_the_config_names_a_bad_hours_key():
         LineCalendar.from_config(bad.line)
     with pytest.raises(ConfigError, match="unknown config key line.hour"):
         load_config(overrides=["line.hour=1"])
+
+
+def test_no_transfer_number_a_person_is_a_callback_offer_by_words_key_or_model():
+    p = policy(WEDNESDAY_10, can_transfer=False)
+    for decide in (lambda s: p.decide("상담원 연결해 주세요", s), lambda s: p.keypad("0", s)):
+        state = DialogState()
+        d = decide(state)
+        assert isinstance(d, Speak) and not d.change.transfer and not d.ends_call
+        assert d.sentences == (ASSETS.canned.callback_offer_no_agent,)
+        d.change.apply(state, d.reply)
+        assert state.awaiting == CALLBACK and not state.transfer_requested
+        assert p.decide("네 부탁드려요", state) == BookCallback(ASSETS.calendar.next_opening(WEDNESDAY_10))
+    # No "지금 상담원이 전화드리겠습니다": nobody is there now; the desk calls back from its list.
+    assert p.callback_booked(ok=True).sentences == (ASSETS.canned.callback_booked_no_agent,)
+    state = DialogState()
+    follow = p.after_model({**COMPLAINT, "intent": "transfer", "category": "none", "location": None}, state)
+    assert ASSETS.canned.callback_offer_no_agent in follow.sentences and not follow.change.transfer
+    assert follow.change.awaiting == CALLBACK
+
+
+def test_no_transfer_number_and_no_records_a_person_is_only_not_possible_now():
+    p = DialogPolicy(shortcuts=ASSETS.shortcuts, canned=ASSETS.canned, intake=None, can_transfer=False,
+                     emergency=ASSETS.emergency, calendar=ASSETS.calendar, clock=lambda: WEDNESDAY_10)
+    d = p.decide("상담원 연결해 주세요", DialogState())
+    assert isinstance(d, Speak) and d.sentences == (ASSETS.canned.transfer_unavailable,)
+    assert d.change.awaiting != CALLBACK and not d.change.transfer

@@ -25,7 +25,7 @@ applies it when the turn is confirmed (a speculative turn that is withdrawn chan
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -193,9 +193,18 @@ class DialogPolicy:
             awaiting = CALLBACK
         return Speak(tuple(sentences), "rule", intent, change=Change(awaiting=awaiting))
 
+    def _no_agent_transfer(self, intent: str = "transfer") -> Speak:
+        """A person asked for on a line without a transfer number: a callback offer when the desk
+        can call back (a calendar and the records), else "not possible now"."""
+        if self.offer_callback and self.intake is not None and self.calendar is not None:
+            return Speak((self.canned.callback_offer_no_agent,), "rule", intent, change=Change(awaiting=CALLBACK))
+        return Speak((self.canned.transfer_unavailable,), "rule", intent)
+
     def callback_booked(self, ok: bool) -> Speak:
         """The callback row was written (``ok``) or the database failed."""
-        if ok:
+        if ok and not self.can_transfer:
+            sentence = self.canned.callback_booked_no_agent
+        elif ok:
             opens = self.calendar.opening_phrase(self.clock()) if self.calendar else ""
             sentence = self.canned.callback_booked.format(opens=opens)
         else:
@@ -273,7 +282,10 @@ class DialogPolicy:
             last = state.last_reply
             sentences = (shortcut.reply, last) if last else (self.canned.nothing_to_repeat,)
         elif shortcut.action == "transfer" and not self.can_transfer:
-            sentences = (self.canned.transfer_unavailable,)
+            offer = self._no_agent_transfer(shortcut.intent)
+            if offer.change.awaiting == CALLBACK:
+                return replace(offer, route="shortcut", rule=shortcut.name)
+            sentences = offer.sentences
         elif shortcut.action == "transfer" and self._desk_closed():
             return self._closed_transfer(shortcut.intent)
         else:
@@ -356,7 +368,9 @@ class DialogPolicy:
         wants_transfer = turn["intent"] == "transfer"
         awaiting = None
         if wants_transfer and not self.can_transfer:
-            sentences.append(self.canned.transfer_unavailable)
+            no_agent = self._no_agent_transfer()
+            sentences += no_agent.sentences
+            awaiting = no_agent.change.awaiting
         elif wants_transfer and self._desk_closed():
             closed = self._closed_transfer()
             sentences += closed.sentences

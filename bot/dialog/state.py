@@ -34,6 +34,8 @@ class CannedReplies:
     desk_closed: str
     callback_offer: str
     callback_booked: str
+    callback_offer_no_agent: str
+    callback_booked_no_agent: str
     callback_failed: str
     callback_declined: str
     department_closed: str
