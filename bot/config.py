@@ -192,6 +192,11 @@ class LineConfig:
     extra_closed_days: list[str] = field(default_factory=list)
     # Outside the hours, "a person, please" offers a callback reservation (the desk's queue).
     offer_callback: bool = True
+    # Languages the line answers in, the first the default (docs/languages.md). More than one needs
+    # stt.language = "auto" (or the keypad menu) and each needs its data files (bot/data/lang/<code>.toml).
+    languages: list[str] = field(default_factory=lambda: ["ko"])
+    # The key that switches to the line's second language at once (announced after the greeting); "" none.
+    language_key: str = "9"
 
 
 @dataclass(frozen=True)
@@ -238,7 +243,12 @@ class STTConfig:
     model: str = "models/whisper-base"
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     compute_type: str = "int8"
+    # "auto": Whisper picks among line.languages on each turn (bot/dialog/language.py decides a switch).
     language: str = "ko"
+    language_switch_p: float = 0.8  # one turn this sure switches the call's language
+    language_repeat_p: float = 0.5  # two turns in a row this sure switch; also the decode-in-it threshold
+    language_min_words: int = 2  # a one-word turn never switches
+    language_min_secs: float = 1.0
     beam_size: int = 1
     temperature: float = 0.0
     hotwords: str = ""
@@ -542,4 +552,16 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
             raise ConfigError(f"missing required config key {key} in {path}")
     hints = typing.get_type_hints(Config)
     built = {name: _build_section(name, hints[name], raw.get(name, {})) for name in sections}
-    return Config(**built, base_dir=path.resolve().parent)
+    config = Config(**built, base_dir=path.resolve().parent)
+    _check_languages(config)
+    return config
+
+
+def _check_languages(config: Config) -> None:
+    langs = config.line.languages
+    if not langs or langs[0] != "ko":
+        raise ConfigError(f"line.languages must start with \"ko\" (the line's default), got {langs}")
+    if len(set(langs)) != len(langs):
+        raise ConfigError(f"line.languages has a language twice: {langs}")
+    if config.stt.language == "auto" and len(langs) < 2:
+        raise ConfigError('stt.language = "auto" needs a second language in line.languages')

@@ -29,6 +29,8 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bot.config import Config, Secrets
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.emergency import EmergencyRules
+from bot.dialog.language import LanguageGuess, LanguageSwitcher, SwitchRule
+from bot.dialog.languages import LanguagePack, load_language
 from bot.dialog.policy import DialogPolicy
 from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, load_domain
@@ -59,12 +61,15 @@ class DialogAssets:
     emergency: EmergencyRules
     calendar: LineCalendar
     backchannels: Backchannels | None = None
+    # line.languages beyond Korean (bot/dialog/languages.py); a language without its files fails here.
+    languages: dict[str, LanguagePack] = field(default_factory=dict)
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
         domain = load_domain(config.path(config.llm.domain_file))
         calendar = LineCalendar.from_config(config.line)
         return cls(
+            languages={code: load_language(code, domain) for code in config.line.languages[1:]},
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
@@ -124,12 +129,49 @@ class SharedModels:
 
 
 def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolicy:
-    """One line's rules; ``clock`` runs a call as if at another time (``chat --at``)."""
-    return DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake,
-                        can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
-                        emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
-                        clock=clock, offer_callback=config.line.offer_callback,
-                        offer_sms=config.sms.enabled and config.sms.after_ticket)
+    """One line's rules; ``clock`` runs a call as if at another time (``chat --at``). Each other
+    language of the line gets the same rules with its own words (``DialogPolicy.for_language``)."""
+    def policy(shortcuts, canned, intake) -> DialogPolicy:
+        return DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
+                            can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
+                            emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
+                            clock=clock, offer_callback=config.line.offer_callback,
+                            offer_sms=config.sms.enabled and config.sms.after_ticket)
+
+    main = policy(assets.shortcuts, assets.canned, assets.intake)
+    for code, pack in assets.languages.items():
+        sibling = policy(pack.shortcuts, pack.canned.with_hours(assets.calendar.hours_phrase()), pack.intake)
+        sibling.instruction = pack.instruction
+        main.siblings[code] = sibling
+    main.siblings |= {"ko": main}
+    for sibling in main.siblings.values():
+        sibling.siblings = main.siblings
+    menu = language_menu(config, assets)
+    if menu is not None:
+        main.menu = (config.line.language_key, menu[0], assets.languages[menu[0]].switched, menu[1])
+    return main
+
+
+def language_menu(config: Config, assets: DialogAssets) -> tuple[str, str] | None:
+    """(language, the line said after the greeting) when the keypad menu is on: the line's second language."""
+    if not config.line.language_key or len(config.line.languages) < 2:
+        return None
+    code = config.line.languages[1]
+    return code, assets.languages[code].menu.format(key=config.line.language_key)
+
+
+def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
+    """A call's state: its language starts as the line's first; auto detection gets a switcher."""
+    state = DialogState(language=config.line.languages[0])
+    if config.stt.language == "auto":
+        stt = config.stt
+        state.switcher = LanguageSwitcher(config.line.languages, SwitchRule(
+            switch_p=stt.language_switch_p, repeat_p=stt.language_repeat_p, min_words=stt.language_min_words,
+            min_secs=stt.language_min_secs))
+    menu = language_menu(config, assets)
+    if menu is not None:
+        state.language_key, state.language_key_target = config.line.language_key, menu[0]
+    return state
 
 
 def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
@@ -232,14 +274,22 @@ def build_call(
     (our webhook's token only; nothing here reads them, a test lab's builder may).
     """
     recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
-    dialog = DialogState()
+    dialog = new_dialog_state(config, models.assets)
 
     def on_stt(result):
         if recorder.current.first_audio_out is None:  # not speech over the reply (see TurnRecord.mark)
             recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
+        if result.detected is not None and result.accepted:
+            recorder.current.language_p = round(result.language_p, 3)
+            guess = LanguageGuess(result.detected, result.language_p, len(result.text.split()), result.audio_secs)
+            if dialog.observe_language(guess):
+                logger.info("call language -> {} (Whisper p={:.2f})", dialog.language, result.language_p)
 
-    stt = WhisperSTTProcessor(engine=models.whisper, language=config.stt.language, on_result=on_stt,
-                              unclear_min_segment_secs=config.stt.unclear_min_segment_secs)
+    auto = config.stt.language == "auto"
+    stt = WhisperSTTProcessor(engine=models.whisper, language=config.line.languages[0] if auto else config.stt.language,
+                              on_result=on_stt, unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
+                              detect=tuple(config.line.languages) if auto else None,
+                              decode_p=config.stt.language_repeat_p, language_of=lambda: dialog.language)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
 
     def on_decision(kind: str, wait: float):
@@ -255,8 +305,10 @@ def build_call(
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current,
                    desk=desk, call_id=call_id, new_record=recorder.keypad_turn, on_answered=recorder.save)
+    tags = {code: pack.tag for code, pack in models.assets.languages.items()}
     tts = SupertonicTTSService(
         engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
+        language_of=(lambda: tags.get(dialog.language, "ko")) if tags else None,
         on_sentence=lambda result: _sentence_heard(recorder, result, models.heard_ids), canned=models.canned_audio,
     )
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
@@ -379,6 +431,8 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
     """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
     Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
     notes = session.llm.policy.greeting_notes(notice)
+    if session.llm.policy.menu is not None:  # "For English, press 9." last, where a caller expects a menu
+        notes += (session.llm.policy.menu[3],)
     session.dialog.last_reply = " ".join((greeting, *notes))
     session.recorder.current.mark("first_sentence")
     session.recorder.current.line_open = session.llm.policy.line_open()

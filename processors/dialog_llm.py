@@ -169,6 +169,11 @@ class DialogLLMService(StructuredLLMService):
         self._run = SpeculativeRun()
         self._filler_played = False  # this run spoke the "one moment" filler
 
+    @property
+    def _lp(self) -> DialogPolicy:
+        """The line's rules in the caller's language."""
+        return self.policy.for_language(self.dialog.language)
+
     async def process_frame(self, frame: Frame, direction: FrameDirection):
         if isinstance(frame, EagerEndOfTurnCancelFrame):
             self._withdraw_speculation()
@@ -207,8 +212,9 @@ class DialogLLMService(StructuredLLMService):
             if record and user_text:
                 record.transcript = user_text
             if record:
-                record.line_open = self.policy.line_open()
-            await self._carry_out(self.policy.decide(user_text, self.dialog), record, user_text, context)
+                record.line_open = self._lp.line_open()
+                record.language = self.dialog.language
+            await self._carry_out(self._lp.decide(user_text, self.dialog), record, user_text, context)
         finally:
             self._run.active = False
 
@@ -218,15 +224,15 @@ class DialogLLMService(StructuredLLMService):
         if isinstance(decision, CreateTicket):
             if not await self._run.is_final():
                 return  # the caller went on speaking: no ticket for a withdrawn "yes"
-            decision = self.policy.ticket_created(await self._create_ticket(decision.slots, text), self.dialog)
+            decision = self._lp.ticket_created(await self._create_ticket(decision.slots, text), self.dialog)
         elif isinstance(decision, TextTicket):
             if not await self._run.is_final():
                 return  # a withdrawn "yes" is no consent
-            decision = self.policy.sms_requested(await self._text_ticket(decision.number))
+            decision = self._lp.sms_requested(await self._text_ticket(decision.number))
         elif isinstance(decision, BookCallback):
             if not await self._run.is_final():
                 return
-            decision = self.policy.callback_booked(await self._book_callback(decision.after, decision.reception_no))
+            decision = self._lp.callback_booked(await self._book_callback(decision.after, decision.reception_no))
         elif isinstance(decision, LookUpStatus):
             decision = await self._find_status(decision.number)
         elif isinstance(decision, AskModel):
@@ -234,7 +240,7 @@ class DialogLLMService(StructuredLLMService):
             if found is not None and found.directory_hit is not None:
                 if record:
                     record.answer_source = found.directory_hit.id
-                decision = self.policy.directory(directory_reply(found.directory_hit))
+                decision = self._lp.directory(directory_reply(found.directory_hit))
             elif context is not None:
                 hits = found.hits if found else []
                 self.response_format = self._format_for([entry.id for entry, _ in hits])
@@ -292,8 +298,8 @@ class DialogLLMService(StructuredLLMService):
             ticket = await self._desk.find_ticket(number)
         except Exception as e:  # noqa: BLE001
             logger.error("status lookup failed ({}: {})", type(e).__name__, e)
-            return self.policy.status_found(number, None, failed=True)
-        return self.policy.status_found(number, ticket)
+            return self._lp.status_found(number, None, failed=True)
+        return self._lp.status_found(number, ticket)
 
     async def _say(self, answer: Speak, record: TurnRecord | None):
         """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
@@ -332,13 +338,13 @@ class DialogLLMService(StructuredLLMService):
     # --- the phone pad ------------------------------------------------------------------------
 
     async def _keypad_turn(self, keys: str):
-        decision = self.policy.keypad(keys, self.dialog)
+        decision = self._lp.keypad(keys, self.dialog)
         if decision is None:
             return
         record = self._new_record()
         if record:
             record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
-            record.line_open = self.policy.line_open()
+            record.line_open = self._lp.line_open()
         await self.push_frame(LLMFullResponseStartFrame())
         try:
             await self._carry_out(decision, record, record.transcript if record else keys)
@@ -365,6 +371,8 @@ class DialogLLMService(StructuredLLMService):
         self._settings.system_instruction = render_system_prompt(
             self._template, self._domain, self.dialog.known_slots(), facts=facts
         )
+        if self._lp.instruction:
+            self._settings.system_instruction += "\n\n" + self._lp.instruction
         trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
         spoken: list[str] = []
         self._run.made_call = True
@@ -388,8 +396,8 @@ class DialogLLMService(StructuredLLMService):
         finally:
             await self._stop_filler(filler)
         self.last_model_turn = turn
-        follow = self.policy.after_model(turn, self.dialog)
-        if turn["intent"] == "transfer" and not self.policy.can_transfer:
+        follow = self._lp.after_model(turn, self.dialog)
+        if turn["intent"] == "transfer" and not self._lp.can_transfer:
             logger.warning("the model chose transfer but call.transfer_number is not set")
         for sentence in follow.sentences:
             await self._speak_sentence(sentence, record, spoken)
@@ -408,7 +416,7 @@ class DialogLLMService(StructuredLLMService):
 
     async def _model_failed(self, e: LLMTurnError, record: TurnRecord | None, spoken: list[str]):
         error = str(e)
-        answer = self.policy.model_failed(self.last_result is not None and self.last_result.route == "error")
+        answer = self._lp.model_failed(self.last_result is not None and self.last_result.route == "error")
         logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
                      "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
         if record:
@@ -448,7 +456,7 @@ class DialogLLMService(StructuredLLMService):
         self._filler_played = True
         if record:
             record.mark("first_sentence", overwrite=True)  # what the caller hears first
-        await self._speak(self._canned.filler)  # canned: from memory, never synthesized
+        await self._speak(self._lp.canned.filler)  # canned: from memory, never synthesized
 
     async def _stop_filler(self, task: asyncio.Task | None):
         if task is not None and not task.done():

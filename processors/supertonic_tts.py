@@ -39,6 +39,7 @@ from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 
 from bot.config import TTSConfig
+from bot.english.normalize import normalize_english
 from bot.korean.normalize import normalize_korean, remove_unsupported
 from bot.errors import ModelMissingError
 
@@ -473,7 +474,7 @@ class SupertonicEngine:
         idx = self._indexer
         return all(ord(c) < len(idx) and idx[ord(c)] >= 0 for c in unicodedata.normalize("NFKD", ch))
 
-    def prepare_text(self, text: str) -> tuple[str, list[str]]:
+    def prepare_text(self, text: str, language: str = "ko") -> tuple[str, list[str]]:
         """Normalize text for speech and drop what the model cannot say.
 
         Args:
@@ -482,7 +483,7 @@ class SupertonicEngine:
         Returns:
             ``(clean_text, removed_chars)``; ``clean_text`` is NFC and may be empty.
         """
-        text = normalize_korean(text)
+        text = normalize_english(text) if language == "en" else normalize_korean(text)
         text = re.sub(r"\s+", " ", text).strip()
         clean, removed = remove_unsupported(text, self._supported)
         if removed:
@@ -492,11 +493,11 @@ class SupertonicEngine:
         clean = re.sub(r" ([,.!?;:])", r"\1", clean)
         return clean, list(removed)
 
-    def _text_ids(self, chunk: str) -> np.ndarray:
-        """Token ids of ``<ko>NFKD(chunk)</ko>`` (final punctuation added when missing)."""
+    def _text_ids(self, chunk: str, language: str = "ko") -> np.ndarray:
+        """Token ids of ``<xx>NFKD(chunk)</xx>`` (final punctuation added when missing)."""
         if not _FINAL_PUNCT.search(chunk):
             chunk += "."
-        tagged = "<ko>" + unicodedata.normalize("NFKD", chunk) + "</ko>"
+        tagged = f"<{language}>" + unicodedata.normalize("NFKD", chunk) + f"</{language}>"
         cps = np.fromiter((ord(c) for c in tagged), dtype=np.int64, count=len(tagged))
         in_range = cps < len(self._indexer)
         ids = np.full(cps.shape, -1, dtype=np.int64)
@@ -580,6 +581,7 @@ class SupertonicEngine:
         voice: str | None = None,
         seed: int | None = 0,
         cancel: threading.Event | None = None,
+        language: str = "ko",
     ) -> SynthResult:
         """Synthesize one sentence (blocking; safe to call from several threads).
 
@@ -592,6 +594,7 @@ class SupertonicEngine:
                 None for fresh randomness.
             cancel: When set by another thread, synthesis stops before the next session run and
                 raises ``SynthesisCancelled`` (a barge-in frees the CPU/GPU at once).
+            language: Supertonic's language tag ("ko", "en"): the text normalizer and the ``<xx>`` wrap.
 
         Returns:
             The audio and its timings. Text with nothing speakable gives empty ``pcm``.
@@ -610,14 +613,14 @@ class SupertonicEngine:
         rng = np.random.default_rng(seed)
         timings: dict[str, float] = {}
 
-        clean, removed = self.prepare_text(text)
+        clean, removed = self.prepare_text(text, language)
         pieces: list[np.ndarray] = []
         n_tokens = 0
         model_duration = 0.0
         if any(ch.isalnum() for ch in clean):  # punctuation alone is nothing to say
             gap = np.zeros(int(_CHUNK_GAP_S * self.sample_rate), dtype=np.float32)
             for chunk in _split_long(clean, self._max_chunk_chars):
-                ids = self._text_ids(chunk)
+                ids = self._text_ids(chunk, language)
                 if ids.size == 0:
                     continue
                 n_tokens += int(ids.size)
@@ -718,6 +721,7 @@ class SupertonicTTSService(TTSService):
         frame_ms: int = 20,
         on_sentence: OnSentence | None = None,
         canned: CannedAudio | None = None,
+        language_of: Callable[[], str] | None = None,
         **kwargs,
     ):
         """Create the service.
@@ -745,6 +749,7 @@ class SupertonicTTSService(TTSService):
         self._frame_ms = frame_ms
         self._on_sentence = on_sentence
         self._canned = canned
+        self._language_of = language_of  # the call's language tag at each sentence ("ko" when None)
 
     def can_generate_metrics(self) -> bool:
         """TTFB, processing and usage metrics are supported."""
@@ -774,8 +779,10 @@ class SupertonicTTSService(TTSService):
         if result is None:
             try:
                 # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
+                # Only a multilingual line passes a language: a Korean-only call is synthesized as before.
+                lang = {"language": self._language_of()} if self._language_of else {}
                 result = await asyncio.to_thread(
-                    self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel
+                    self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel, **lang
                 )
             except asyncio.CancelledError:
                 cancel.set()  # interrupted: let the worker thread stop at its next session run

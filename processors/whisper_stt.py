@@ -151,6 +151,10 @@ class TranscriptResult:
     avg_logprob: float | None = None
     no_speech_prob: float | None = None
     queue_ms: float = 0.0
+    # Auto language (``detect`` given): the most probable allowed language and its probability,
+    # from the same encoder pass as the transcript (None when the language was forced).
+    detected: str | None = None
+    language_p: float | None = None
 
     @property
     def accepted(self) -> bool:
@@ -258,7 +262,8 @@ class WhisperEngine:
         return self.warmup_ms
 
     def transcribe(
-        self, pcm16: bytes, sample_rate: int, *, language: str | None = None
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None,
+        detect: tuple[str, ...] | None = None, decode_p: float = 0.5,
     ) -> TranscriptResult:
         """Transcribe one segment of mono 16-bit PCM. Blocking: call it from a worker thread.
 
@@ -268,12 +273,18 @@ class WhisperEngine:
         Args:
             pcm16: Mono 16-bit little-endian PCM.
             sample_rate: Its rate; anything but 16 kHz is resampled.
-            language: Whisper language code; ``cfg.language`` when None. Always forced, never
-                detected.
+            language: Whisper language code; ``cfg.language`` when None.
+            detect: Allowed languages (``stt.language = "auto"``): Whisper's language probabilities
+                are read from the encoder output the transcript is decoded from (one encoder pass),
+                and the segment is decoded in the most probable allowed language when its
+                probability is at least ``decode_p``, else in ``language``. Not detected when None.
         """
         t0 = time.perf_counter()
         cfg = self.cfg
-        language = language or cfg.language
+        # "auto" decodes in the line's first language until a switch; the config makes that Korean.
+        language = language or (cfg.language if cfg.language != "auto" else "ko")
+        detected: str | None = None
+        language_p: float | None = None
         audio_secs = (len(pcm16) // 2) / sample_rate if sample_rate > 0 else 0.0
 
         def done(reason: RejectReason | None, text: str = "", seg: Any = None) -> TranscriptResult:
@@ -287,6 +298,8 @@ class WhisperEngine:
                 language=language,
                 avg_logprob=seg.avg_logprob if seg is not None else None,
                 no_speech_prob=seg.no_speech_prob if seg is not None else None,
+                detected=detected,
+                language_p=language_p,
             )
 
         if audio_secs <= 0:
@@ -317,6 +330,11 @@ class WhisperEngine:
             without_timestamps=True,
             max_new_tokens=max_new_tokens,
         )
+        if detect:
+            # Nothing is decoded yet (the generator is lazy): decode from our own encoder output instead.
+            detected, language_p, segments = self._detect_and_decode(audio, detect, language, decode_p,
+                                                                     _info.transcription_options)
+            language = detected if language_p >= decode_p else language
         segments = list(segments)  # decode here, in this thread
 
         kept: list[str] = []
@@ -338,6 +356,26 @@ class WhisperEngine:
             return done(None, text, first)
         return done(dropped[0] if dropped else "empty", "", first)
 
+    def _detect_and_decode(self, audio: np.ndarray, allowed: tuple[str, ...], fallback: str, decode_p: float,
+                           options: Any) -> tuple[str, float, Any]:
+        """Language probabilities and the segments from ONE encoder pass.
+
+        faster-whisper's own ``language=None`` encodes twice (detection, then decoding) and decodes
+        in whatever language won, Thai included; here the winner is restricted to ``allowed``.
+        """
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+
+        model = self.model
+        features = model.feature_extractor(audio)
+        encoder_output = model.encode(pad_or_trim(features[..., : model.feature_extractor.nb_max_frames]))
+        probs = {tok[2:-2]: p for tok, p in model.model.detect_language(encoder_output)[0]}
+        best = max(allowed, key=lambda lang: probs.get(lang, 0.0))
+        p = float(probs.get(best, 0.0))
+        lang = best if p >= decode_p else fallback
+        tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=lang)
+        return best, p, model.generate_segments(features, tokenizer, options, False, encoder_output)
+
     def _segment_reject_reason(self, seg: Any) -> RejectReason | None:
         cfg = self.cfg
         # Whisper's rule: likely silence, unless the decoder was confident anyway.
@@ -354,7 +392,8 @@ class WhisperEngine:
         return None
 
     async def transcribe_async(
-        self, pcm16: bytes, sample_rate: int, *, language: str | None = None
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None,
+        detect: tuple[str, ...] | None = None, decode_p: float = 0.5,
     ) -> TranscriptResult:
         """``transcribe`` on the engine's worker threads; the event loop stays free."""
         loop = asyncio.get_running_loop()
@@ -362,7 +401,7 @@ class WhisperEngine:
 
         def run() -> TranscriptResult:
             queue_ms = (time.perf_counter() - submitted) * 1000
-            result = self.transcribe(pcm16, sample_rate, language=language)
+            result = self.transcribe(pcm16, sample_rate, language=language, detect=detect, decode_p=decode_p)
             return dataclasses.replace(result, queue_ms=queue_ms)
 
         return await loop.run_in_executor(self._executor, run)
@@ -406,6 +445,9 @@ class WhisperSTTProcessor(SegmentedSTTService):
         on_result: Callable[[TranscriptResult], None] | None = None,
         ttfs_p99_latency: float | None = None,
         unclear_min_segment_secs: float = 2.0,
+        detect: tuple[str, ...] | None = None,
+        decode_p: float = 0.5,
+        language_of: Callable[[], str] | None = None,
         **kwargs,
     ):
         if ttfs_p99_latency is None:
@@ -425,6 +467,10 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._engine = engine
         self._on_result = on_result
         self._unclear_min_secs = unclear_min_segment_secs
+        # stt.language = "auto": the languages Whisper may pick; ``language_of`` gives the call's current one.
+        self._detect = detect
+        self._decode_p = decode_p
+        self._language_of = language_of
         self.rejected_counts: Counter[str] = Counter()
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
@@ -470,10 +516,15 @@ class WhisperSTTProcessor(SegmentedSTTService):
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
         self._segments_waiting = max(0, self._segments_waiting - 1)
-        language = _whisper_language(self._settings.language or self._engine.cfg.language)
+        if self._language_of is not None:
+            language = self._language_of()
+        else:
+            language = _whisper_language(self._settings.language or self._engine.cfg.language)
         await self.start_processing_metrics()
         try:
-            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language)
+            # Forced language: the call is the same as before auto detection existed.
+            auto = {"detect": self._detect, "decode_p": self._decode_p} if self._detect else {}
+            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language, **auto)
         except Exception as e:
             # No traceback: loguru's would print local variables (the audio) into the log.
             logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)

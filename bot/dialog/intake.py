@@ -7,7 +7,8 @@ live in bot/data/intake.toml.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.datafile import read_toml
@@ -30,14 +31,24 @@ class Intake:
     needs_time: frozenset[str]
     reception_digits: int
     category_labels: dict[str, str]
+    # How a reception number is spoken (digit by digit, in the call's language).
+    read_number: Callable[[str], str] = field(default=read_digits)
 
     @classmethod
     def load(cls, path: Path, domain: Domain) -> "Intake":
-        data = read_toml(path, IntakeError, "intake file")
+        return cls.from_data(read_toml(path, IntakeError, "intake file"), path, domain)
+
+    @classmethod
+    def from_data(cls, data: dict, path: Path | str, domain: Domain,
+                  read_number: Callable[[str], str] = read_digits) -> "Intake":
         missing = [k for k in TEXT_KEYS if not isinstance(data.get(k), str)]
         if missing:
             raise IntakeError(f"{path}: missing text {', '.join(missing)}")
         labels = {c.name: c.label for c in domain.categories}
+        unknown = [c for c in data.get("category_labels", {}) if c not in labels]
+        if unknown:
+            raise IntakeError(f"{path}: category_labels names unknown categories {unknown}")
+        labels |= data.get("category_labels", {})
         unknown = [c for c in data.get("needs_time", []) if c not in labels]
         if unknown:
             raise IntakeError(f"{path}: needs_time names unknown categories {unknown}")
@@ -47,6 +58,7 @@ class Intake:
             needs_time=frozenset(data.get("needs_time", [])),
             reception_digits=int(data.get("reception_digits", 8)),
             category_labels=labels,
+            read_number=read_number,
         )
 
     # --- intake -------------------------------------------------------------------------------
@@ -64,7 +76,7 @@ class Intake:
                                               time_part=time_part)
 
     def confirmed(self, number: str) -> str:
-        return self.texts["confirmed"].format(number=read_digits(number))
+        return self.texts["confirmed"].format(number=self.read_number(number))
 
     def label(self, category: str | None) -> str:
         return self.category_labels.get(category or "", category or "")
@@ -78,8 +90,8 @@ class Intake:
 
     def status(self, number: str, ticket: dict | None) -> str:
         if ticket is None:
-            return self.texts["status_unknown"].format(number=read_digits(number))
-        return self.texts["status"].format(number=read_digits(number), category=self.label(ticket["category"]),
+            return self.texts["status_unknown"].format(number=self.read_number(number))
+        return self.texts["status"].format(number=self.read_number(number), category=self.label(ticket["category"]),
                                            status=self.status_labels.get(ticket["status"], ticket["status"]))
 
     def text(self, key: str, **kw) -> str:

@@ -55,8 +55,11 @@ class Change:
     ticket: str | None = None  # a reception number given in this turn
     model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
     transfer_reason: str = "asked"  # why a transfer is made: "asked" or "errors" (the warm transfer's summary)
+    language: str | None = None  # the caller chose a language (the keypad menu)
 
     def apply(self, state: DialogState, reply: str) -> None:
+        if self.language:
+            state.set_language(self.language)
         if self.model_turn is not None:
             state.apply_turn(self.model_turn)
         if self.ticket:
@@ -164,6 +167,14 @@ class DialogPolicy:
         # (only on calls with a number to text: ``DialogState.textable``).
         self.offer_sms = offer_sms
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
+        # Other languages of the line (bot/dialog/languages.py): the same rules with their words.
+        self.siblings: dict[str, DialogPolicy] = {}
+        self.instruction = ""  # asks the model to reply in this language ("" for Korean)
+        self.menu: tuple[str, str, str, str] | None = None  # (key, language, its "switched" sentence, the menu line)
+
+    def for_language(self, language: str) -> "DialogPolicy":
+        """This line's rules in the caller's language (itself when it has no other)."""
+        return self.siblings.get(language, self)
 
     # --- the line's calendar ------------------------------------------------------------------
 
@@ -298,7 +309,10 @@ class DialogPolicy:
     # --- the phone pad ------------------------------------------------------------------------
 
     def keypad(self, keys: str, state: DialogState) -> Decision | None:
-        """A complete key entry ("0", "1"/"2" during a read-back, or digits before '#')."""
+        """A complete key entry ("0", "1"/"2" during a read-back, the language key, or digits before '#')."""
+        if self.menu is not None and keys == self.menu[0]:
+            _key, language, switched, _line = self.menu
+            return Speak((switched,), "rule", "other", change=Change(language=language))
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
         if state.awaiting == SMS_OFFER and keys in ("1", "2") and state.tickets:
@@ -462,6 +476,8 @@ class KeyBuffer:
         """The complete entry this key makes, or None while it is still being keyed."""
         if state.awaiting in YES_NO_KEYS and not self.keys and key in ("1", "2"):
             return key
+        if key == state.language_key and not self.keys and state.language != state.language_key_target:
+            return key  # the language menu: at once
         if key == "*":
             self.keys = ""
         elif key == "#":

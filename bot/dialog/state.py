@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from bot.datafile import read_toml
+from bot.dialog.language import LanguageGuess, LanguageSwitcher
 
 SLOT_NAMES = ("category", "location", "time")
 
@@ -59,7 +60,10 @@ class CannedReplies:
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
-        data = read_toml(path, ValueError, "canned replies file")
+        return cls.from_data(read_toml(path, ValueError, "canned replies file"), path)
+
+    @classmethod
+    def from_data(cls, data: dict, path: Path | str) -> "CannedReplies":
         try:
             return cls(**{f.name: str(data[f.name]) for f in fields(cls)})
         except KeyError as e:
@@ -92,6 +96,24 @@ class DialogState:
     tickets: list[str] = field(default_factory=list)  # reception numbers given in this call
     # The caller's number is known (a phone call, not the QA page): a text can be offered.
     textable: bool = False
+    # The caller's language (a code of line.languages); the switcher decides on speech (stt.language
+    # = "auto"), the keypad menu at once. ``language_key``: the menu's key while it is offered.
+    language: str = "ko"
+    switcher: LanguageSwitcher | None = None
+    language_key: str = ""
+    language_key_target: str = ""
+
+    def observe_language(self, guess: LanguageGuess) -> bool:
+        """One turn's language guess; True when the call's language changed."""
+        if self.switcher is None:
+            return False
+        before, self.language = self.language, self.switcher.observe(guess)
+        return self.language != before
+
+    def set_language(self, language: str) -> None:
+        if self.switcher is not None:
+            self.switcher.force(language)
+        self.language = language
 
     def known_slots(self) -> dict[str, str]:
         return {k: v for k, v in self.slots.items() if v}

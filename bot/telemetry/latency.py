@@ -58,6 +58,10 @@ class TurnRecord:
     flow: str | None = None
     slots: dict[str, Any] = field(default_factory=dict)
     stt_audio_secs: float | None = None
+    # The call's language when the turn was answered, and Whisper's probability for the language it
+    # guessed this turn (stt.language = "auto"; None when forced).
+    language: str | None = None
+    language_p: float | None = None
     stt_ms: float | None = None
     stt_rtf: float | None = None
     tts_synth_ms: list[float] = field(default_factory=list)

@@ -1,0 +1,105 @@
+"""Issue 24: the caller's language (switch rule, English words, keypad menu, config checks)."""
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, load_config
+from bot.dialog.language import LanguageGuess, LanguageSwitcher
+from bot.dialog.policy import KeyBuffer, Speak
+from bot.dialog.state import DialogState
+from bot.english.normalize import normalize_english
+from bot.pipeline import DialogAssets, make_policy, new_dialog_state
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def g(lang, p, words=5, secs=2.0):
+    return LanguageGuess(lang, p, words, secs)
+
+
+def test_one_sure_turn_switches_and_korean_switches_back():
+    s = LanguageSwitcher(["ko", "en"])
+    assert s.observe(g("en", 0.91)) == "en"
+    assert s.observe(g("ko", 0.95)) == "ko"
+
+
+def test_two_plainer_turns_in_a_row_switch():
+    s = LanguageSwitcher(["ko", "en"])
+    assert s.observe(g("en", 0.6)) == "ko"
+    assert s.observe(g("en", 0.6)) == "en"
+
+
+def test_a_korean_turn_between_breaks_the_run():
+    s = LanguageSwitcher(["ko", "en"])
+    s.observe(g("en", 0.6))
+    s.observe(g("ko", 0.9))
+    assert s.observe(g("en", 0.6)) == "ko"
+
+
+@pytest.mark.parametrize("guess", [g("en", 0.99, words=1), g("en", 0.99, secs=0.5), g("th", 0.99), g("en", 0.3)])
+def test_never_on_one_word_short_speech_unlisted_language_or_low_p(guess):
+    s = LanguageSwitcher(["ko", "en"])
+    assert s.observe(guess) == "ko"
+    assert s.observe(guess) == "ko"
+
+
+def test_force_only_to_a_listed_language():
+    s = LanguageSwitcher(["ko", "en"])
+    s.force("en")
+    assert s.current == "en"
+    with pytest.raises(ValueError, match="line.languages"):
+        s.force("ja")
+
+
+def test_english_normalizer():
+    assert normalize_english("Call 02-120-1234 at 3:30 pm.") == \
+        "Call zero, two, one, two, zero, one, two, three, four at three thirty P M."
+    assert normalize_english("It costs 15,000 won.") == "It costs fifteen thousand won."
+    assert normalize_english("On 2026-12-03 at 9:00.") == "On December third, twenty twenty-six at nine o'clock."
+    assert normalize_english("May 21st, 25% off") == "May twenty-first, twenty-five percent off"
+
+
+def _config(*sets):
+    return load_config(ROOT / "config.toml", ["line.languages=['ko','en']", *sets])
+
+
+def test_config_names_the_key():
+    with pytest.raises(ConfigError, match="line.languages"):
+        load_config(ROOT / "config.toml", ["line.languages=['en','ko']"])
+    with pytest.raises(ConfigError, match="stt.language"):
+        load_config(ROOT / "config.toml", ["stt.language='auto'"])
+    with pytest.raises(ValueError, match="line.languages: 'fr' has no replies"):
+        DialogAssets.load(load_config(ROOT / "config.toml", ["line.languages=['ko','fr']"]))
+
+
+def test_english_policy_keypad_menu_and_words():
+    config = _config("stt.language='auto'")
+    assets = DialogAssets.load(config)
+    policy = make_policy(config, assets)
+    state = new_dialog_state(config, assets)
+    assert state.switcher is not None and state.language == "ko"
+    assert policy.menu[3] == "For English, press 9."
+    keys = KeyBuffer()
+    assert keys.press("9", state) == "9"
+    answer = policy.keypad("9", state)
+    assert isinstance(answer, Speak) and "English" in answer.reply
+    answer.change.apply(state, answer.reply)
+    assert state.language == "en" and state.switcher.current == "en"
+    en = policy.for_language(state.language)
+    assert en.instruction.startswith("The caller speaks English")
+    assert en.decide("Thank you, bye!", state).reply == "Thank you for calling. Have a nice day."
+    assert en.decide("Can you say that again?", state).sentences[0] == "Sure, once more."
+    assert en.ticket_created("20260042").reply.startswith("Your complaint is filed. Your reception number is two, zero,")
+    # Korean words in an English call are not English shortcuts; the Korean policy keeps its own.
+    assert policy.for_language("ko") is policy
+    assert policy.decide("감사합니다", DialogState()).rule == "thanks_goodbye"
+    # After the switch the 9 is an ordinary digit again.
+    assert KeyBuffer().press("9", state) is None
+
+
+def test_default_config_has_no_menu_and_no_switcher():
+    config = load_config(ROOT / "config.toml")
+    assets = DialogAssets.load(config)
+    assert make_policy(config, assets).menu is None
+    assert new_dialog_state(config, assets).switcher is None
