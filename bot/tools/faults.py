@@ -14,16 +14,18 @@ fault one row: what was injected, what the caller heard (the names of the senten
 the server's turn records, and the first words), the time from the end of the caller's speech to
 the first audible bot audio and the longest silence after it (both measured on the caller's side,
 on the playback clock), the server's event-loop lag while the fault ran (what every other call
-lives with), whether the call's turn records are complete and say what happened, and the limits.
+lives with), whether the call's turn records are complete, and what else the scenario observed
+(status and close codes, counts, the calls beside it) in ``Row.facts`` and ``Row.others``.
 
-Limits: no silence over 2.0 s after the caller's turn ends; after an LLM failure the first words
-(the apology, or the filler while waiting) within 1.5 s of the turn's end (server record); other
-calls' event-loop lag p99 under 20 ms while a client is hostile; other calls answered normally.
+The limits (docs/faults.md): no silence over 2.0 s after the caller's turn ends; after an LLM
+failure the first words (the apology, or the filler while waiting) within 1.5 s of the turn's end
+(server record); other calls' event-loop lag p99 under 20 ms while a client is hostile.
 
-``run_bot.py faults`` is a benchmark: real Whisper decides part of every silence, so it prints the
-figures and the limits beside them and exits 0 whatever they are (1 only if the lab could not
-run). The tests (``tests/test_faults.py``) run the same scenarios with a fixed-delay STT, whose
-time they control, and assert each row's behaviour and limits.
+This module measures and prints; it does not judge. ``run_bot.py faults`` is a benchmark: real
+Whisper decides part of every silence, so it prints the figures with the limits beside them and
+exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/test_faults.py``)
+run the same scenarios with a fixed-delay STT, whose time they control, and hold each row to what
+the caller should hear and to the limits (``tests/faults_oracles.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import time
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import websockets
@@ -67,12 +70,10 @@ DESK = "+8221200000"
 ACCOUNT_SID = "AC" + "2" * 32
 AUTH_TOKEN = "fault-lab-" + pysecrets.token_hex(8)
 
+# The limits the report prints beside the figures (docs/faults.md); the tests hold the rows to them.
 LIMIT_SILENCE_S = 2.0
 LIMIT_APOLOGY_S = 1.5
-LIMIT_LAG_P99_MS = 20.0  # the target the benchmark prints
-# What the tests assert: no blocking call on the loop. A model call held on it costs hundreds of ms;
-# 20-25 ms is what three calls' threads cost a loaded 2-core machine (a CI run measured 22.7).
-LIMIT_LAG_BLOCKING_MS = 50.0
+LIMIT_LAG_P99_MS = 20.0  # the target with a hostile client (the tests bound only blocking calls)
 STAGGER_S = 0.2  # the first-named call of a scenario takes the speaking floor first
 QUIET_DONE_S = 2.1  # the bot has finished when it has been quiet this long (longer than the silence limit)
 NOTHING_HEARD_S = 6.0  # ... or when nothing at all came this long after the caller's turn
@@ -101,20 +102,13 @@ class Row:
     lag_p99_ms: float | None = None
     records_intact: bool | None = None
     outcome: str = ""
-    problems: list[str] = field(default_factory=list)
+    #: The sentence names the caller heard, in order (from the turn records).
+    names: list[str] = field(default_factory=list)
+    #: What else the scenario observed, by name (status and close codes, counts, exit status).
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: The calls that ran beside this one, as rows of their own.
+    others: list["Row"] = field(default_factory=list)
     seconds: float = 0.0  # how long the scenario ran
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def check(self, condition: bool, problem: str) -> None:
-        if not condition:
-            self.problems.append(problem)
-
-    def check_silence(self) -> None:
-        s = self.longest_silence_s
-        self.check(s is not None and s <= LIMIT_SILENCE_S, f"longest silence {_s(s)} > {LIMIT_SILENCE_S} s")
 
 
 def _s(v: float | None, digits: int = 2) -> str:
@@ -122,23 +116,23 @@ def _s(v: float | None, digits: int = 2) -> str:
 
 
 def render_report(rows: list[Row], meta: dict[str, str]) -> str:
+    """The figures of every row, the limits in the column heads: a table to read, not a verdict."""
     lines = ["# Fault report", "", "Every fault injected through a real socket or process boundary into `run_bot.py` "
              "(see bot/tools/faults.py). Caller side: simulated Twilio callers; times on the caller's playback clock.",
              "", *[f"- {k}: {v}" for k, v in meta.items()], "",
              f"Limits: longest silence after the caller's turn <= {LIMIT_SILENCE_S} s; LLM failures: first words "
              f"<= {LIMIT_APOLOGY_S} s after the turn ends (server record); hostile client: other calls' event-loop "
-             f"lag p99 < {LIMIT_LAG_P99_MS:.0f} ms.", "",
-             "| fault | injected | caller heard (first words) | first audio s | apology s | longest silence s | "
-             "loop lag p99 ms | records intact | outcome | limits |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"lag p99 < {LIMIT_LAG_P99_MS:.0f} ms. What each row should sound like: docs/faults.md "
+             "(tests/test_faults.py asserts it).", "",
+             f"| fault | injected | caller heard (first words) | first audio s | apology s (limit {LIMIT_APOLOGY_S}) | "
+             f"longest silence s (limit {LIMIT_SILENCE_S}) | loop lag p99 ms (target {LIMIT_LAG_P99_MS:.0f}) | "
+             "records intact | outcome |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         intact = "-" if r.records_intact is None else ("yes" if r.records_intact else "**no**")
-        verdict = "ok" if r.ok else "**FAIL**: " + "; ".join(r.problems)
         lines.append(f"| {r.fault} | {r.injected} | {r.heard} | {_s(r.first_audio_s)} | {_s(r.apology_s)} | "
-                     f"{_s(r.longest_silence_s)} | {_s(r.lag_p99_ms, 1)} | {intact} | {r.outcome} | {verdict} |")
-    failed = [r.fault for r in rows if not r.ok]
-    lines += ["", f"{len(rows) - len(failed)}/{len(rows)} rows within their limits"
-              + (f"; failed: {', '.join(failed)}" if failed else "."), ""]
+                     f"{_s(r.longest_silence_s)} | {_s(r.lag_p99_ms, 1)} | {intact} | {r.outcome} |")
+    lines += ["", f"{len(rows)} rows; the figures beside their limits, not judged here.", ""]
     return "\n".join(lines)
 
 
@@ -236,12 +230,11 @@ class FaultLab:
 
     def __init__(self, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
                  work_dir: Path | None = None, clip: Path = CLIP, verbose: bool = False,
-                 stt_delay_ms: float | None = None, lag_limit_ms: float = LIMIT_LAG_P99_MS):
+                 stt_delay_ms: float | None = None):
         """``stt_delay_ms``: None runs real Whisper (the benchmark); a number gives every call the
         fixed-delay STT (``bot/testing/fixed_stt.py``), so the silence is the bot's own (the tests)."""
         self.config_path = config_path
         self.stt_delay_ms = stt_delay_ms
-        self.lag_limit_ms = lag_limit_ms
         self.verbose = verbose
         self.base_overrides = [*overrides, *LAB_OVERRIDES]
         self._stack = ExitStack()
@@ -315,9 +308,13 @@ class FaultLab:
 
     # --- rows ---------------------------------------------------------------------------------
 
-    async def call_row(self, bot: Bot, row: Row, *, fault: str | None, turns: int = 1,
-                       expect: list[str], expect_end: str | None = None, apology: bool = False) -> Row:
-        """A caller greets, speaks ``turns`` times and listens each time; the row checks what it heard."""
+    async def call_row(self, bot: Bot, row: Row, *, fault: str | None, turns: int = 1, until_end: bool = False,
+                       apology: bool = False) -> Row:
+        """A caller greets, speaks ``turns`` times and listens each time; the row says what it heard.
+
+        ``until_end``: after the last turn the caller listens until the bot ends the call (else it
+        hangs up once the bot has talked a while). ``apology``: the model fails, so the row also
+        measures the first words after the failed turn and counts the error turns."""
         silences, firsts = [], []
         floor = self._floor()
         held = False
@@ -352,7 +349,7 @@ class FaultLab:
                     give()
                     if turn + 1 < turns:
                         waiting = asyncio.ensure_future(take())
-                    end = await self.listen(call, speech_end, hang_up_early=turn + 1 == turns and not expect_end)
+                    end = await self.listen(call, speech_end, hang_up_early=turn + 1 == turns and not until_end)
                     first, silence = silence_after(call, speech_end, end)
                     silences.append(silence)
                     firsts.append(first)
@@ -366,6 +363,7 @@ class FaultLab:
         records = await bot.records(call.call_sid)
         lag = await bot.loop_lag(wall0)
         names = heard_names(records)
+        row.names = names
         row.heard = describe_heard(names, records)
         row.first_audio_s = firsts[0] if firsts else None
         row.longest_silence_s = max(silences) if silences else None
@@ -375,11 +373,10 @@ class FaultLab:
             and all(r.get("route") not in (None, "pending") for r in records)
         if apology:
             failed = [r for r in answered if r.get("route") == "error"]
-            row.records_intact = row.records_intact and len(failed) >= 1 and all(r.get("error") for r in failed)
+            row.facts["error_turns"] = len(failed)
+            row.facts["error_turns_saying_why"] = sum(1 for r in failed if r.get("error"))
             if failed and failed[0].get("first_audio_out") and failed[0].get("turn_end"):
                 row.apology_s = round(failed[0]["first_audio_out"] - failed[0]["turn_end"], 3)
-            row.check(row.apology_s is not None and row.apology_s <= LIMIT_APOLOGY_S,
-                      f"first words {_s(row.apology_s)} s after the turn ended > {LIMIT_APOLOGY_S} s")
         hangups = [h for h in self.twilio.hangups if call.call_sid in h["path"]]
         if any("Twiml" in h["form"] for h in hangups):
             row.outcome = "transferred to the desk (<Dial>)"
@@ -387,68 +384,57 @@ class FaultLab:
             row.outcome = "hung up"
         else:
             row.outcome = "call goes on"
-        row.check_silence()
-        # The filler answers a wait: in a row about something else it comes or not with the machine's
-        # speed (turn end + STT + first token against llm.filler_after_ms), so only there it is optional.
-        got = names if "filler" in expect else [n for n in names if n != "filler"]
-        row.check(got == expect, f"heard {names}, expected {expect}" + ("" if "filler" in expect else
-                                                                        " (a filler allowed before any)"))
-        row.check(row.records_intact, "turn records missing or incomplete")
-        if expect_end:
-            row.check(row.outcome.startswith(expect_end), f"ended {row.outcome!r}, expected {expect_end!r}")
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
     async def llm_rows(self) -> list[Row]:
         """The model slow, hanging, failing or answering garbage: one call each, staggered."""
         specs = [
-            ("llm slow", "first token 1.2 s after the request", "slow-1200", ["filler", "reply"], False),
-            ("llm hang", "headers, then nothing (first-token timeout 1.5 s)", "hang", ["filler", "apology"], True),
-            ("llm 500", "HTTP 500 error body", "500", ["apology"], True),
-            ("llm down", "proxy's 502 page: the model server is gone", "down", ["apology"], True),
-            ("llm refused", "connection refused (nothing listening)", "refused", ["apology"], True),
-            ("llm invalid json", "a complete stream that is not JSON", "invalid_json", ["apology"], True),
-            ("llm cut off", "JSON cut in half, finish_reason=length", "cut_off", ["reply", "apology"], True),
+            ("llm slow", "first token 1.2 s after the request", "slow-1200", False),
+            ("llm hang", "headers, then nothing (first-token timeout 1.5 s)", "hang", True),
+            ("llm 500", "HTTP 500 error body", "500", True),
+            ("llm down", "proxy's 502 page: the model server is gone", "down", True),
+            ("llm refused", "connection refused (nothing listening)", "refused", True),
+            ("llm invalid json", "a complete stream that is not JSON", "invalid_json", True),
+            ("llm cut off", "JSON cut in half, finish_reason=length", "cut_off", True),
         ]
 
-        async def one(name, injected, fault, expect, apology) -> Row:
-            return await self.call_row(self.a, Row(name, injected), fault=f"llm:{fault}", expect=expect,
-                                       apology=apology)
+        async def one(name, injected, fault, apology) -> Row:
+            return await self.call_row(self.a, Row(name, injected), fault=f"llm:{fault}", apology=apology)
 
         return list(await asyncio.gather(*(one(*s) for s in specs)))
 
     async def repeated_failure_rows(self) -> list[Row]:
         """Two failed turns in a row: a person (bot A), or the opening hours and a hang-up (bot B)."""
         transfer = self.call_row(self.a, Row("llm fails twice", "HTTP 500 on two turns in a row, transfer number set"),
-                                 fault="llm:500", turns=2, expect=["apology", "transfer_after_errors"],
-                                 expect_end="transferred", apology=True)
+                                 fault="llm:500", turns=2, until_end=True, apology=True)
 
         async def closing() -> Row:
             await asyncio.sleep(STAGGER_S)
             return await self.call_row(self.b, Row("llm fails twice, no desk", "HTTP 500 on two turns in a row, "
                                                    "no transfer number"), fault="llm:500", turns=2,
-                                       expect=["apology_no_agent", "closing_hours"], expect_end="hung up", apology=True)
+                                       until_end=True, apology=True)
 
         return list(await asyncio.gather(transfer, closing()))
 
     async def stage_rows(self) -> list[Row]:
         """The STT or the TTS raising inside one call while another call goes on beside it."""
-        async def one(delay: float, name: str, injected: str, fault: str, expect: list[str]) -> Row:
+        async def one(delay: float, name: str, injected: str, fault: str) -> Row:
             await asyncio.sleep(delay)
             wall0 = time.time()
             bystander = Row(f"{name}: other call", "none (a normal call at the same time)")
             fault_row, other = await asyncio.gather(
-                self.call_row(self.a, Row(name, injected), fault=fault, expect=expect),
-                self._later(STAGGER_S, self.call_row(self.a, bystander, fault=None, expect=["reply"])))
-            fault_row.check(other.ok, f"the other call was disturbed: {'; '.join(other.problems)}")
+                self.call_row(self.a, Row(name, injected), fault=fault),
+                self._later(STAGGER_S, self.call_row(self.a, bystander, fault=None)))
+            fault_row.others.append(other)
             fault_row.outcome += f"; other call: {other.heard}, silence {_s(other.longest_silence_s)} s"
             fault_row.lag_p99_ms = (await self.a.loop_lag(wall0)).get("p99_ms")
             return fault_row
 
         return list(await asyncio.gather(
-            one(0.0, "stt raises", "every transcription of the call raises", "stt_error", ["unclear"]),
+            one(0.0, "stt raises", "every transcription of the call raises", "stt_error"),
             one(2 * STAGGER_S, "tts raises", "every synthesis of the call raises (canned audio still plays)",
-                "tts_error", ["apology"])))
+                "tts_error")))
 
     @staticmethod
     async def _later(secs: float, coro):
@@ -467,6 +453,7 @@ class FaultLab:
         records = await self.a.records(call.call_sid)
         names = [n for r in records for n in r.get("heard") or []]
         ivs = [iv for iv in call.heard_intervals() if iv[0] > greeting_end + 0.05]
+        row.names = names
         row.heard = describe_heard(names[1:], records)
         row.first_audio_s = round(ivs[0][0] - greeting_end, 2) if ivs else None
         row.longest_silence_s = None
@@ -475,11 +462,7 @@ class FaultLab:
         hangups = [h for h in self.twilio.hangups if call.call_sid in h["path"]]
         row.outcome = (f"prompt {_s(row.first_audio_s, 1)} s after the greeting ended; "
                        + ("hung up (Status=completed)" if hangups else "stream closed"))
-        row.check(names == ["greeting", "idle_prompt", "idle_goodbye"], f"heard {names}")
-        row.check(row.first_audio_s is not None and 5.8 <= row.first_audio_s <= 7.5,
-                  f"prompt {_s(row.first_audio_s)} s after the bot stopped (want ~6 s)")
-        row.check(bool(hangups), "no hang-up through Twilio's API")
-        row.check(bool(row.records_intact), "turn records missing or incomplete")
+        row.facts["hung_up"] = bool(hangups)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -508,8 +491,8 @@ class FaultLab:
 
             results = await asyncio.gather(
                 attack(),
-                self.call_row(self.a, normal_rows[0], fault=None, expect=["reply"]),
-                self._later(STAGGER_S, self.call_row(self.a, normal_rows[1], fault=None, expect=["reply"])))
+                self.call_row(self.a, normal_rows[0], fault=None),
+                self._later(STAGGER_S, self.call_row(self.a, normal_rows[1], fault=None)))
             refused = results[0]
             still_up = refused.pop("up_after_flood")
         log = self.a.proc.log()[log_from:]
@@ -525,15 +508,8 @@ class FaultLab:
         row.outcome = (f"hostile call {'still up after the flood (ignored)' if still_up else 'closed by the flood'}; "
                        f"{kinds_logged} log lines for {len(HOSTILE_KINDS)} kinds; media before start: close "
                        f"{refused['media_before_start']}; second stream on the token: close {refused['second_stream']}")
-        for r in normal_rows:
-            row.check(r.ok, f"{r.fault}: {'; '.join(r.problems)}")
-        row.check(still_up, "the hostile call was closed by its malformed messages (they should be ignored)")
-        row.check(row.lag_p99_ms is not None and row.lag_p99_ms < self.lag_limit_ms,
-                  f"loop lag p99 {_s(row.lag_p99_ms, 1)} ms >= {self.lag_limit_ms} ms")
-        row.check(kinds_logged == len(HOSTILE_KINDS), f"{kinds_logged} 'ignoring' log lines for "
-                  f"{len(HOSTILE_KINDS)} kinds (want one per kind)")
-        row.check(refused["media_before_start"] == 1008 and refused["second_stream"] == 1008,
-                  f"bad connections closed with {refused}, want 1008")
+        row.others = normal_rows
+        row.facts.update(still_up=still_up, kinds_logged=kinds_logged, kinds_sent=len(HOSTILE_KINDS), **refused)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -569,13 +545,10 @@ class FaultLab:
                       f"{reserved - (1 if first.status_code == 200 else 0)}"
         row.heard = "-"
         row.records_intact = reserved == (1 if first.status_code == 200 else 0)
-        row.check(first.status_code == 200, f"the first (genuine) webhook got {first.status_code}")
-        want = {"replayed": 403, "wrong URL": 403, "huge body": 400, "no CallSid": 400, "unsigned": 403}
-        row.check(codes == want, f"got {codes}, want {want}")
-        row.check(bool(row.records_intact), f"refused webhooks reserved {reserved} call slot(s)")
         rejected = _counter(await bot.metrics(), "voice_calls_rejected_total") - _counter(metrics_before,
                                                                                           "voice_calls_rejected_total")
-        row.check(rejected >= 3, f"/metrics counted {rejected} refusals")
+        row.facts.update(first_status=first.status_code, codes=codes, slots_reserved=reserved,
+                         rejected_counted=rejected)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -601,8 +574,7 @@ class FaultLab:
                                                                       "version": "1.0.0"})))
         row.outcome = "; ".join(f"closed {code} after {secs:.1f} s" for secs, code in results)
         row.heard = "-"
-        for secs, code in results:
-            row.check(code == 1008 and 2.9 <= secs <= 4.5, f"closed with {code} after {secs:.1f} s (want 1008 at ~3 s)")
+        row.facts["closes"] = [(round(secs, 2), code) for secs, code in results]
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -636,8 +608,8 @@ class FaultLab:
         row.heard = f"{served} greeted; {busy} heard Twilio say “{' '.join(CANNED.busy.split()[:3])}…”"
         row.outcome = f"served {served}, busy {busy}, other {len(outcomes) - served - busy}; /metrics busy +{counted:.0f}"
         row.lag_p99_ms = (await bot.loop_lag(wall0)).get("p99_ms")
-        row.check(served == max_calls and busy == 4, f"outcomes {outcomes}")
-        row.check(counted == 4, f"/metrics counted {counted} busy calls, want 4")
+        row.facts.update(max_calls=max_calls, dialled=len(outcomes), outcomes=outcomes, served=served, busy=busy,
+                         busy_counted=counted)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -659,7 +631,10 @@ class FaultLab:
                        f"(sockets {base.sockets} → {last.sockets}), "
                        f"failed calls {sum(s.failed for s in result.samples)}")
         row.lag_p99_ms = (await bot.loop_lag(wall0)).get("p99_ms")
-        row.problems += result.problems
+        # What the soak itself found wrong (bot/tools/soak.py: growth beyond its bounds, failed calls).
+        row.facts["soak_problems"] = list(result.problems)
+        if result.problems:
+            row.outcome += "; the soak reports: " + "; ".join(result.problems)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
@@ -693,13 +668,10 @@ class FaultLab:
                        f"{'busy' if '<Say' in busy.text else busy.status_code}; goodbye "
                        f"{_s(row.first_audio_s, 1)} s after SIGTERM; {'hung up' if hangups else 'stream closed'}; "
                        f"exit {code} after {exit_after:.1f} s")
-        row.check(health.status_code == 503 and health.json().get("status") == "draining", "healthz not draining")
-        row.check("<Say" in busy.text and "<Hangup" in busy.text, "a new call during the drain was not told busy")
-        row.check(names[-1:] == ["shutdown_goodbye"], f"heard {names}")
-        row.check(row.first_audio_s is not None and 2.8 <= row.first_audio_s <= 6.0,
-                  f"goodbye {_s(row.first_audio_s)} s after SIGTERM (drain_secs 3)")
-        row.check(bool(hangups), "no hang-up through Twilio's API")
-        row.check(code == 0, f"exit status {code}")
+        row.names = names
+        row.facts.update(healthz_status=health.status_code, healthz_state=health.json().get("status"),
+                         new_call_told_busy="<Say" in busy.text and "<Hangup" in busy.text, hung_up=bool(hangups),
+                         exit_code=code)
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
