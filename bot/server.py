@@ -406,13 +406,17 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                 return None, PlainTextResponse("invalid signature", status_code=403)
         return form, None
 
-    async def placed_callback(form: dict, callback_id: int) -> dict | None:
-        """The callback this webhook is about: its row, when the CallSid is the call placed for it."""
+    async def placed_callback(request: Request, route: str, callback_id: int):
+        """A callback webhook: ``(form, the callback's row, None)`` when it is signed and its CallSid
+        is the call placed for that callback, else ``(None, None, the refusal)``."""
+        form, refused = await signed_form(request, route)
+        if refused is not None:
+            return None, None, refused
         cb = await asyncio.to_thread(desk.store.find_callback, callback_id=callback_id)
         if cb is None or not form.get("CallSid") or cb["last_call_sid"] != form["CallSid"]:
             logger.warning("callback webhook for {} refused: not the call placed for it", callback_id)
-            return None
-        return cb
+            return None, None, PlainTextResponse("unknown callback", status_code=404)
+        return form, cb, None
 
     def machine_twiml(cb: dict) -> str:
         policy = make_policy(config, models.assets)
@@ -422,12 +426,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     async def twilio_callback_answer(request: Request, id: int = 0):
         """A placed callback was answered: a person gets the bot (its ticket's status first), a
         machine already detected a short message with the reception number and a hang-up."""
-        form, refused = await signed_form(request, "/twilio/callback/answer")
+        form, cb, refused = await placed_callback(request, "/twilio/callback/answer", id)
         if refused is not None:
             return refused
-        cb = await placed_callback(form, id)
-        if cb is None:
-            return PlainTextResponse("unknown callback", status_code=404)
         call_sid, answered_by = form["CallSid"], form.get("AnsweredBy")
         if is_machine(answered_by):
             await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
@@ -451,12 +452,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     @app.post("/twilio/callback/amd")
     async def twilio_callback_amd(request: Request, id: int = 0):
         """Asynchronous AMD's verdict: a machine is redirected to the short message (after the beep)."""
-        form, refused = await signed_form(request, "/twilio/callback/amd")
+        form, cb, refused = await placed_callback(request, "/twilio/callback/amd", id)
         if refused is not None:
             return refused
-        cb = await placed_callback(form, id)
-        if cb is None:
-            return PlainTextResponse("unknown callback", status_code=404)
         answered_by = form.get("AnsweredBy") or "unknown"
         await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
         logger.info("callback {} (call {}): answered by {}", id, mask(form["CallSid"]), answered_by)
@@ -470,12 +468,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     @app.post("/twilio/callback/status")
     async def twilio_callback_status(request: Request, id: int = 0):
         """The placed call ended: answered is done; no answer, busy or failed is tried again (bounded)."""
-        form, refused = await signed_form(request, "/twilio/callback/status")
+        form, cb, refused = await placed_callback(request, "/twilio/callback/status", id)
         if refused is not None:
             return refused
-        cb = await placed_callback(form, id)
-        if cb is None:
-            return PlainTextResponse("unknown callback", status_code=404)
         call_status = form.get("CallStatus", "")
         if call_status not in ("completed", "no-answer", "busy", "failed", "canceled"):
             return Response(status_code=204)  # not the end yet
