@@ -7,6 +7,7 @@ aggregator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,6 +175,20 @@ def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
     return state
 
 
+def stt_language_of(config: Config, dialog: DialogState) -> Callable[[], str]:
+    """The language Whisper decodes each segment in: the call's, once it has left the line's first
+    (auto detection or the keypad menu); until then a forced ``stt.language`` holds."""
+    start = config.line.languages[0]
+    forced = None if config.stt.language == "auto" else config.stt.language
+
+    def language() -> str:
+        if forced is not None and dialog.language == start:
+            return forced
+        return dialog.language
+
+    return language
+
+
 def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
     return DialogLLMService(
         config=config.llm,
@@ -289,7 +304,7 @@ def build_call(
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.line.languages[0] if auto else config.stt.language,
                               on_result=on_stt, unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
                               detect=tuple(config.line.languages) if auto else None,
-                              decode_p=config.stt.language_repeat_p, language_of=lambda: dialog.language)
+                              decode_p=config.stt.language_repeat_p, language_of=stt_language_of(config, dialog))
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
 
     def on_decision(kind: str, wait: float):

@@ -9,7 +9,7 @@ from bot.dialog.language import LanguageGuess, LanguageSwitcher
 from bot.dialog.policy import KeyBuffer, Speak
 from bot.dialog.state import DialogState
 from bot.english.normalize import normalize_english
-from bot.pipeline import DialogAssets, make_policy, new_dialog_state
+from bot.pipeline import DialogAssets, make_policy, new_dialog_state, stt_language_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,3 +103,27 @@ def test_default_config_has_no_menu_and_no_switcher():
     assets = DialogAssets.load(config)
     assert make_policy(config, assets).menu is None
     assert new_dialog_state(config, assets).switcher is None
+
+
+def test_whisper_decodes_in_a_forced_language_until_the_call_switches():
+    # A forced stt.language holds while the call is in the line's first language (the CI fault:
+    # English audio decoded as Korean because the call's language was used instead).
+    config = _config("stt.language='en'")
+    state = new_dialog_state(config, DialogAssets.load(config))
+    decode_in = stt_language_of(config, state)
+    assert state.language == "ko" and decode_in() == "en"
+    state.set_language("en")
+    assert decode_in() == "en"
+    config = _config("stt.language='ko'")
+    state = new_dialog_state(config, DialogAssets.load(config))
+    decode_in = stt_language_of(config, state)
+    assert decode_in() == "ko"
+    state.set_language("en")  # the keypad menu: later turns in English
+    assert decode_in() == "en"
+    # Auto: always the call's current language.
+    config = _config("stt.language='auto'")
+    state = new_dialog_state(config, DialogAssets.load(config))
+    decode_in = stt_language_of(config, state)
+    assert decode_in() == "ko"
+    state.observe_language(LanguageGuess("en", 0.95, 5, 2.0))
+    assert decode_in() == "en"
