@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -23,6 +23,8 @@ from bot.config import Config, SmsConfig
 from bot.datafile import read_toml
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
+from bot.dialog.languages import DATA as LANGUAGE_DATA
+from bot.dialog.languages import load_language
 from bot.privacy import mask, mask_stored
 from bot.store.db import Store
 from bot.twilio_api import TwilioAPI, TwilioAPIError
@@ -39,6 +41,8 @@ class SmsTexts:
     texts: dict[str, str]
     category_labels: dict[str, str]
     status_labels: dict[str, str]
+    # The line's other languages (line.languages): their texts, from bot/data/lang/<code>.toml [sms].
+    languages: dict[str, "SmsTexts"] = field(default_factory=dict)
 
     @classmethod
     def load(cls, config: Config) -> "SmsTexts":
@@ -49,10 +53,23 @@ class SmsTexts:
             raise SmsTextError(f"{path}: missing text {', '.join(missing)} (sms.texts_file)")
         domain = load_domain(config.path(config.llm.domain_file))
         intake = Intake.load(Path(__file__).parent / "data" / "intake.toml", domain)
-        return cls({k: data[k] for k in TEXT_KEYS}, intake.category_labels, intake.status_labels)
+        return cls({k: data[k] for k in TEXT_KEYS}, intake.category_labels, intake.status_labels,
+                   languages={code: cls.of_language(code, domain) for code in config.line.languages[1:]})
+
+    @classmethod
+    def of_language(cls, code: str, domain, data_dir: Path = LANGUAGE_DATA) -> "SmsTexts":
+        pack = load_language(code, domain, data_dir)
+        missing = [k for k in TEXT_KEYS if not isinstance(pack.sms.get(k), str)]
+        if missing:
+            raise SmsTextError(f"line.languages: {code!r}: [sms] lacks {', '.join(missing)} (bot/data/lang/{code}.toml)")
+        return cls({k: pack.sms[k] for k in TEXT_KEYS}, pack.intake.category_labels, pack.intake.status_labels)
 
     def render(self, kind: str, *, number: str, category: str | None, status: str | None,
-               location: str | None = None) -> str:
+               location: str | None = None, language: str | None = None) -> str:
+        """The text in the ticket's language (Korean for a language the line no longer lists)."""
+        if language and language in self.languages:
+            return self.languages[language].render(kind, number=number, category=category, status=status,
+                                                   location=location)
         # The location is the caller's words: masked like everything stored (no resident or card numbers).
         return self.texts[kind].format(number=number, category=self.category_labels.get(category or "", category or ""),
                                        status=self.status_labels.get(status or "", status or ""),
@@ -152,7 +169,8 @@ class Outbox:
             await done(outcome="no_number", attempted=False)
             return
         body = self._texts.render(row["kind"], number=number, category=row.get("category"),
-                                  status=row.get("ticket_status"), location=row.get("location"))
+                                  status=row.get("ticket_status"), location=row.get("location"),
+                                  language=row.get("language"))
         attempt = row["attempts"] + 1
         try:
             sid = await self._api.send_sms(to=to, from_=self._sms.from_number, body=body)

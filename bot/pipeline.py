@@ -7,6 +7,7 @@ aggregator.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,7 @@ class DialogAssets:
         domain = load_domain(config.path(config.llm.domain_file))
         calendar = LineCalendar.from_config(config.line)
         return cls(
-            languages={code: load_language(code, domain) for code in config.line.languages[1:]},
+            languages={code: _with_hours(load_language(code, domain), calendar) for code in config.line.languages[1:]},
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
@@ -84,6 +85,14 @@ class DialogAssets:
             knowledge=_knowledge(config.path(config.llm.faq_file), config.path(config.llm.directory_file),
                                  tuple(domain.category_names)) if config.llm.knowledge else None,
         )
+
+    def language_sentences(self, code: str) -> dict[str, str]:
+        """Another language's fixed sentences (its canned replies, shortcut answers, the switch
+        sentence) -> their names in ``heard``: synthesized at startup with its TTS tag."""
+        pack = self.languages[code]
+        ids = {s.reply.strip(): f"shortcut:{s.name}" for s in pack.shortcuts.shortcuts if s.reply}
+        ids |= {pack.intake.text("ask_correction").strip(): "ask_correction", pack.switched.strip(): "language_switched"}
+        return ids | {text: name for text, name in pack.canned.ids().items() if name != "busy"}
 
     def fixed_sentences(self, greeting: str, notice: str = "") -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
@@ -102,6 +111,11 @@ class DialogAssets:
         ids |= {notice.strip(): "recording_notice"} if notice else {}
         return ids | self.canned.ids() | {greeting.strip(): "greeting"}
 
+
+
+def _with_hours(pack: LanguagePack, calendar: LineCalendar) -> LanguagePack:
+    """The pack's ``{hours}`` filled in its own language, once (its sentences stay pre-synthesizable)."""
+    return dataclasses.replace(pack, canned=pack.canned.with_hours(calendar.hours_phrase(language=pack.code)))
 
 
 def _knowledge(faq: Path, directory: Path, categories: tuple[str, ...]) -> Knowledge:
@@ -141,8 +155,8 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
 
     main = policy(assets.shortcuts, assets.canned, assets.intake)
     for code, pack in assets.languages.items():
-        sibling = policy(pack.shortcuts, pack.canned.with_hours(assets.calendar.hours_phrase()), pack.intake)
-        sibling.instruction = pack.instruction
+        sibling = policy(pack.shortcuts, pack.canned, pack.intake)
+        sibling.instruction, sibling.language = pack.instruction, code
         main.siblings[code] = sibling
     main.siblings |= {"ko": main}
     for sibling in main.siblings.values():
@@ -206,7 +220,7 @@ def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=No
 
 
 def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None,
-                     unclear_reply: str | None = None, backchannels: Backchannels | None = None,
+                     unclear_reply=None, backchannels: Backchannels | None = None,
                      line_playing=None) -> LLMUserAggregatorParams:
     """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait.
 
@@ -314,7 +328,7 @@ def build_call(
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
         user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
-                                     unclear_reply=models.assets.canned.unclear,
+                                     unclear_reply=lambda: llm.policy.for_language(dialog.language).canned.unclear,
                                      backchannels=models.assets.backchannels, line_playing=line_clock(transport)),
         assistant_params=LLMAssistantAggregatorParams(),
     )
@@ -329,7 +343,7 @@ def build_call(
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
                                out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog))
-    guard_call(session, user_agg, models.assets.canned, config, canned_audio=models.canned_audio)
+    guard_call(session, user_agg, config, canned_audio=models.canned_audio)
     return session
 
 
@@ -339,8 +353,7 @@ def _sentence_heard(recorder: CallRecorder, result, heard_ids: dict[str, str]) -
     recorder.current.heard.append(heard_ids.get(result.normalized_text, "reply"))
 
 
-def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Config,
-               canned_audio: CannedAudio | None = None) -> None:
+def guard_call(session: CallSession, user_agg, config: Config, canned_audio: CannedAudio | None = None) -> None:
     """The edges of a call end in speech, never silence.
 
     * Idle caller: after ``call.idle_prompt_secs`` of silence (Pipecat's idle timer, which runs only
@@ -350,15 +363,19 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
       not queued as a sentence: it would wait behind the failed answer's silent audio context).
     * A second turn with a failing stage: the polite end (opening hours), then hang-up.
 
-    What to say after a failure is the dialog policy's (``DialogPolicy.stage_failed``).
+    What to say after a failure is the dialog policy's (``DialogPolicy.stage_failed``); the words are
+    the call's language's (an English call hears "Hello, are you still there?").
     """
     recorder, stt, tts = session.recorder, session.stt, session.tts
     state = {"idle": 0, "failed_turns": set()}
 
+    def canned() -> CannedReplies:
+        return session.llm.policy.for_language(session.dialog.language).canned
+
     async def end_politely(processor, reason: str):
         logger.error("call {}: {}; ending the call politely", recorder.call_id[-6:], reason)
         session.end_reason = session.end_reason or reason.split(":")[0]
-        await processor.queue_frame(TTSSpeakFrame(canned.closing_hours))
+        await processor.queue_frame(TTSSpeakFrame(canned().closing_hours))
         await processor.queue_frame(EndWorkerFrame(reason=reason))
 
     def stage_failed(stage: str, error) -> str | None:
@@ -383,11 +400,11 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
         if state["idle"] == 1:
             logger.info("call {}: caller silent for {:.0f} s: asking if they are there", recorder.call_id[-6:],
                         config.call.idle_prompt_secs)
-            await agg.push_frame(TTSSpeakFrame(canned.idle_prompt))
+            await agg.push_frame(TTSSpeakFrame(canned().idle_prompt))
             return
         logger.info("call {}: caller still silent: goodbye and hang-up", recorder.call_id[-6:])
         session.end_reason = session.end_reason or "caller_idle"
-        await agg.push_frame(TTSSpeakFrame(canned.idle_goodbye))
+        await agg.push_frame(TTSSpeakFrame(canned().idle_goodbye))
         await agg.push_frame(EndWorkerFrame(reason="caller idle"))
 
     @stt.event_handler("on_error")
@@ -399,7 +416,7 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
             # The turn ends after the normal wait with "please say that again", as for unreadable speech.
             await processor.push_frame(UnclearSpeechFrame(reason="stt_error", audio_secs=0.0))
         elif then == "unclear":
-            await tts.queue_frame(TTSSpeakFrame(canned.unclear))
+            await tts.queue_frame(TTSSpeakFrame(canned().unclear))
 
     @tts.event_handler("on_error")
     async def _tts_failed(processor, error):
@@ -407,10 +424,11 @@ def guard_call(session: CallSession, user_agg, canned: CannedReplies, config: Co
         if then == "end":
             await end_politely(processor, "tts_failed: twice in one call")
         elif then == "apology":
-            await play_canned(processor, canned.apology, "apology")
+            await play_canned(processor, canned().apology, "apology")
 
     async def play_canned(tts_service, text: str, name: str):
-        hit = canned_audio.get(text, tts_service.sample_rate, config.tts.voice) if canned_audio else None
+        hit = (canned_audio.get(text, tts_service.sample_rate, config.tts.voice, tts_service.language_tag())
+               if canned_audio else None)
         if hit is None:
             await tts_service.queue_frame(TTSSpeakFrame(text))
             return
@@ -508,12 +526,18 @@ def load_models(config: Config) -> SharedModels:
         canned = CannedAudio().build(tts, assets.fixed_sentences(config.call.greeting, config.call.recording_notice),
                                      voice=config.tts.voice,
                                      sample_rates=list(CANNED_RATES))
+        for code, pack in assets.languages.items():
+            canned.build(tts, list(assets.language_sentences(code)), voice=config.tts.voice,
+                         sample_rates=list(CANNED_RATES), language=pack.tag)
     heard_ids = {}
     if canned is not None:
-        for text, name in assets.sentence_ids(config.call.greeting, config.call.recording_notice).items():
-            hit = canned.get(text, CANNED_RATES[0], config.tts.voice)
-            if hit is not None:
-                heard_ids[hit.normalized_text] = name
+        named = [("ko", assets.sentence_ids(config.call.greeting, config.call.recording_notice))]
+        named += [(pack.tag, assets.language_sentences(code)) for code, pack in assets.languages.items()]
+        for tag, ids in named:
+            for text, name in ids.items():
+                hit = canned.get(text, CANNED_RATES[0], config.tts.voice, tag)
+                if hit is not None:
+                    heard_ids[hit.normalized_text] = name
     return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=assets, canned_audio=canned,
                         heard_ids=heard_ids)
 

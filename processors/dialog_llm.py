@@ -259,7 +259,7 @@ class DialogLLMService(StructuredLLMService):
                 raise RuntimeError("no records database")
             number = await self._desk.create_ticket(
                 call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
-                time=slots.get("time"), excerpt=self._excerpt(text))
+                time=slots.get("time"), excerpt=self._excerpt(text), language=self.dialog.language)
         except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
             logger.error("TICKET NOT CREATED ({}: {}); telling the caller", type(e).__name__, e)
             return None
@@ -345,6 +345,7 @@ class DialogLLMService(StructuredLLMService):
         if record:
             record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
             record.line_open = self._lp.line_open()
+            record.language = self.dialog.language
         await self.push_frame(LLMFullResponseStartFrame())
         try:
             await self._carry_out(decision, record, record.transcript if record else keys)

@@ -73,7 +73,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         speculate: Start the model call on the final transcript while the wait still runs.
         on_decision: Called with (kind, wait_secs) whenever the wait is chosen (turn records).
         unclear_reply: Said when the whole turn was speech the STT could not make out
-            (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence.
+            (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence
+            (a callable: asked each time, for the call's current language).
     """
 
     def __init__(
@@ -83,7 +84,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         waits: dict[str, float],
         speculate: bool = True,
         on_decision: Callable[[str, float], None] | None = None,
-        unclear_reply: str | None = None,
+        unclear_reply: str | Callable[[], str] | None = None,
         **kwargs,
     ):
         super().__init__(user_speech_timeout=waits["default"], **kwargs)
@@ -190,7 +191,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
                 # Nothing readable in the whole turn: close it and ask again (no model call).
                 self._unclear = False
                 await self.trigger_user_turn_stopped()
-                await self.push_frame(TTSSpeakFrame(self._unclear_reply))
+                reply = self._unclear_reply() if callable(self._unclear_reply) else self._unclear_reply
+                await self.push_frame(TTSSpeakFrame(reply))
             return
         if self._wait_for_transcript and not self._text:
             return

@@ -680,29 +680,34 @@ OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
 class CannedAudio:
     """Sentences synthesized once at startup and played from memory (greeting, shortcuts, apology).
 
-    Keyed by the exact text the dialog pushes, the output rate and the voice. Synthesis is
-    seeded, so a cached sentence sounds exactly like a fresh one.
+    Keyed by the exact text the dialog pushes, the output rate, the voice and the language tag
+    (a multilingual line's other languages are built with theirs). Synthesis is seeded, so a cached
+    sentence sounds exactly like a fresh one.
     """
 
     def __init__(self):
-        self._items: dict[tuple[str, int, str], SynthResult] = {}
+        self._items: dict[tuple[str, int, str, str], SynthResult] = {}
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def build(self, engine: "SupertonicEngine", texts: list[str], *, voice: str, sample_rates: list[int]) -> "CannedAudio":
-        """Synthesize every text at every rate (blocking; startup only)."""
+    def build(self, engine: "SupertonicEngine", texts: list[str], *, voice: str, sample_rates: list[int],
+              language: str | None = None) -> "CannedAudio":
+        """Synthesize every text at every rate (blocking; startup only); ``language``: the TTS tag
+        (None: the engine's default, Korean)."""
         t0 = time.perf_counter()
+        before = len(self._items)
+        lang = {"language": language} if language else {}
         for rate in sample_rates:
             for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
-                self._items[(text, rate, voice)] = engine.synthesize(text, rate, voice=voice)
+                self._items[(text, rate, voice, language or "ko")] = engine.synthesize(text, rate, voice=voice, **lang)
         logger.info(
-            "canned audio: {} sentences ({} texts x {} Hz, voice {}) in {:.0f} ms", len(self._items), len(texts), sample_rates, voice, (time.perf_counter() - t0) * 1000
+            "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or "ko", (time.perf_counter() - t0) * 1000
         )
         return self
 
-    def get(self, text: str, sample_rate: int, voice: str) -> SynthResult | None:
-        hit = self._items.get((text.strip(), sample_rate, voice))
+    def get(self, text: str, sample_rate: int, voice: str, language: str = "ko") -> SynthResult | None:
+        hit = self._items.get((text.strip(), sample_rate, voice, language))
         return dataclasses.replace(hit, synth_ms=0.0) if hit else None
 
 
@@ -755,6 +760,10 @@ class SupertonicTTSService(TTSService):
         """TTFB, processing and usage metrics are supported."""
         return True
 
+    def language_tag(self) -> str:
+        """The call's language tag now (canned audio is looked up by it)."""
+        return self._language_of() if self._language_of else "ko"
+
     async def _notify(self, result: SynthResult) -> None:
         if self._on_sentence is None:
             return
@@ -775,12 +784,13 @@ class SupertonicTTSService(TTSService):
         voice = str(self._settings.voice)
         cancel = threading.Event()
         await self.start_tts_usage_metrics(text)
-        result = self._canned.get(text, self.sample_rate, voice) if self._canned else None
+        tag = self._language_of() if self._language_of else None
+        result = self._canned.get(text, self.sample_rate, voice, self.language_tag()) if self._canned else None
         if result is None:
             try:
                 # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
                 # Only a multilingual line passes a language: a Korean-only call is synthesized as before.
-                lang = {"language": self._language_of()} if self._language_of else {}
+                lang = {"language": tag} if tag else {}
                 result = await asyncio.to_thread(
                     self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel, **lang
                 )

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.config import ConfigError, load_config
+from bot.dialog.domain import load_domain
 from bot.dialog.state import DialogState
 from bot.notify import Outbox, SmsTexts, backoff_secs, quiet_until
 from bot.pipeline import DialogAssets, make_policy
@@ -145,12 +146,12 @@ def open_store(db_url: str, config) -> Store:
     return store
 
 
-def ticket_from_call(store: Store, caller: str | None = CALLER, opt_in: bool = True) -> str:
+def ticket_from_call(store: Store, caller: str | None = CALLER, opt_in: bool = True, language: str = "ko") -> str:
     """A phone call's ticket; ``opt_in``: the caller said yes to the text (its SMS is queued)."""
     sid = "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
     store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
     number = store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
-                                 excerpt="가로등이 꺼졌어요")
+                                 excerpt="가로등이 꺼졌어요", language=language)
     if opt_in:
         assert store.text_ticket(number) is (caller is not None)
     return number
@@ -273,6 +274,40 @@ async def test_status_notices_wait_out_the_quiet_hours(db_url, tmp_path, fake):
     assert "처리 중" in sms["Body"] and number in sms["Body"]
     store.change_ticket_status(number, "open", actor="cli")  # not in sms.notify_statuses: no notice
     assert len(store.list_outbox(number)) == 2
+
+
+async def test_texts_are_in_the_language_the_ticket_was_taken_in(db_url, tmp_path, fake):
+    config = sms_config(tmp_path, "line.languages=['ko','en']")
+    store = open_store(db_url, config)
+    outbox = Outbox(store=store, api=api_for(fake), config=config, worker="w")
+    english, korean = ticket_from_call(store, language="en"), ticket_from_call(store)
+    assert store.find_ticket(english)["language"] == "en" and store.find_ticket(korean)["language"] == "ko"
+    await drain(outbox, store, english)
+    await drain(outbox, store, korean)
+    first, second = (m["Body"] for m in fake.messages)
+    assert first.startswith("[Hanbit City] Complaint filed. Reception number " + english) and "street light" in first
+    assert "접수번호 " + korean in second and "가로등" in second
+    fake.reset()
+    store.change_ticket_status(english, "done", actor="kim")
+    await drain(outbox, store, english)
+    (notice,) = fake.messages
+    assert notice["Body"] == f"[Hanbit City] Reception number {english}, street light complaint: now 'done'."
+
+
+def test_a_line_language_without_sms_texts_is_named(tmp_path):
+    lang = tmp_path / "lang"
+    lang.mkdir()
+    from bot.dialog import languages
+    from bot.notify import SmsTextError
+
+    source = (languages.DATA / "lang" / "en.toml").read_text(encoding="utf-8")
+    (lang / "en.toml").write_text(source.split("[sms]")[0], encoding="utf-8")
+    (tmp_path / "shortcuts.en.toml").write_text((languages.DATA / "shortcuts.en.toml").read_text(encoding="utf-8"),
+                                                encoding="utf-8")
+    config = load_config(None, ["line.languages=['ko','en']"])
+    domain = load_domain(config.path(config.llm.domain_file))
+    with pytest.raises(SmsTextError, match=r"'en': \[sms\] lacks ticket, status"):
+        SmsTexts.of_language("en", domain, data_dir=tmp_path)
 
 
 async def test_two_senders_never_send_one_message_twice(db_url, tmp_path, fake):

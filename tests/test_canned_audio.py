@@ -36,3 +36,37 @@ async def test_canned_sentences_play_from_memory_and_match_fresh_synthesis(stand
     assert calls == ["처음 듣는 문장입니다."]  # only the new sentence was synthesized
     audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
     assert audio.startswith(canned.get(assets.canned.apology, 8000, "F1").pcm[:1600])
+
+
+async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_the_english_tag(standin_tts_dir):
+    engine = SupertonicEngine(dataclasses.replace(TTSConfig(), model_dir=str(standin_tts_dir)))
+    config = load_config(None, ["line.languages=['ko','en']"])
+    assets = DialogAssets.load(config)
+    english = assets.language_sentences("en")
+    canned_en = assets.languages["en"].canned
+    assert english[canned_en.idle_prompt] == "idle_prompt" and english[canned_en.apology] == "apology"
+    assert "{hours}" not in canned_en.closing_hours and "9 a.m." in canned_en.closing_hours
+    assert english[canned_en.closing_hours] == "closing_hours"
+    assert english["Sure, once more."].startswith("shortcut:")
+    built = []
+    real = engine.synthesize
+    engine.synthesize = lambda *a, **kw: built.append(kw.get("language")) or real(*a, **kw)
+    canned = CannedAudio().build(engine, list(english), voice="F1", sample_rates=[8000], language="en")
+    assert set(built) == {"en"} and len(built) == len(english)
+    assert canned.get(canned_en.apology, 8000, "F1", "en") is not None
+    assert canned.get(canned_en.apology, 8000, "F1") is None  # a Korean call never plays English audio
+
+    language = ["ko"]
+    built.clear()
+    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000,
+                               language_of=lambda: language[0])
+    frames = [LLMFullResponseStartFrame(), AggregatedTextFrame(canned_en.apology, TextType.SENTENCE),
+              LLMFullResponseEndFrame()]
+    await run_test(tts, frames_to_send=frames, expected_down_frames=None)
+    assert built == ["ko"]  # in a Korean call: synthesized live with the call's tag
+    language[0] = "en"
+    built.clear()
+    down, _ = await run_test(tts, frames_to_send=frames, expected_down_frames=None)
+    assert built == []  # in an English call: from memory
+    audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
+    assert audio.startswith(canned.get(canned_en.apology, 8000, "F1", "en").pcm[:1600])

@@ -17,6 +17,12 @@ from bot.config import LineConfig
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 KO_DAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
+EN_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+             "November", "December")
+# The `holidays` package's names for a language of line.languages (its KR calendar has these two).
+HOLIDAY_LANGUAGES = {"ko": "ko", "en": "en_US"}
+CLOSED_DAY_NAMES = {"ko": "휴무일", "en": "a closed day"}
 SEARCH_DAYS = 60  # next_opening gives up after this: a line closed longer is a config mistake
 CLOSED_DAY = "휴무일"  # the name of an extra closed day from config
 
@@ -131,7 +137,9 @@ class LineCalendar:
                 raise CalendarError(f"{key}.extra_closed_days[{i}]: {text!r}: expected an ISO date like '2026-12-31'") from None
         self.hours = hours
         self.departments = dict(departments or {})
-        self._kr = holidays.country_holidays("KR", language="ko")  # fills each year on first lookup
+        # Korea's holidays named in each language the line speaks; each fills a year on first lookup.
+        self._names = {code: holidays.country_holidays("KR", language=lang) for code, lang in HOLIDAY_LANGUAGES.items()}
+        self._kr = self._names["ko"]
 
     @classmethod
     def from_config(cls, line: LineConfig) -> LineCalendar:
@@ -148,14 +156,15 @@ class LineCalendar:
             raise ValueError(f"naive datetime {at.isoformat()}: pass an aware one")
         return at.astimezone(self.tz)
 
-    def holiday(self, day: date) -> str | None:
-        """The Korean name of a public holiday ("추석", "개천절 대체 휴일"), "휴무일" for an extra closed day."""
+    def holiday(self, day: date, language: str = "ko") -> str | None:
+        """The name of a public holiday ("추석", "개천절 대체 휴일"; in English "Chuseok"), "휴무일" for
+        an extra closed day."""
         if isinstance(day, datetime):
             day = self.local(day).date()
-        names = self._kr.get_list(day)
+        names = self._names.get(language, self._kr).get_list(day)
         if names:
             return ", ".join(names)  # two holidays on one day: both names
-        return CLOSED_DAY if day in self.extra_closed else None
+        return CLOSED_DAY_NAMES.get(language, CLOSED_DAY) if day in self.extra_closed else None
 
     def _hours(self, department: str | None) -> Hours:
         if department is None:
@@ -218,30 +227,44 @@ class LineCalendar:
             day += timedelta(days=1)
         return out
 
-    def opening_phrase(self, at: datetime, department: str | None = None) -> str:
+    def opening_phrase(self, at: datetime, department: str | None = None, language: str = "ko") -> str:
         """When it opens next, spoken relative to ``at``: "지금", "오후 1시에", "내일 오전 9시에",
-        "9월 28일 월요일 오전 9시에"."""
+        "9월 28일 월요일 오전 9시에"; in English "now", "at 1 p.m.", "tomorrow at 9 a.m.",
+        "on Monday, September 28, at 9 a.m."."""
         local = self.local(at)
         nxt = self.next_opening(local, department)
+        days = (nxt.date() - local.date()).days
+        if language == "en":
+            if nxt == local:
+                return "now"
+            when = "at " + spoken_time_en(nxt.hour, nxt.minute)
+            return when if days == 0 else f"tomorrow {when}" if days == 1 else f"on {spoken_date_en(nxt.date())}, {when}"
         if nxt == local:
             return "지금"
         when = spoken_time(nxt.hour, nxt.minute) + "에"
-        days = (nxt.date() - local.date()).days
         if days == 0:
             return when
         if days == 1:
             return f"내일 {when}"
         return f"{spoken_date(nxt.date())} {when}"
 
-    def hours_phrase(self, department: str | None = None) -> str:
-        """The weekly hours as spoken Korean: "평일 오전 9시부터 오후 6시까지, 점심시간 낮 12시부터 오후 1시까지"."""
+    def hours_phrase(self, department: str | None = None, language: str = "ko") -> str:
+        """The weekly hours as spoken Korean: "평일 오전 9시부터 오후 6시까지, 점심시간 낮 12시부터 오후 1시까지";
+        in English "on weekdays from 9 a.m. to 6 p.m., with a lunch break from noon to 1 p.m."."""
         hours = self._hours(department)
+        en = language == "en"
         if hours.always:
-            return "연중무휴 24시간"
+            return "around the clock, every day" if en else "연중무휴 24시간"
         groups: dict[Span, list[int]] = {}
         for d, span in enumerate(hours.days):
             if span is not None:
                 groups.setdefault(span, []).append(d)
+        if en:
+            parts = [f"{_day_group_en(ds)} {_spoken_span_en(span)}" for span, ds in groups.items()]
+            for b in hours.breaks:
+                lunch = b[0] < 14 * 60 and b[1] > 11 * 60
+                parts.append(f"with a {'lunch ' if lunch else ''}break {_spoken_span_en(b)}")
+            return ", ".join(parts)
         parts = [f"{_day_group(ds)} {_spoken_span(span)}" for span, ds in groups.items()]
         for b in hours.breaks:
             # a break across noon is lunch; others are plain breaks
@@ -276,3 +299,29 @@ def _spoken_span(span: Span) -> str:
 def _day_group(days: list[int]) -> str:
     named = {(0, 1, 2, 3, 4): "평일", (5, 6): "주말", tuple(range(7)): "매일"}
     return named.get(tuple(days)) or ", ".join(KO_DAYS[d] for d in days)
+
+
+# --- English -----------------------------------------------------------------------------------
+
+def spoken_time_en(hour: int, minute: int = 0) -> str:
+    """"9 a.m.", "noon", "1:30 p.m.", "midnight"."""
+    hour %= 24
+    if minute == 0 and hour in (0, 12):
+        return "midnight" if hour == 0 else "noon"
+    clock = hour % 12 or 12
+    return f"{clock}{f':{minute:02d}' if minute else ''} {'a.m.' if hour < 12 else 'p.m.'}"
+
+
+def spoken_date_en(day: date) -> str:
+    """"Monday, September 28"."""
+    return f"{EN_DAYS[day.weekday()]}, {EN_MONTHS[day.month - 1]} {day.day}"
+
+
+def _spoken_span_en(span: Span) -> str:
+    (h1, m1), (h2, m2) = divmod(span[0], 60), divmod(span[1], 60)
+    return f"from {spoken_time_en(h1, m1)} to {spoken_time_en(h2, m2)}"
+
+
+def _day_group_en(days: list[int]) -> str:
+    named = {(0, 1, 2, 3, 4): "on weekdays", (5, 6): "on weekends", tuple(range(7)): "every day"}
+    return named.get(tuple(days)) or "on " + ", ".join(EN_DAYS[d] + "s" for d in days)

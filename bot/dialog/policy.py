@@ -169,6 +169,7 @@ class DialogPolicy:
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
         # Other languages of the line (bot/dialog/languages.py): the same rules with their words.
         self.siblings: dict[str, DialogPolicy] = {}
+        self.language = "ko"  # the words' language (a sibling's code): the calendar speaks it too
         self.instruction = ""  # asks the model to reply in this language ("" for Korean)
         self.menu: tuple[str, str, str, str] | None = None  # (key, language, its "switched" sentence, the menu line)
 
@@ -182,6 +183,9 @@ class DialogPolicy:
         """A person can take the call now (the desk's hours; holidays closed)."""
         return self.calendar is None or self.calendar.is_open(self.clock())
 
+    def _opens(self) -> str:
+        return self.calendar.opening_phrase(self.clock(), language=self.language)
+
     def _desk_closed(self) -> bool:
         return self.can_transfer and not self.line_open()
 
@@ -189,14 +193,14 @@ class DialogPolicy:
         """Said once after the greeting: the recording notice, and a holiday's name when closed for it."""
         notes = [recording_notice] if recording_notice else []
         if self._desk_closed():  # a holiday matters to who wants a person
-            holiday = self.calendar.holiday(self.calendar.local(self.clock()).date())
+            holiday = self.calendar.holiday(self.calendar.local(self.clock()).date(), self.language)
             if holiday:
                 notes.append(self.canned.holiday_note.format(holiday=holiday))
         return tuple(notes)
 
     def _closed_transfer(self, intent: str = "transfer") -> Speak:
         """A person asked for outside the hours: when the desk opens, and a callback offer."""
-        opens = self.calendar.opening_phrase(self.clock())
+        opens = self._opens()
         sentences = [self.canned.desk_closed.format(opens=opens)]
         awaiting = None
         if self.offer_callback and self.intake is not None:
@@ -216,7 +220,7 @@ class DialogPolicy:
         if ok and not self.can_transfer:
             sentence = self.canned.callback_booked_no_agent
         elif ok:
-            opens = self.calendar.opening_phrase(self.clock()) if self.calendar else ""
+            opens = self._opens() if self.calendar else ""
             sentence = self.canned.callback_booked.format(opens=opens)
         else:
             sentence = self.canned.callback_failed
@@ -367,7 +371,7 @@ class DialogPolicy:
         """A department's number or hours, asked plainly: read from the directory (closed now: when it opens)."""
         sentences = (reply,)
         if self.calendar is not None and not self.line_open():
-            sentences += (self.canned.department_closed.format(opens=self.calendar.opening_phrase(self.clock())),)
+            sentences += (self.canned.department_closed.format(opens=self._opens()),)
         return Speak(sentences, "rule", "ask_info")
 
     def _ask_correction(self) -> Speak:

@@ -181,13 +181,15 @@ class Store:
     # --- tickets ------------------------------------------------------------------------------
 
     def create_ticket(self, *, call_sid: str | None, category: str, location: str | None, time: str | None,
-                      excerpt: str) -> str:
-        """A new open ticket; its reception number is the year and the row id (e.g. 20260042)."""
+                      excerpt: str, language: str = "ko") -> str:
+        """A new open ticket; its reception number is the year and the row id (e.g. 20260042).
+        ``language``: the caller's (a code of line.languages); its texts are written in it."""
         t = now()
         with self.engine.begin() as conn:
             row_id = conn.execute(
                 tickets.insert().values(call_sid=call_sid, category=category, location=location, time=time,
-                                        excerpt=mask_stored(excerpt), status="open", created_at=t, updated_at=t)
+                                        excerpt=mask_stored(excerpt), status="open", language=language,
+                                        created_at=t, updated_at=t)
                 .returning(tickets.c.id)
             ).scalar_one()
             number = f"{t.year}{row_id:04d}"
@@ -242,7 +244,7 @@ class Store:
         if not claimed:
             return []
         q = (sa.select(outbox, calls.c.caller, tickets.c.category, tickets.c.location,
-                       tickets.c.status.label("current_status"))
+                       tickets.c.status.label("current_status"), tickets.c.language)
              .select_from(outbox.outerjoin(calls, calls.c.call_sid == outbox.c.call_sid)
                           .outerjoin(tickets, tickets.c.reception_no == outbox.c.reception_no))
              .where(outbox.c.id.in_(claimed)).order_by(outbox.c.id))

@@ -59,6 +59,9 @@ tickets = sa.Table(
     sa.Column("sms_status", sa.String(16)),
     # The caller said yes to "접수번호를 문자로 보내드릴까요?": status notices go only to these.
     sa.Column("sms_opt_in", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    # The caller's language when the ticket was taken (a code of line.languages): texts and status
+    # sentences about it are in this language.
+    sa.Column("language", sa.String(8), nullable=False, default="ko", server_default="ko"),
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
