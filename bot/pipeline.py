@@ -475,7 +475,9 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
 async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
     """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
     status and (a person available) the transfer, which ends the bot's part once it is heard."""
-    answer = session.llm.policy.callback_answered(number, ticket)
+    if ticket and ticket.get("language") in session.llm.policy.siblings:
+        session.dialog.set_language(ticket["language"])  # the language the ticket was taken in
+    answer = session.llm.policy.for_language(session.dialog.language).callback_answered(number, ticket)
     answer.change.apply(session.dialog, answer.reply)
     session.recorder.current.mark("first_sentence")
     session.recorder.current.line_open = session.llm.policy.line_open()

@@ -419,8 +419,10 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         return form, cb, None
 
     def machine_twiml(cb: dict) -> str:
-        policy = make_policy(config, models.assets)
-        return build_say_twiml(policy.callback_machine_message(cb.get("reception_no")))
+        # In the language the ticket was taken in (Twilio's <Say> voice for it).
+        language = cb.get("language") or "ko"
+        policy = make_policy(config, models.assets).for_language(language)
+        return build_say_twiml(policy.callback_machine_message(cb.get("reception_no")), policy.language)
 
     @app.post("/twilio/callback/answer")
     async def twilio_callback_answer(request: Request, id: int = 0):

@@ -427,6 +427,31 @@ def test_a_machine_hears_who_called_and_the_number_and_no_masked_data():
     assert build_say_twiml(message).endswith(f'<Say language="ko-KR">{message}</Say><Hangup /></Response>')
 
 
+async def test_a_callback_about_an_english_ticket_is_made_in_english(db_url, tmp_path):
+    from transports.twilio import build_say_twiml
+
+    config = load_config(None, ["line.languages=['ko','en']"])
+    policy = make_policy(config, DialogAssets.load(config))
+    store = open_store(db_url, config)
+    sid = "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
+    store.start_call(sid, caller=CALLER, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    number = store.create_ticket(call_sid=sid, category="street_lights", location="Main Street", time=None,
+                                 excerpt="the light is out", language="en")
+    after = dt.datetime.now(dt.timezone.utc)
+    english = store.request_callback(call_sid=sid, after=after, reason="closed_transfer", reception_no=number)
+    plain = store.request_callback(call_sid=sid, after=after, reason="closed_transfer")
+    assert store.find_callback(callback_id=english)["language"] == "en"
+    assert store.find_callback(callback_id=plain)["language"] == "ko"  # no ticket: the line's own language
+
+    en = policy.for_language("en")
+    message = en.callback_machine_message(number)
+    assert message.startswith("Hello, this is the city's information line") and "two, zero, two, six" in message
+    assert build_say_twiml(message, "en").endswith(f'<Say language="en-US">{message}</Say><Hangup /></Response>')
+    # The person who answers hears the intro and the ticket's status in English.
+    answer = en.callback_answered(number, store.find_ticket(number))
+    assert answer.sentences[0] == en.canned.callback_intro and "street light" in answer.sentences[1]
+
+
 # --- privacy: no masked data in texts, retention covers what follows calls ----------------------------
 
 

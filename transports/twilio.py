@@ -47,10 +47,15 @@ def build_stream_twiml(public_host: str, token: str, *, callback: bool = False) 
     return str(response)
 
 
-def build_say_twiml(message: str) -> str:
-    """``message`` said by Twilio in Korean, then hang up (an answering machine's message)."""
+# <Say> voices for the line's languages (codes of line.languages).
+SAY_LANGUAGES = {"ko": "ko-KR", "en": "en-US"}
+
+
+def build_say_twiml(message: str, language: str = "ko") -> str:
+    """``message`` said by Twilio in ``language`` (a line language code), then hang up (an
+    answering machine's message)."""
     response = VoiceResponse()
-    response.say(message, language="ko-KR")
+    response.say(message, language=SAY_LANGUAGES.get(language, "ko-KR"))
     response.hangup()
     return str(response)
 

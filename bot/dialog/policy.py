@@ -438,7 +438,8 @@ class DialogPolicy:
 
     def callback_machine_message(self, number: str | None) -> str:
         """What an answering machine hears (Twilio's <Say>): who called, and the reception number."""
-        ticket = self.canned.callback_machine_ticket.format(number=read_digits(number)) if number else ""
+        read = self.intake.read_number if self.intake is not None else read_digits
+        ticket = self.canned.callback_machine_ticket.format(number=read(number)) if number else ""
         return " ".join(self.canned.callback_machine.format(ticket=ticket).split())
 
     # --- failures -----------------------------------------------------------------------------

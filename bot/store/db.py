@@ -335,9 +335,11 @@ class Store:
                          .values(last_call_sid=call_sid, answered_by=None, updated_at=now()))
 
     def find_callback(self, *, callback_id: int | None = None, call_sid: str | None = None) -> dict[str, Any] | None:
-        """One callback by id, or by the SID of the call placed for it (the webhooks)."""
-        q = (sa.select(callbacks, calls.c.caller)
-             .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid)))
+        """One callback by id, or by the SID of the call placed for it (the webhooks), with the
+        language its ticket was taken in ("ko" without a ticket)."""
+        q = (sa.select(callbacks, calls.c.caller, sa.func.coalesce(tickets.c.language, "ko").label("language"))
+             .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid)
+                          .outerjoin(tickets, tickets.c.reception_no == callbacks.c.reception_no)))
         q = q.where(callbacks.c.id == callback_id) if callback_id is not None else q.where(
             callbacks.c.last_call_sid == call_sid)
         with self.engine.connect() as conn:
