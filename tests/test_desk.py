@@ -67,7 +67,9 @@ def seed(store: Store) -> dict[str, str]:
     road = store.create_ticket(call_sid="CA" + "a" * 32, category="street_lights", location="중앙로 12번길", time=None,
                                excerpt="가로등이 꺼졌어요")
     water = store.create_ticket(call_sid=None, category="water", location="시청 앞", time=None, excerpt="누수")
-    return {"road": road, "water": water}
+    english = store.create_ticket(call_sid=None, category="noise", location="Main Street", time=None,
+                                  excerpt="loud music", language="en")
+    return {"road": road, "water": water, "english": english}
 
 
 @pytest.fixture
@@ -342,6 +344,17 @@ def test_pages_show_turns_masked_and_no_resident_or_phone_number(desk):
         assert "1234567" not in text and "2345-6789" not in text and CALLER not in text
     page = c.get(f"/desk/tickets/{numbers['road']}").text
     assert "900101-1******" in page and "010-****-**89" in page and "위치를 말씀해 주시겠어요?" in page
+    assert '<dd id="language">한국어</dd>' in page
+
+
+def test_a_ticket_taken_in_english_says_so_on_the_list_and_its_page(desk):
+    app, _, numbers = desk
+    c = logged_in(app, "admin1")
+    listed = c.get("/desk/tickets").text
+    row = listed.split(f'data-reception-no="{numbers["english"]}"')[1].split("</tr>")[0]
+    assert '<span class="lang" title="통화 언어">EN</span>' in row
+    assert '<span class="lang"' not in listed.split(f'data-reception-no="{numbers["road"]}"')[1].split("</tr>")[0]
+    assert '<dd id="language">영어</dd>' in c.get(f"/desk/tickets/{numbers['english']}").text
 
 
 def test_search_by_reception_number_and_by_location_which_never_goes_in_the_url(desk):
