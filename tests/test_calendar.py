@@ -212,8 +212,8 @@ def test_hours_phrases():
 
 
 @pytest.mark.parametrize("hm, spoken", [
-    ((9, 0), "9 a.m."), ((9, 30), "9:30 a.m."), ((12, 0), "noon"), ((13, 0), "1 p.m."),
-    ((18, 5), "6:05 p.m."), ((0, 0), "midnight"), ((24, 0), "midnight"), ((0, 30), "12:30 a.m."),
+    ((9, 0), "9 AM"), ((9, 30), "9:30 AM"), ((12, 0), "noon"), ((13, 0), "1 PM"),
+    ((18, 5), "6:05 PM"), ((0, 0), "midnight"), ((24, 0), "midnight"), ((0, 30), "12:30 AM"),
 ])  # fmt: skip
 def test_spoken_times_in_english(hm, spoken):
     assert spoken_time_en(*hm) == spoken
@@ -221,13 +221,13 @@ def test_spoken_times_in_english(hm, spoken):
 
 def test_an_english_call_hears_the_hours_openings_and_holidays_in_english():
     assert CAL.hours_phrase(language="en") == (
-        "on weekdays from 9 a.m. to 6 p.m., with a lunch break from noon to 1 p.m.")
+        "on weekdays from 9 AM to 6 PM, with a lunch break from noon to 1 PM")
     civil = Hours.parse(["mon-fri 09:00-18:00", "thu 09:00-20:00"])
     assert line(departments={"civil": civil}).hours_phrase("civil", language="en") == (
-        "on Mondays, Tuesdays, Wednesdays, Fridays from 9 a.m. to 6 p.m., on Thursdays from 9 a.m. to 8 p.m.")
-    assert CAL.opening_phrase(kst(2026, 9, 24, 10), language="en") == "on Monday, September 28, at 9 a.m."
-    assert CAL.opening_phrase(kst(2026, 9, 22, 12, 30), language="en") == "at 1 p.m."
-    assert CAL.opening_phrase(kst(2026, 9, 22, 19), language="en") == "tomorrow at 9 a.m."
+        "on Mondays, Tuesdays, Wednesdays, Fridays from 9 AM to 6 PM, on Thursdays from 9 AM to 8 PM")
+    assert CAL.opening_phrase(kst(2026, 9, 24, 10), language="en") == "on Monday, September 28, at 9 AM"
+    assert CAL.opening_phrase(kst(2026, 9, 22, 12, 30), language="en") == "at 1 PM"
+    assert CAL.opening_phrase(kst(2026, 9, 22, 19), language="en") == "tomorrow at 9 AM"
     assert CAL.opening_phrase(kst(2026, 9, 22, 10), language="en") == "now"
     assert CAL.holiday(date(2026, 9, 25), "en") == "Chuseok" and CAL.holiday(date(2026, 9, 25)) == "추석"
     assert line(["2026-12-31"]).holiday(date(2026, 12, 31), "en") == "a closed day"

@@ -45,7 +45,7 @@ async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_
     english = assets.language_sentences("en")
     canned_en = assets.languages["en"].canned
     assert english[canned_en.idle_prompt] == "idle_prompt" and english[canned_en.apology] == "apology"
-    assert "{hours}" not in canned_en.closing_hours and "9 a.m." in canned_en.closing_hours
+    assert "{hours}" not in canned_en.closing_hours and "9 AM" in canned_en.closing_hours
     assert english[canned_en.closing_hours] == "closing_hours"
     assert english["Sure, once more."].startswith("shortcut:")
     built = []

@@ -58,6 +58,10 @@ def test_english_normalizer():
     assert normalize_english("It costs 15,000 won.") == "It costs fifteen thousand won."
     assert normalize_english("On 2026-12-03 at 9:00.") == "On December third, twenty twenty-six at nine o'clock."
     assert normalize_english("May 21st, 25% off") == "May twenty-first, twenty-five percent off"
+    # The calendar's hours and openings: "9 AM", "1 PM"; an "a.m." keeps its letters, not its periods.
+    assert normalize_english("from 9 AM to 6 PM, tomorrow at 9 a.m. then 11am.") == \
+        "from nine A M to six P M, tomorrow at nine A M then eleven A M."
+    assert normalize_english("I am 9 and Amy is 10") == "I am nine and Amy is ten"
 
 
 def _config(*sets):

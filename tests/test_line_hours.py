@@ -128,6 +128,22 @@ def test_the_greeting_names_a_holiday_and_the_recording_notice_once():
     assert policy(CHUSEOK, can_transfer=False).greeting_notes() == ()
 
 
+def test_an_english_call_hears_the_closed_desk_the_holiday_and_the_hours_in_english():
+    from bot.pipeline import make_policy
+
+    config = load_config(overrides=["line.languages=['ko','en']", "call.transfer_number='+8221200000'"])
+    en = make_policy(config, DialogAssets.load(config), clock=lambda: CHUSEOK).for_language("en")
+    assert en.language == "en"
+    assert en.greeting_notes() == ("Today is Chuseok, so no agent is available, but I can take complaints and give "
+                                   "their status.",)
+    d = en.decide("Can I talk to an agent?", DialogState(language="en"))
+    assert isinstance(d, Speak) and d.sentences[0] == (
+        "Agents are not working right now. An agent is available on Monday, September 28, at 9 AM.")
+    assert en.callback_booked(True).reply.startswith("Booked. An agent will call you back on Monday, September 28")
+    assert en.canned.closing_hours == ("Sorry, I can't help right now. Agents answer on weekdays from 9 AM to 6 PM, "
+                                       "with a lunch break from noon to 1 PM. Please call again. Thank you.")
+
+
 def test_canned_hours_are_filled_from_the_calendar_and_templates_are_not_fixed_sentences():
     assert "{" not in ASSETS.canned.closing_hours
     ids = ASSETS.canned.ids()
@@ -151,6 +167,7 @@ async def test_chat_at_a_closed_time_books_a_callback_row_the_desk_sees(tmp_path
     assert await run_chat(config, lines, out, at=CHUSEOK) == 0
     person, yes = (json.loads(line) for line in out.getvalue().splitlines())
     assert person["line_open"] is False and person["llm_calls"] == 0 and person["escalation"] is None
+    assert person["language"] == "ko"
     assert "9월 28일 월요일 오전 9시에" in person["reply"]
     assert yes["llm_calls"] == 0 and yes["reply"].startswith("예약했습니다")
     store = Store(url)

@@ -229,8 +229,8 @@ class LineCalendar:
 
     def opening_phrase(self, at: datetime, department: str | None = None, language: str = "ko") -> str:
         """When it opens next, spoken relative to ``at``: "지금", "오후 1시에", "내일 오전 9시에",
-        "9월 28일 월요일 오전 9시에"; in English "now", "at 1 p.m.", "tomorrow at 9 a.m.",
-        "on Monday, September 28, at 9 a.m."."""
+        "9월 28일 월요일 오전 9시에"; in English "now", "at 1 PM", "tomorrow at 9 AM",
+        "on Monday, September 28, at 9 AM"."""
         local = self.local(at)
         nxt = self.next_opening(local, department)
         days = (nxt.date() - local.date()).days
@@ -250,7 +250,7 @@ class LineCalendar:
 
     def hours_phrase(self, department: str | None = None, language: str = "ko") -> str:
         """The weekly hours as spoken Korean: "평일 오전 9시부터 오후 6시까지, 점심시간 낮 12시부터 오후 1시까지";
-        in English "on weekdays from 9 a.m. to 6 p.m., with a lunch break from noon to 1 p.m."."""
+        in English "on weekdays from 9 AM to 6 PM, with a lunch break from noon to 1 PM"."""
         hours = self._hours(department)
         en = language == "en"
         if hours.always:
@@ -304,12 +304,12 @@ def _day_group(days: list[int]) -> str:
 # --- English -----------------------------------------------------------------------------------
 
 def spoken_time_en(hour: int, minute: int = 0) -> str:
-    """"9 a.m.", "noon", "1:30 p.m.", "midnight"."""
+    """"9 AM", "noon", "1:30 PM", "midnight" (no "a.m.": a sentence's period would double it)."""
     hour %= 24
     if minute == 0 and hour in (0, 12):
         return "midnight" if hour == 0 else "noon"
     clock = hour % 12 or 12
-    return f"{clock}{f':{minute:02d}' if minute else ''} {'a.m.' if hour < 12 else 'p.m.'}"
+    return f"{clock}{f':{minute:02d}' if minute else ''} {'AM' if hour < 12 else 'PM'}"
 
 
 def spoken_date_en(day: date) -> str:

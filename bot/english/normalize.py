@@ -52,6 +52,7 @@ def read_digits_en(number: str) -> str:
 
 _PHONE = re.compile(r"\+?\d{2,4}(?:-\d{3,4}){1,2}\b|\b\d{7,}\b")
 _TIME = re.compile(r"\b(\d{1,2}):(\d{2})\s*(am|pm|a\.m\.|p\.m\.)?", re.I)
+_HOUR = re.compile(r"\b(\d{1,2})\s*(am|pm|a\.m\.|p\.m\.)(?![a-z])", re.I)  # "9 AM" (the calendar's)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DATE_MD = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b")
 _WON = re.compile(r"(?:₩\s?(\d[\d,]*)|\b(\d[\d,]*)\s?(?:won|KRW)\b)", re.I)
@@ -86,6 +87,7 @@ def normalize_english(text: str) -> str:
                          f"{_year(int(m.group(1)))}", text)
     text = _PHONE.sub(lambda m: read_digits_en(m.group(0)), text)
     text = _TIME.sub(_time, text)
+    text = _HOUR.sub(lambda m: number_words(int(m.group(1))) + " " + " ".join(m.group(2).upper().replace(".", "")), text)
     text = _DATE_MD.sub(lambda m: f"{m.group(1)} {ordinal_words(int(m.group(2)))}", text)
     text = _WON.sub(lambda m: number_words(_int(m.group(1) or m.group(2))) + " won", text)
     text = _DOLLAR.sub(lambda m: number_words(_int(m.group(1))) + " dollars"

@@ -169,6 +169,7 @@ async def _chat_lines(config, secrets, desk, stdin, stdout, loop, at=None) -> in
                 "llm_calls": rec.llm_calls,
                 "escalation": rec.escalation,
                 "line_open": rec.line_open,
+                "language": rec.language or session.llm.dialog.language,  # typed: no detection, the call's
                 "ms": ms,
             }
             if result and result.error:
