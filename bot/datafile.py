@@ -167,8 +167,11 @@ class DataFile:
                 raise self.error((*keys, i), f"must be a table, not {row!r}")
         return rows
 
-    def no_unknown(self, keys: Keys, allowed: Iterable[str]) -> None:
-        """Refuse a key of the table at ``keys`` that is not ``allowed``, naming it and listing them."""
+    def no_unknown(self, keys: Keys, allowed: Iterable[str], what: str = "key") -> None:
+        """Refuse a key of the table at ``keys`` that is not ``allowed``, naming it and listing them.
+
+        ``what`` names such a key in the message ("unknown table 'extra'" at the top of a file).
+        """
         table = self.get(keys)
         if not isinstance(table, dict):
             return
@@ -176,7 +179,7 @@ class DataFile:
         unknown = [k for k in table if k not in allowed]
         if unknown:
             raise self.error((*keys, unknown[0]),
-                             f"unknown key {unknown[0]!r} (expected one of {', '.join(sorted(allowed))})")
+                             f"unknown {what} {unknown[0]!r} (expected one of {', '.join(sorted(allowed))})")
 
 
 # --- locating keys in the text ------------------------------------------------------------------
