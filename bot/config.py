@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import tomllib
 import typing
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
@@ -534,14 +535,46 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
         ConfigError: naming the offending key.
     """
     path = Path(path) if path else DEFAULT_CONFIG
-    raw = read_toml(path, ConfigError, "config file")
+    source = DataFile.read(path, ConfigError, "config file")
+    raw = source.data
+    overridden: set[tuple[str, str]] = set()
     for item in overrides:
         section, name, value = _parse_override(item)
         table = raw.setdefault(section, {})
         if not isinstance(table, dict):
             raise ConfigError(f"{section}: expected a table")
         table[name] = value
+        overridden.add((section, name))
+    try:
+        return _build(raw, path)
+    except ConfigError as e:
+        where = _where(str(e), source, overridden)
+        if where is None:
+            raise
+        raise ConfigError(f"{where}: {e}") from e
 
+
+# The key a ConfigError names: at its start ("stt.beam_size: ...", "line.languages must ..."), or after
+# "unknown config key" / "missing required config key"; or an unknown section.
+_NAMED_KEY = re.compile(r"^(?:unknown config key |missing required config key )?([a-z_]+)\.([a-z_]+)\b")
+_NAMED_SECTION = re.compile(r"^unknown config section \[([^\]]+)\]")
+
+
+def _where(message: str, source: DataFile, overridden: set[tuple[str, str]]) -> str | None:
+    """``path:line`` of the key a message names, in the config file; None for a --set key or no key."""
+    if m := _NAMED_KEY.match(message):
+        keys: tuple[str, ...] = (m.group(1), m.group(2))
+    elif m := _NAMED_SECTION.match(message):
+        keys = (m.group(1),)
+    else:
+        return None
+    if keys in overridden or (len(keys) == 1 and any(s == keys[0] for s, _ in overridden)):
+        return None
+    line = source.line_of(*keys)
+    return f"{source.path}:{line}" if line is not None else str(source.path)
+
+
+def _build(raw: dict[str, Any], path: Path) -> Config:
     sections = {f.name: f for f in dataclasses.fields(Config) if f.name != "base_dir"}
     unknown = sorted(set(raw) - set(sections))
     if unknown:
@@ -549,7 +582,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
     for key in REQUIRED_KEYS:
         section, name = key.split(".")
         if name not in raw.get(section, {}):
-            raise ConfigError(f"missing required config key {key} in {path}")
+            raise ConfigError(f"missing required config key {key}")
     hints = typing.get_type_hints(Config)
     built = {name: _build_section(name, hints[name], raw.get(name, {})) for name in sections}
     config = Config(**built, base_dir=path.resolve().parent)

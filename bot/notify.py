@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 from loguru import logger
 
 from bot.config import Config, SmsConfig
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
 from bot.dialog.languages import DATA as LANGUAGE_DATA
@@ -47,10 +47,8 @@ class SmsTexts:
     @classmethod
     def load(cls, config: Config) -> "SmsTexts":
         path = config.path(config.sms.texts_file)
-        data = read_toml(path, SmsTextError, "SMS texts file")
-        missing = [k for k in TEXT_KEYS if not isinstance(data.get(k), str)]
-        if missing:
-            raise SmsTextError(f"{path}: missing text {', '.join(missing)} (sms.texts_file)")
+        source = DataFile.read(path, SmsTextError, "SMS texts file")
+        data = {k: source.value((k,), str, "a text") for k in TEXT_KEYS}
         domain = load_domain(config.path(config.llm.domain_file))
         intake = Intake.load(Path(__file__).parent / "data" / "intake.toml", domain)
         return cls({k: data[k] for k in TEXT_KEYS}, intake.category_labels, intake.status_labels,

@@ -34,7 +34,7 @@ from pipecat.frames.frames import (
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_start import BaseUserTurnStartStrategy
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.dialog.shortcuts import normalize
 
 Held = Literal["backchannel", "turn"]
@@ -50,14 +50,16 @@ class Backchannels:
 
     @classmethod
     def load(cls, path: str | Path) -> "Backchannels":
-        data = read_toml(path, ValueError, "backchannels file")
-        unknown = set(data) - {"words", "fillers_only", "question_is_turn"}
-        if unknown or not isinstance(data.get("words"), list):
-            raise ValueError(f"{path}: need words = [...], optional fillers_only, question_is_turn (got {sorted(data)})")
-        words = frozenset(normalize(w) for w in data["words"])
-        if "" in words:
-            raise ValueError(f"{path}: a word normalizes to nothing (fillers are fillers_only's)")
-        return cls(words, bool(data.get("fillers_only", True)), bool(data.get("question_is_turn", True)))
+        source = DataFile.read(path, ValueError, "backchannels file")
+        source.no_unknown((), ("words", "fillers_only", "question_is_turn"))
+        words = source.value(("words",), list, "a list of words (need words = [...])",
+                             ok=lambda v: all(isinstance(w, str) for w in v))
+        for i, word in enumerate(words):
+            if not normalize(word):
+                raise source.error(("words", i), f"{word!r} normalizes to nothing (fillers are fillers_only's)")
+        return cls(frozenset(normalize(w) for w in words),
+                   source.value(("fillers_only",), bool, "true or false", default=True),
+                   source.value(("question_is_turn",), bool, "true or false", default=True))
 
     def is_backchannel(self, text: str) -> bool:
         """Whether the whole transcript only acknowledges ("네 네", "음", "아 그렇죠", "네, 맞아요")."""

@@ -25,7 +25,7 @@ from pipecat.frames.frames import (
 from pipecat.turns.types import ProcessFrameResult, UserTurnSpeculation
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from processors.whisper_stt import UnclearSpeechFrame
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
@@ -46,13 +46,18 @@ class EndOfTurnRules:
 
     @classmethod
     def load(cls, path: Path) -> "EndOfTurnRules":
-        data = read_toml(path, ValueError, "end-of-turn rules file")
+        source = DataFile.read(path, ValueError, "end-of-turn rules file")
         rules = []
-        for i, raw in enumerate(data.get("rules", [])):
-            unknown = set(raw) - {"kind", "name", "pattern"}
-            if unknown or raw.get("kind") not in ("final", "continuing"):
-                raise ValueError(f"{path}: rule {i}: need kind final|continuing, name, pattern (got {sorted(raw)})")
-            rules.append(EndingRule(raw["kind"], raw.get("name", f"rule{i}"), re.compile(raw["pattern"])))
+        for i, _raw in enumerate(source.tables(("rules",), default=[], nonempty=False)):
+            key = ("rules", i)
+            source.no_unknown(key, ("kind", "name", "pattern"))
+            kind = source.value((*key, "kind"), str, "final or continuing", ok=lambda v: v in ("final", "continuing"))
+            name = source.value((*key, "name"), str, "a string", default=f"rule{i}")
+            pattern = source.value((*key, "pattern"), str, "a regex")
+            try:
+                rules.append(EndingRule(kind, name, re.compile(pattern)))
+            except re.error as e:
+                raise source.error((*key, "pattern"), f"bad regex {pattern!r}: {e}") from e
         return cls(rules)
 
     def classify(self, text: str) -> tuple[str, str | None]:

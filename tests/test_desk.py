@@ -440,7 +440,7 @@ def test_every_category_has_a_department_of_the_directory(tmp_path):
     assert set(routing.by_category) == set(routing.category_labels)
     bad = tmp_path / "departments.toml"
     bad.write_text('[category]\nroads = "dept-nowhere"\n', encoding="utf-8")
-    with pytest.raises(RoutingError, match="category.roads"):
+    with pytest.raises(RoutingError, match=r"departments.toml:2: category.roads: .dept-nowhere.: not a department"):
         Routing.load(load_config(None, [f"desk.departments_file='{bad}'"]))
     bad.write_text('[category]\nroads = "dept-road"\n', encoding="utf-8")
     with pytest.raises(RoutingError, match="is missing"):

@@ -199,11 +199,11 @@ def test_load_minimal_uses_default_flows(tmp_path: Path) -> None:
         ("[[intents]\n", "invalid TOML"),
         (GOOD + "[[intents]]\nname = 'a'\nlabel = 'x'\n", "duplicate name 'a'"),
         (GOOD + "[[intents]]\nname = 'Bad-Name'\nlabel = 'x'\n", "snake_case"),
-        (GOOD + "[[intents]]\nname = 'b'\n", "label must be"),
+        (GOOD + "[[intents]]\nname = 'b'\n", "intents[1].label: missing"),
         (GOOD + "[[intents]]\nname = 'b'\nlabel = 'x'\ncolor = 'red'\n", "unknown key 'color'"),
         (GOOD + "[[flows]]\nname = 'continue'\nlabel = '계속'\n", "lacks ['end', 'new_topic']"),
         (GOOD + "[extra]\nx = 1\n", "unknown table 'extra'"),
-        ("[[categories]]\nname = 'none'\nlabel = 'x'\n", "[[intents]] must be"),
+        ("[[categories]]\nname = 'none'\nlabel = 'x'\n", "intents: missing"),
     ],
 )
 def test_load_errors(tmp_path: Path, text: str, fragment: str) -> None:

@@ -125,9 +125,9 @@ def test_minimal_file_loads(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("old, new, message", [
-    ('number = "119"\n', "", "emergency.toml: kind.fire.number: missing"),
-    ('number = "119"', 'number = 119', "kind.fire.number: must be a string"),
-    ("sure = ['${fire_word}(?:이|가)?났']", "sure = ['불(?:이']", "kind.fire.sure[0]: bad regex '불(?:이'"),
+    ('number = "119"\n', "", "emergency.toml:5: kind.fire.number: missing"),
+    ('number = "119"', 'number = 119', "emergency.toml:6: kind.fire.number: must be a string"),
+    ("sure = ['${fire_word}(?:이|가)?났']", "sure = ['불(?:이']", "emergency.toml:9: kind.fire.sure[0]: bad regex '불(?:이'"),
     ("sure = ['${fire_word}(?:이|가)?났']", "sure = ['${nope}났']", "kind.fire.sure[0]: unknown macro ${nope}"),
     ("sure = ['${fire_word}(?:이|가)?났']", "sure = []", "kind.fire.sure: missing"),
     ('question = "지금 불이 난 상황인가요?"', 'question = "?"\ncolour = "red"', "kind.fire.colour: unknown key"),

@@ -50,7 +50,7 @@ def test_a_bad_turn_file_names_the_entry(tmp_path):
     _, domain = _domain()
     path = tmp_path / "t.toml"
     path.write_text('[[dialogs]]\nid = "x"\nturns = [{ text = "안녕", intent = "complain" }]\n')
-    with pytest.raises(ev.EvalError, match="dialog x turn 1: intent 'complain'"):
+    with pytest.raises(ev.EvalError, match=r"t.toml:3: dialogs\[0\].turns\[0\].intent: 'complain' is not one of .* \(dialog x turn 1\)"):
         ev.load_turns(path, domain)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.config import Config
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.knowledge.data import load_directory
 
@@ -34,21 +34,19 @@ class Routing:
     @classmethod
     def load(cls, config: Config) -> "Routing":
         path = config.path(config.desk.departments_file)
-        raw = read_toml(path, RoutingError, "desk departments file")
-        table = raw.get("category")
-        if set(raw) != {"category"} or not isinstance(table, dict):
-            raise RoutingError(f"{path}: expected one table, [category]")
+        source = DataFile.read(path, RoutingError, "desk departments file")
+        source.no_unknown((), ("category",), what="table")
+        table = source.table(("category",))
         domain = load_domain(config.path(config.llm.domain_file))
         directory = load_directory(config.path(config.llm.directory_file))
         names = {d.id: d.name for d in directory.departments}
         labels = {c.name: c.label for c in domain.categories}
         for category, dept in table.items():
             if category not in labels:
-                raise RoutingError(f"{path}: category.{category}: not a category of {config.llm.domain_file}")
+                raise source.error(("category", category), f"not a category of {config.llm.domain_file}")
             if dept not in names:
-                raise RoutingError(f"{path}: category.{category} = {dept!r}: not a department of "
-                                   f"{config.llm.directory_file}")
+                raise source.error(("category", category), f"{dept!r}: not a department of {config.llm.directory_file}")
         missing = [c for c in labels if c not in table]
         if missing:
-            raise RoutingError(f"{path}: category.{missing[0]} is missing (every category needs a department)")
+            raise source.error(("category",), f"category.{missing[0]} is missing (every category needs a department)")
         return cls(by_category=dict(table), department_names=names, category_labels=labels)

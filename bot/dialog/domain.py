@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 
 # Field order of a turn. The reply comes FIRST: it streams to the TTS while it is being
 # generated, so its first sentence can be spoken after a handful of tokens. Slots first would
@@ -172,27 +172,17 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _choices(raw: Any, table: str, path: Path) -> tuple[Choice, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise DomainError(f"{path}: [[{table}]] must be a non-empty array of tables")
+def _choices(source: DataFile, table: str) -> tuple[Choice, ...]:
     seen: set[str] = set()
     out: list[Choice] = []
-    for i, item in enumerate(raw):
-        where = f"{path}: {table}[{i}]"
-        if not isinstance(item, dict):
-            raise DomainError(f"{where}: expected a table")
-        unknown = sorted(set(item) - {"name", "label", "description"})
-        if unknown:
-            raise DomainError(f"{where}: unknown key {unknown[0]!r}")
-        name, label, desc = item.get("name"), item.get("label"), item.get("description", "")
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            raise DomainError(f"{where}: name must be snake_case ASCII, got {name!r}")
+    for i, _item in enumerate(source.tables((table,))):
+        where = (table, i)
+        source.no_unknown(where, ("name", "label", "description"))
+        name = source.value((*where, "name"), str, "snake_case ASCII", ok=_NAME_RE.match)
         if name in seen:
-            raise DomainError(f"{where}: duplicate name {name!r}")
-        if not isinstance(label, str) or not label.strip():
-            raise DomainError(f"{where} ({name}): label must be a non-empty string")
-        if not isinstance(desc, str):
-            raise DomainError(f"{where} ({name}): description must be a string")
+            raise source.error((*where, "name"), f"duplicate name {name!r}")
+        label = source.text_value((*where, "label"))
+        desc = source.value((*where, "description"), str, "a string", default="")
         seen.add(name)
         out.append(Choice(name, label.strip(), desc.strip()))
     return tuple(out)
@@ -202,19 +192,16 @@ def load_domain(path: str | Path) -> Domain:
     """Read ``domain.toml`` (``[[intents]]``, ``[[categories]]``, optional ``[[flows]]``).
 
     Raises:
-        DomainError: a missing file, invalid TOML, or an entry that breaks the rules.
+        DomainError: a missing file, invalid TOML, or an entry that breaks the rules (file:line: key).
     """
-    path = Path(path)
-    raw = read_toml(path, DomainError, "domain file")
-    unknown = sorted(set(raw) - {"intents", "categories", "flows"})
-    if unknown:
-        raise DomainError(f"{path}: unknown table {unknown[0]!r}")
-    intents = _choices(raw.get("intents"), "intents", path)
-    categories = _choices(raw.get("categories"), "categories", path)
-    flows = _choices(raw["flows"], "flows", path) if "flows" in raw else _DEFAULT_FLOWS
+    source = DataFile.read(path, DomainError, "domain file")
+    source.no_unknown((), ("intents", "categories", "flows"), what="table")
+    intents = _choices(source, "intents")
+    categories = _choices(source, "categories")
+    flows = _choices(source, "flows") if "flows" in source.data else _DEFAULT_FLOWS
     missing = [f for f in REQUIRED_FLOWS if f not in {c.name for c in flows}]
     if missing:
-        raise DomainError(f"{path}: [[flows]] lacks {missing} (the processor acts on them)")
+        raise source.error(("flows",), f"[[flows]] lacks {missing} (the processor acts on them)")
     return Domain(intents=intents, categories=categories, flows=flows)
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from loguru import logger
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile, Keys
 from bot.dialog.shortcuts import normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "emergency.toml"
@@ -28,6 +27,7 @@ _NUMBER_RE = re.compile(r"\d{3,4}")
 _TABLES = {"macros", "context", "answer", "kind"}
 _ANSWER_KEYS = {"yes", "no"}
 _CONTEXT_KEYS = {"negative", "hedge"}
+_ABSENT = object()
 _KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative"}
 
 
@@ -114,63 +114,45 @@ class EmergencyRules:
             EmergencyDataError: a missing file, invalid TOML, a missing or unknown key, or a pattern
                 that does not compile (the message names the file, the key and the pattern).
         """
-        path = Path(path)
-        raw = read_toml(path, EmergencyDataError, "emergency file")
-        _no_unknown(raw, _TABLES, path, "")
-        macros = _macros(raw.get("macros", {}), path)
-        context = _table(raw.get("context", {}), path, "context")
-        _no_unknown(context, _CONTEXT_KEYS, path, "context.")
-        negative = _compile(context.get("negative", []), path, "context.negative", macros)
-        hedge = _compile(context.get("hedge", []), path, "context.hedge", macros)
-        answer = _table(raw.get("answer", {}), path, "answer")
-        _no_unknown(answer, _ANSWER_KEYS, path, "answer.")
-        yes = _compile(answer.get("yes", []), path, "answer.yes", macros)
-        no = _compile(answer.get("no", []), path, "answer.no", macros)
-        kinds = _table(raw.get("kind"), path, "kind")
+        source = DataFile.read(path, EmergencyDataError, "emergency file")
+        source.no_unknown((), _TABLES)
+        macros = _macros(source)
+        source.table(("context",), default={})
+        source.no_unknown(("context",), _CONTEXT_KEYS)
+        negative = _compile(source, ("context", "negative"), macros)
+        hedge = _compile(source, ("context", "hedge"), macros)
+        source.table(("answer",), default={})
+        source.no_unknown(("answer",), _ANSWER_KEYS)
+        yes = _compile(source, ("answer", "yes"), macros)
+        no = _compile(source, ("answer", "no"), macros)
+        kinds = source.table(("kind",))
         if not kinds:
-            raise EmergencyDataError(f"{path}: kind: missing")
-        grammars = [_kind(name, _table(item, path, f"kind.{name}"), path, macros) for name, item in kinds.items()]
-        logger.debug("loaded {} emergency kinds from {}", len(grammars), path.name)
+            raise source.error(("kind",), "missing")
+        grammars = [_kind(source, name, macros) for name in kinds]
+        logger.debug("loaded {} emergency kinds from {}", len(grammars), source.path.name)
         return cls(grammars, negative, hedge, yes, no)
 
 
 # --- loading -----------------------------------------------------------------------------------
 
 
-def _fail(path: Path, key: str, message: str) -> EmergencyDataError:
-    return EmergencyDataError(f"{path}: {key}: {message}")
-
-
-def _table(value: object, path: Path, key: str) -> dict[str, Any]:
-    if value is None:
-        raise _fail(path, key, "missing")
-    if not isinstance(value, dict):
-        raise _fail(path, key, "must be a table")
-    return value
-
-
-def _no_unknown(table: dict[str, Any], allowed: set[str], path: Path, prefix: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise _fail(path, f"{prefix}{unknown[0]}", f"unknown key (expected one of {sorted(allowed)})")
-
-
-def _macros(raw: object, path: Path) -> dict[str, str]:
+def _macros(source: DataFile) -> dict[str, str]:
     """Each macro as one regex, with the macros it names expanded (a list is an alternation)."""
     bodies: dict[str, str] = {}
-    for name, value in _table(raw, path, "macros").items():
+    for name, value in source.table(("macros",), default={}).items():
         if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
             value = "|".join(value)
         if not isinstance(value, str) or not value or re.search(r"\s", value):
-            raise _fail(path, f"macros.{name}", "must be a regex or a list of regexes, without spaces")
+            raise source.error(("macros", name), "must be a regex or a list of regexes, without spaces")
         bodies[name] = value
     done: dict[str, str] = {}
 
     def resolve(name: str, stack: tuple[str, ...]) -> str:
         if name not in done:
             if name in stack:
-                raise _fail(path, f"macros.{name}", "refers to itself")
-            done[name] = _expand(bodies[name], bodies, path, f"macros.{name}", lambda m: resolve(m, (*stack, name)))
+                raise source.error(("macros", name), "refers to itself")
+            done[name] = _expand(bodies[name], bodies, source, ("macros", name),
+                                 lambda m: resolve(m, (*stack, name)))
         return done[name]
 
     for name in bodies:
@@ -178,62 +160,51 @@ def _macros(raw: object, path: Path) -> dict[str, str]:
     return done
 
 
-def _expand(pattern: str, macros: dict[str, str], path: Path, key: str, resolve=None) -> str:
+def _expand(pattern: str, macros: dict[str, str], source: DataFile, key: Keys, resolve=None) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in macros:
-            raise _fail(path, key, f"unknown macro ${{{name}}}")
+            raise source.error(key, f"unknown macro ${{{name}}}")
         return f"(?:{resolve(name) if resolve else macros[name]})"
 
     return _MACRO_RE.sub(sub, pattern)
 
 
-def _compile(raw: object, path: Path, key: str, macros: dict[str, str],
-             required: bool = False) -> tuple[re.Pattern[str], ...]:
+def _compile(source: DataFile, key: Keys, macros: dict[str, str], required: bool = False) -> tuple[re.Pattern[str], ...]:
     """The regexes of one pattern list; errors name ``key[i]`` and the pattern."""
-    if raw is None or (required and raw == []):
-        raise _fail(path, key, "missing")
-    if not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
-        raise _fail(path, key, "must be a list of regex strings")
+    raw = source.value(key, list, "a list of regex strings", default=_ABSENT if required else [],
+                       ok=lambda v: all(isinstance(p, str) and p for p in v))
+    if raw is _ABSENT or (required and raw == []):
+        raise source.error(key, "missing")
     out = []
     for i, pattern in enumerate(raw):
-        where = f"{key}[{i}]"
+        where = (*key, i)
         if re.search(r"\s", pattern):
-            raise _fail(path, where, f"pattern {pattern!r} has whitespace (the normalized form has none)")
+            raise source.error(where, f"pattern {pattern!r} has whitespace (the normalized form has none)")
         try:
-            out.append(re.compile(_expand(pattern, macros, path, where)))
+            out.append(re.compile(_expand(pattern, macros, source, where)))
         except re.error as e:
-            raise _fail(path, where, f"bad regex {pattern!r}: {e}") from e
+            raise source.error(where, f"bad regex {pattern!r}: {e}") from e
     return tuple(out)
 
 
-def _kind(name: str, item: dict[str, Any], path: Path, macros: dict[str, str]) -> _Grammar:
-    key = f"kind.{name}"
-    _no_unknown(item, _KIND_KEYS, path, f"{key}.")
-    number = item.get("number")
-    if number is None:
-        raise _fail(path, f"{key}.number", "missing")
-    if not isinstance(number, str) or not _NUMBER_RE.fullmatch(number):
-        raise _fail(path, f"{key}.number", f"must be a string of 3-4 digits, not {number!r}")
-    sentences = item.get("sentences")
-    if sentences is None:
-        raise _fail(path, f"{key}.sentences", "missing")
-    if not isinstance(sentences, list) or not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
-        raise _fail(path, f"{key}.sentences", "must be a non-empty list of sentences")
+def _kind(source: DataFile, name: str, macros: dict[str, str]) -> _Grammar:
+    key = ("kind", name)
+    source.table(key)
+    source.no_unknown(key, _KIND_KEYS)
+    number = source.value((*key, "number"), str, "a string of 3-4 digits", ok=_NUMBER_RE.fullmatch)
+    sentences = source.value((*key, "sentences"), list, "a non-empty list of sentences",
+                             ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
     if number not in sentences[0]:
         # The number is what the caller must hear first; a reply that buries it is a data bug.
-        raise _fail(path, f"{key}.sentences", f"the first sentence must name {number}")
-    question = item.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise _fail(path, f"{key}.question", "missing" if question is None else "must be a non-empty string")
-    ends_call = item.get("ends_call", False)
-    if not isinstance(ends_call, bool):
-        raise _fail(path, f"{key}.ends_call", "must be true or false")
+        raise source.error((*key, "sentences"), f"the first sentence must name {number}")
+    question = source.text_value((*key, "question"))
+    ends_call = source.value((*key, "ends_call"), bool, "true or false", default=False)
     kind = EmergencyKind(name, number, tuple(s.strip() for s in sentences), question.strip(), ends_call)
 
     def rules(level: str, required: bool = False) -> tuple[tuple[str, re.Pattern[str]], ...]:
-        regexes = _compile(item.get(level, None if required else []), path, f"{key}.{level}", macros, required)
+        regexes = _compile(source, (*key, level), macros, required)
         return tuple((f"{name}.{level}[{i}]", r) for i, r in enumerate(regexes))
 
-    negative = _compile(item.get("negative", []), path, f"{key}.negative", macros)
+    negative = _compile(source, (*key, "negative"), macros)
     return _Grammar(kind, rules("sure", True), rules("unsure"), negative)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.dialog.emergency import EmergencyDataError, EmergencyRules, Verdict
 
 NONE = "none"
@@ -26,23 +26,18 @@ class Case:
 
 def load_cases(path: str | Path, kinds: set[str] | None = None) -> list[Case]:
     """The ``[[case]]`` rows of a table; with ``kinds``, every expect must be one of them or "none"."""
-    path = Path(path)
-    raw = read_toml(path, EmergencyDataError, "emergency table")
-    rows = raw.get("case")
-    if not isinstance(rows, list) or not rows:
-        raise EmergencyDataError(f"{path}: case: missing")
+    source = DataFile.read(path, EmergencyDataError, "emergency table")
     cases = []
-    for i, row in enumerate(rows):
-        where = f"{path}: case[{i}]"
-        if not isinstance(row, dict) or set(row) - {"text", "expect", "sure"}:
-            raise EmergencyDataError(f"{where}: expected a table of text, expect and optional sure")
-        text, expect, sure = row.get("text"), row.get("expect"), row.get("sure", True)
-        if not isinstance(text, str) or not text.strip() or not isinstance(expect, str) or not isinstance(sure, bool):
-            raise EmergencyDataError(f"{where}: text and expect must be strings, sure true or false")
+    for i, _row in enumerate(source.tables(("case",))):
+        where = ("case", i)
+        source.no_unknown(where, ("text", "expect", "sure"))
+        text = source.text_value((*where, "text"))
+        expect = source.value((*where, "expect"), str, "a string")
+        sure = source.value((*where, "sure"), bool, "true or false", default=True)
         if kinds is not None and expect != NONE and expect not in kinds:
-            raise EmergencyDataError(f"{where}: expect {expect!r} is not a kind")
+            raise source.error((*where, "expect"), f"expect {expect!r} is not a kind")
         if expect == NONE and not sure:
-            raise EmergencyDataError(f"{where}: a 'none' case cannot be unsure")
+            raise source.error((*where, "sure"), "a 'none' case cannot be unsure")
         cases.append(Case(text, expect, sure))
     return cases
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile, Keys
 from bot.dialog.domain import Domain
 from bot.korean.digits import spoken_digits
 from bot.korean.normalize import read_digits
@@ -36,22 +36,24 @@ class Intake:
 
     @classmethod
     def load(cls, path: Path, domain: Domain) -> "Intake":
-        return cls.from_data(read_toml(path, IntakeError, "intake file"), path, domain)
+        return cls.from_source(DataFile.read(path, IntakeError, "intake file"), domain)
 
     @classmethod
-    def from_data(cls, data: dict, path: Path | str, domain: Domain,
-                  read_number: Callable[[str], str] = read_digits) -> "Intake":
-        missing = [k for k in TEXT_KEYS if not isinstance(data.get(k), str)]
-        if missing:
-            raise IntakeError(f"{path}: missing text {', '.join(missing)}")
+    def from_source(cls, source: DataFile, domain: Domain, keys: Keys = (),
+                    read_number: Callable[[str], str] = read_digits) -> "Intake":
+        """The intake texts of the table at ``keys`` (the whole file by default); errors name file:line."""
+        data = source.table(keys) if keys else source.data
+        for k in TEXT_KEYS:
+            source.value((*keys, k), str, "a text")
         labels = {c.name: c.label for c in domain.categories}
-        unknown = [c for c in data.get("category_labels", {}) if c not in labels]
-        if unknown:
-            raise IntakeError(f"{path}: category_labels names unknown categories {unknown}")
+        for c in source.table((*keys, "category_labels"), default={}):
+            if c not in labels:
+                raise source.error((*keys, "category_labels", c), f"category_labels names unknown category {c!r}")
         labels |= data.get("category_labels", {})
-        unknown = [c for c in data.get("needs_time", []) if c not in labels]
-        if unknown:
-            raise IntakeError(f"{path}: needs_time names unknown categories {unknown}")
+        needs_time = source.value((*keys, "needs_time"), list, "a list of categories", default=[])
+        for i, c in enumerate(needs_time):
+            if c not in labels:
+                raise source.error((*keys, "needs_time", i), f"needs_time names unknown category {c!r}")
         return cls(
             texts={k: data[k] for k in TEXT_KEYS},
             status_labels=dict(data.get("status_labels", {})),

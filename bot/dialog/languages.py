@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.dialog.domain import Domain
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
@@ -49,18 +49,14 @@ def load_language(code: str, domain: Domain, data_dir: Path = DATA) -> LanguageP
     if not path.is_file() or not rules.is_file():
         raise LanguageError(f"line.languages: {code!r} has no replies ({path.name} and {rules.name} "
                             f"in {data_dir}/lang and {data_dir})")
-    data = read_toml(path, LanguageError, "language file")
-    head = data.get("language", {})
-    missing = [k for k in LANGUAGE_KEYS if not isinstance(head.get(k), str)]
-    if missing:
-        raise LanguageError(f"line.languages: {path}: [language] lacks {', '.join(missing)}")
-    try:
-        canned = CannedReplies.from_data(data.get("replies", {}), path)
-    except ValueError as e:
-        raise LanguageError(f"line.languages: {code!r}: {e}") from e
+    source = DataFile.read(path, LanguageError, "language file")
+    for k in LANGUAGE_KEYS:
+        source.value(("language", k), str, "a text")
+    head = source.data["language"]
+    canned = CannedReplies.from_source(source, ("replies",))
     if code not in _DIGIT_READERS:
         raise LanguageError(f"line.languages: {code!r} has no way to read reception numbers aloud yet")
-    intake = Intake.from_data(data.get("intake", {}), f"{path} [intake]", domain, read_number=_DIGIT_READERS[code])
-    sms = {k: str(v) for k, v in data.get("sms", {}).items()}
+    intake = Intake.from_source(source, domain, ("intake",), read_number=_DIGIT_READERS[code])
+    sms = {k: str(v) for k, v in source.table(("sms",), default={}).items()}
     return LanguagePack(code=code, canned=canned, intake=intake, shortcuts=load_shortcuts(rules, domain), sms=sms,
                         **{k: head[k] for k in LANGUAGE_KEYS})

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from loguru import logger
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from bot.dialog.domain import Domain
@@ -32,6 +32,8 @@ ACTIONS: tuple[str, ...] = ("none", "repeat", "transfer", "confirm_yes", "confir
 CONTEXTS: tuple[str, ...] = ("confirmation",)
 # The dialog supplies the words for these actions, so their rules may leave ``reply`` empty.
 SILENT_ACTIONS: tuple[str, ...] = ("confirm_yes", "confirm_no")
+_RULE_KEYS = ("name", "reply", "intent", "flow", "action", "patterns", "category", "requires_question",
+              "rejects_question", "context")
 
 
 class ShortcutError(ValueError):
@@ -119,16 +121,14 @@ class ShortcutMatcher:
         return None
 
 
-def _expand_macros(raw: object, where: str) -> dict[str, str]:
+def _expand_macros(source: DataFile) -> dict[str, str]:
     """Macros as regexes, each with the macros it names expanded (a list is an alternation)."""
-    if not isinstance(raw, dict):
-        raise ShortcutError(f"{where}: [macros] must map names to regex strings or lists of them")
     bodies: dict[str, str] = {}
-    for name, value in raw.items():
+    for name, value in source.table(("macros",), default={}).items():
         if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
             value = "|".join(value)
         if not isinstance(value, str) or not value or re.search(r"\s", value):
-            raise ShortcutError(f"{where}: macro {name!r} must be a regex or a list of regexes, without spaces")
+            raise source.error(("macros", name), "must be a regex or a list of regexes, without spaces")
         bodies[name] = value
     done: dict[str, str] = {}
 
@@ -136,8 +136,9 @@ def _expand_macros(raw: object, where: str) -> dict[str, str]:
         if name in done:
             return done[name]
         if name in stack:
-            raise ShortcutError(f"{where}: macro {name!r} refers to itself")
-        done[name] = _expand(bodies[name], bodies, f"{where} macro {name!r}", lambda m: resolve(m, (*stack, name)))
+            raise source.error(("macros", name), "refers to itself")
+        done[name] = _expand(bodies[name], bodies, lambda m: source.error(("macros", name), f"unknown macro ${{{m}}}"),
+                             lambda m: resolve(m, (*stack, name)))
         return done[name]
 
     for name in bodies:
@@ -146,13 +147,14 @@ def _expand_macros(raw: object, where: str) -> dict[str, str]:
 
 
 def _expand(
-    pattern: str, macros: dict[str, str], where: str, resolve: Callable[[str], str] | None = None
+    pattern: str, macros: dict[str, str], unknown: Callable[[str], Exception],
+    resolve: Callable[[str], str] | None = None,
 ) -> str:
     """``pattern`` with each ``${name}`` replaced by its macro (``resolve`` expands one first)."""
 
     def sub(m: re.Match[str]) -> str:
         if m.group(1) not in macros:
-            raise ShortcutError(f"{where}: unknown macro ${{{m.group(1)}}}")
+            raise unknown(m.group(1))
         return f"(?:{resolve(m.group(1)) if resolve else macros[m.group(1)]})"
 
     return _MACRO_RE.sub(sub, pattern)
@@ -164,73 +166,48 @@ def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> Shortcut
     Raises:
         ShortcutError: a missing file, invalid TOML, a bad rule or a regex that does not compile.
     """
-    path = Path(path)
-    raw = read_toml(path, ShortcutError, "shortcuts file")
-    unknown = sorted(set(raw) - {"macros", "rules"})
-    if unknown:
-        raise ShortcutError(f"{path}: unknown table {unknown[0]!r}")
-    macros = _expand_macros(raw.get("macros", {}), str(path))
-    rules_raw = raw.get("rules", [])
-    if not isinstance(rules_raw, list):
-        raise ShortcutError(f"{path}: [[rules]] must be an array of tables")
-    allowed = {"name", "reply", "intent", "flow", "action", "patterns", "category", "requires_question",
-               "rejects_question", "context"}
+    source = DataFile.read(path, ShortcutError, "shortcuts file")
+    source.no_unknown((), ("macros", "rules"))
+    macros = _expand_macros(source)
     names: set[str] = set()
     rules: list[_Rule] = []
-    for i, item in enumerate(rules_raw):
-        where = f"{path}: rules[{i}]"
-        if not isinstance(item, dict):
-            raise ShortcutError(f"{where}: expected a table")
-        bad = sorted(set(item) - allowed)
-        if bad:
-            raise ShortcutError(f"{where}: unknown key {bad[0]!r}")
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise ShortcutError(f"{where}: name must be a non-empty string")
-        where = f"{path}: rule {name!r}"
+    for i in range(len(source.tables(("rules",), default=[], nonempty=False))):
+        key = ("rules", i)
+        source.no_unknown(key, _RULE_KEYS)
+        name = source.text_value((*key, "name"))
         if name in names:
-            raise ShortcutError(f"{where}: duplicate name")
+            raise source.error((*key, "name"), f"duplicate name {name!r}")
         names.add(name)
-        flow = item.get("flow", "continue")
-        action = item.get("action", "none")
-        category = item.get("category", "none")
-        context = item.get("context")
-        requires_question = item.get("requires_question", False)
-        rejects_question = item.get("rejects_question", False)
-        if not isinstance(item.get("intent"), str) or not item["intent"].strip():
-            raise ShortcutError(f"{where}: intent must be a non-empty string")
-        reply = item.get("reply")
-        if not isinstance(reply, str) or (not reply.strip() and action not in SILENT_ACTIONS):
-            raise ShortcutError(f"{where}: reply must be a non-empty string")
-        if flow not in FLOWS:
-            raise ShortcutError(f"{where}: flow {flow!r} is not one of {list(FLOWS)}")
-        if action not in ACTIONS:
-            raise ShortcutError(f"{where}: action {action!r} is not one of {list(ACTIONS)}")
-        if context is not None and context not in CONTEXTS:
-            raise ShortcutError(f"{where}: context {context!r} is not one of {list(CONTEXTS)}")
-        if not isinstance(category, str):
-            raise ShortcutError(f"{where}: category must be a string")
-        for key, value in (("requires_question", requires_question), ("rejects_question", rejects_question)):
-            if not isinstance(value, bool):
-                raise ShortcutError(f"{where}: {key} must be true or false")
+        intent = source.text_value((*key, "intent"))
+        action = source.value((*key, "action"), str, f"one of {list(ACTIONS)}", default="none",
+                              ok=lambda v: v in ACTIONS)
+        reply = source.value((*key, "reply"), str, "a non-empty string",
+                             ok=lambda v, silent=action in SILENT_ACTIONS: bool(v.strip()) or silent)
+        flow = source.value((*key, "flow"), str, f"one of {list(FLOWS)}", default="continue", ok=lambda v: v in FLOWS)
+        context = source.value((*key, "context"), str, f"one of {list(CONTEXTS)}", default=None,
+                               ok=lambda v: v in CONTEXTS)
+        category = source.value((*key, "category"), str, "a string", default="none")
+        requires_question, rejects_question = (source.value((*key, flag), bool, "true or false", default=False)
+                                               for flag in ("requires_question", "rejects_question"))
         if domain is not None:
-            if item["intent"] not in domain.intent_names:
-                raise ShortcutError(f"{where}: intent {item['intent']!r} is not in the domain")
+            if intent not in domain.intent_names:
+                raise source.error((*key, "intent"), f"intent {intent!r} is not in the domain")
             if category not in domain.category_names:
-                raise ShortcutError(f"{where}: category {category!r} is not in the domain")
-        patterns = item.get("patterns")
-        if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
-            raise ShortcutError(f"{where}: patterns must be a non-empty list of strings")
+                raise source.error((*key, "category"), f"category {category!r} is not in the domain")
+        patterns = source.value((*key, "patterns"), list, "a non-empty list of strings",
+                                ok=lambda v: bool(v) and all(isinstance(p, str) and p for p in v))
         expanded = []
-        for p in patterns:
+        for j, p in enumerate(patterns):
+            where = (*key, "patterns", j)
             if re.search(r"\s", p):
-                raise ShortcutError(f"{where}: pattern {p!r} has whitespace (the normalized form has none)")
-            expanded.append(f"(?:{_expand(p, macros, where)})")
-        try:
-            regex = re.compile("|".join(expanded))
-        except re.error as e:
-            raise ShortcutError(f"{where}: bad regex: {e}") from e
-        shortcut = Shortcut(name, reply.strip(), item["intent"], flow, action, category)
+                raise source.error(where, f"pattern {p!r} has whitespace (the normalized form has none)")
+            expanded.append(f"(?:{_expand(p, macros, lambda m, w=where: source.error(w, f'unknown macro ${{{m}}}'))})")
+            try:
+                re.compile(expanded[-1])
+            except re.error as e:
+                raise source.error(where, f"bad regex {p!r}: {e}") from e
+        regex = re.compile("|".join(expanded))
+        shortcut = Shortcut(name, reply.strip(), intent, flow, action, category)
         rules.append(_Rule(shortcut, regex, requires_question, rejects_question, context))
-    logger.debug("loaded {} shortcut rules from {}", len(rules), path.name)
+    logger.debug("loaded {} shortcut rules from {}", len(rules), source.path.name)
     return ShortcutMatcher(rules)

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile, Keys
 from bot.dialog.language import LanguageGuess, LanguageSwitcher
 
 SLOT_NAMES = ("category", "location", "time")
@@ -60,14 +60,14 @@ class CannedReplies:
 
     @classmethod
     def load(cls, path: Path) -> "CannedReplies":
-        return cls.from_data(read_toml(path, ValueError, "canned replies file"), path)
+        return cls.from_source(DataFile.read(path, ValueError, "canned replies file"))
 
     @classmethod
-    def from_data(cls, data: dict, path: Path | str) -> "CannedReplies":
-        try:
-            return cls(**{f.name: str(data[f.name]) for f in fields(cls)})
-        except KeyError as e:
-            raise ValueError(f"{path}: missing canned reply {e}") from e
+    def from_source(cls, source: DataFile, keys: Keys = ()) -> "CannedReplies":
+        """The replies of the table at ``keys`` (the whole file by default); errors name file:line."""
+        source.table(keys, default={})
+        return cls(**{f.name: str(source.value((*keys, f.name), (str, int, float), "a canned reply"))
+                      for f in fields(cls)})
 
     def with_hours(self, hours: str) -> "CannedReplies":
         """``{hours}`` filled from the line's calendar, once (those sentences stay pre-synthesizable)."""

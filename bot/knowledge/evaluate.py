@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.knowledge.knowledge import Knowledge
 
 NONE = "none"
@@ -30,14 +30,14 @@ class EvalQuestion:
 
 def load_eval_set(path: Path | str) -> list[EvalQuestion]:
     """The ``[[q]]`` entries of an evaluation file."""
-    data = read_toml(path, ValueError, "evaluation set")
+    source = DataFile.read(path, ValueError, "evaluation set")
     questions = []
-    for number, raw in enumerate(data.get("q", []), start=1):
-        expect = raw.get("expect")
-        expect = (expect,) if isinstance(expect, str) else tuple(expect or ())
-        if not raw.get("text") or not expect:
-            raise ValueError(f"{path}: question {number} needs 'text' and 'expect'")
-        questions.append(EvalQuestion(text=raw["text"], expect=expect, holdout=bool(raw.get("holdout", False))))
+    for i in range(len(source.tables(("q",), default=[], nonempty=False))):
+        text = source.text_value(("q", i, "text"))
+        expect = source.value(("q", i, "expect"), (str, list), "an id or a non-empty list of ids", ok=bool)
+        expect = (expect,) if isinstance(expect, str) else tuple(expect)
+        holdout = source.value(("q", i, "holdout"), bool, "true or false", default=False)
+        questions.append(EvalQuestion(text=text, expect=expect, holdout=holdout))
     return questions
 
 

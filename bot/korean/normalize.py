@@ -32,10 +32,11 @@ rules of 분 and 번) are in ``bot/data/counters.toml``, the rest is module-leve
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bot.datafile import DataFile, Keys
 
 # --- Number words -----------------------------------------------------------
 
@@ -83,29 +84,32 @@ class CounterTable:
 
 def load_counters(path: str | Path = COUNTERS_FILE) -> CounterTable:
     """Reads and checks the counter table; a bad table raises ``ValueError`` naming the file."""
-    path = Path(path)
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    source = DataFile.read(path, ValueError, "counter table")
+    data = source.data
 
-    def check(ok: bool, what: str) -> None:
+    def check(ok: bool, keys: Keys, what: str) -> None:
         if not ok:
-            raise ValueError(f"{path}: {what}")
+            raise source.error(keys, what)
 
-    systems = data.get("counters", {})
-    check(bool(systems), "no [counters] table")
+    systems = source.table(("counters",), default={})
+    check(bool(systems), (), "no [counters] table")
     for counter, system in systems.items():
-        check(system in SYSTEMS, f"counter {counter!r}: system {system!r} is not one of {SYSTEMS}")
+        check(system in SYSTEMS, ("counters", counter), f"counter {counter!r}: system {system!r} is not one of {SYSTEMS}")
     native = {c for c, s in systems.items() if s == "native"}
     native_max = data.get("rules", {}).get("native_max", 99)
     native_max_of = data.get("native_max", {})
     round_tens = tuple(data.get("sino_on_round_tens", {}).get("counters", ()))
     first = data.get("first", {})
-    for counter in (*native_max_of, *round_tens, *first):
-        check(counter in native, f"{counter!r} has a native-only rule but is not a native counter")
+    for keys in (*(("native_max", c) for c in native_max_of),
+                 *(("sino_on_round_tens", "counters", i) for i in range(len(round_tens))),
+                 *(("first", c) for c in first)):
+        counter = keys[-1] if isinstance(keys[-1], str) else round_tens[keys[-1]]
+        check(counter in native, keys, f"{counter!r} has a native-only rule but is not a native counter")
     contexts = {}
     for counter, rule in data.get("context", {}).items():
-        check(counter in systems, f"context for {counter!r}, which is not in [counters]")
+        check(counter in systems, ("context", counter), f"context for {counter!r}, which is not in [counters]")
         check(rule.get("switch_to") in SYSTEMS and rule["switch_to"] != systems[counter],
-              f"context for {counter!r}: switch_to must be the other system")
+              ("context", counter, "switch_to"), f"context for {counter!r}: switch_to must be the other system")
         contexts[counter] = CounterContext(
             rule["switch_to"], tuple(rule.get("after", ())), tuple(rule.get("before", ())),
             tuple(rule.get("never_after_counter", ())),

@@ -35,7 +35,7 @@ import httpx
 from loguru import logger
 
 from bot.config import Config, Secrets
-from bot.datafile import read_toml
+from bot.datafile import DataFile, read_toml
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "eval_turns.toml"
@@ -83,36 +83,29 @@ class Outcome:
 
 def load_turns(path: Path, domain) -> list[list[Expected]]:
     """The dialogs of a turn file, checked against the domain."""
-    raw = read_toml(path, EvalError, "eval turn file")
-    dialogs = raw.get("dialogs")
-    if not isinstance(dialogs, list) or not dialogs:
-        raise EvalError(f"{path}: no [[dialogs]]")
+    source = DataFile.read(path, EvalError, "eval turn file")
     out: list[list[Expected]] = []
-    for i, d in enumerate(dialogs):
-        name = d.get("id", f"dialogs[{i}]") if isinstance(d, dict) else f"dialogs[{i}]"
-        turns = d.get("turns") if isinstance(d, dict) else None
-        if not isinstance(turns, list) or not turns:
-            raise EvalError(f"{path}: dialog {name}: no turns")
+    for i, d in enumerate(source.tables(("dialogs",))):
+        name = d.get("id", f"dialogs[{i}]")
+        turns = source.value(("dialogs", i, "turns"), list, "a non-empty list of turns", ok=bool)
         dialog = []
         for j, t in enumerate(turns):
-            where = f"{path}: dialog {name} turn {j + 1}"
-            if not isinstance(t, dict) or not isinstance(t.get("text"), str) or not t["text"].strip():
-                raise EvalError(f"{where}: needs a non-empty text")
-            unknown = sorted(set(t) - TURN_KEYS)
-            if unknown:
-                raise EvalError(f"{where}: unknown key {unknown[0]!r} (known: {sorted(TURN_KEYS)})")
-            route = t.get("route", "llm")
-            if route not in ("llm", "shortcut", "rule"):
-                raise EvalError(f"{where}: route must be 'llm', 'shortcut' or 'rule', got {route!r}")
-            for key, allowed in (("intent", domain.intent_names), ("category", domain.category_names),
-                                 ("flow", domain.flow_names)):  # fmt: skip
-                if key in t and t[key] not in allowed:
-                    raise EvalError(f"{where}: {key} {t[key]!r} is not one of {allowed}")
-            slots = t.get("slots", {})
-            if not isinstance(slots, dict) or set(slots) - {"location", "time"} or not all(
-                    isinstance(v, str) for v in slots.values()):  # fmt: skip
-                raise EvalError(f"{where}: slots must be a table of location/time strings")
-            dialog.append(Expected(str(name), j, t["text"].strip(), route, t.get("intent"), t.get("category"),
+            key = ("dialogs", i, "turns", j)
+            if not isinstance(t, dict):
+                raise source.error(key, f"must be a table, not {t!r}")
+            source.no_unknown(key, TURN_KEYS)
+            text = source.text_value((*key, "text"))
+            route = source.value((*key, "route"), str, "'llm', 'shortcut' or 'rule'", default="llm",
+                                 ok=lambda v: v in ("llm", "shortcut", "rule"))
+            for field_, allowed in (("intent", domain.intent_names), ("category", domain.category_names),
+                                    ("flow", domain.flow_names)):  # fmt: skip
+                if field_ in t and t[field_] not in allowed:
+                    raise source.error((*key, field_), f"{t[field_]!r} is not one of {allowed} "
+                                                       f"(dialog {name} turn {j + 1})")
+            slots = source.value((*key, "slots"), dict, "a table of location/time strings", default={},
+                                 ok=lambda v: not set(v) - {"location", "time"} and all(isinstance(s, str)
+                                                                                         for s in v.values()))
+            dialog.append(Expected(str(name), j, text.strip(), route, t.get("intent"), t.get("category"),
                                    dict(slots), t.get("flow")))  # fmt: skip
         out.append(dialog)
     return out

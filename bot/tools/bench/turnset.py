@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.datafile import read_toml
+from bot.datafile import DataFile
 from bot.wav import read_wav
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -77,33 +77,31 @@ def speech_bounds(pcm: bytes, rate: int, *, window_ms: float = 10.0, rel_db: flo
 def load_turn_set(path: str | Path | None = None) -> TurnSet:
     """Read a turn set TOML (see ``bench/turns.toml``) and its clips."""
     path = Path(path or DEFAULT_TURNS).resolve()
-    raw = read_toml(path, BenchError, "turn set")
+    source = DataFile.read(path, BenchError, "turn set")
     turns: dict[str, Turn] = {}
-    for i, item in enumerate(raw.get("turns", [])):
-        where = f"{path}: turns[{i}]"
-        tid, wav, route = item.get("id"), item.get("wav"), item.get("route")
-        if not isinstance(tid, str) or not tid or tid in turns:
-            raise BenchError(f"{where}: id must be a unique non-empty string")
-        if route not in ROUTES:
-            raise BenchError(f"{where}: route {route!r} is not one of {ROUTES}")
-        if not isinstance(wav, str):
-            raise BenchError(f"{where}: wav must be a path")
+    for i, item in enumerate(source.tables(("turns",), default=[], nonempty=False)):
+        key = ("turns", i)
+        tid = source.value((*key, "id"), str, "a unique non-empty string", ok=lambda v: bool(v) and v not in turns)
+        route = source.value((*key, "route"), str, f"one of {ROUTES}", ok=lambda v: v in ROUTES)
+        wav = source.value((*key, "wav"), str, "a path")
         wav_path = (path.parent / wav).resolve()
         if not wav_path.is_file():
-            raise BenchError(f"{where}: {wav_path} not found (bench/make_audio.sh recreates the clips)")
+            raise source.error((*key, "wav"), f"{wav_path} not found (bench/make_audio.sh recreates the clips)")
         pcm, rate = read_wav(wav_path)
         start, end = speech_bounds(pcm, rate)
         if end <= start:
-            raise BenchError(f"{where}: {wav_path} has no speech")
+            raise source.error((*key, "wav"), f"{wav_path} has no speech")
         turns[tid] = Turn(tid, wav_path, route, str(item.get("label") or tid), str(item.get("text") or ""),
                           pcm, rate, start, end)
     if not turns:
-        raise BenchError(f"{path}: no [[turns]]")
-    calls = [list(c.get("turns", [])) for c in raw.get("calls", [])] or [[t] for t in turns]
+        raise source.error(("turns",), "no [[turns]]")
+    calls_raw = source.tables(("calls",), default=[], nonempty=False)
+    calls = [list(source.value(("calls", i, "turns"), list, "a list of turn ids", default=[]))
+             for i in range(len(calls_raw))] or [[t] for t in turns]
     for i, call in enumerate(calls):
         unknown = [t for t in call if t not in turns]
         if not call or unknown:
-            raise BenchError(f"{path}: calls[{i}] is empty or names unknown turns {unknown}")
+            raise source.error(("calls", i), f"empty or names unknown turns {unknown}")
     return TurnSet(path, turns, calls)
 
 
