@@ -298,7 +298,7 @@ def test_a_line_language_without_sms_texts_is_named(tmp_path):
     lang = tmp_path / "lang"
     lang.mkdir()
     from bot.dialog import languages
-    from bot.notify import SmsTextError
+    from bot.dialog.languages import LanguageError
 
     source = (languages.DATA / "lang" / "en.toml").read_text(encoding="utf-8")
     (lang / "en.toml").write_text(source.split("[sms]")[0], encoding="utf-8")
@@ -306,7 +306,7 @@ def test_a_line_language_without_sms_texts_is_named(tmp_path):
                                                 encoding="utf-8")
     config = load_config(None, ["line.languages=['ko','en']"])
     domain = load_domain(config.path(config.llm.domain_file))
-    with pytest.raises(SmsTextError, match=r"'en': \[sms\] lacks ticket, status"):
+    with pytest.raises(LanguageError, match=r"en.toml: sms.ticket: missing"):
         SmsTexts.of_language("en", domain, data_dir=tmp_path)
 
 

@@ -19,6 +19,7 @@ from bot.dialog.state import CannedReplies
 from bot.english.normalize import read_digits_en
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+SMS_KEYS = ("ticket", "status")
 LANGUAGE_KEYS = ("name", "menu", "switched", "instruction", "recording_notice", "tag")
 # How each language reads a reception number (Korean's is the intake's default).
 _DIGIT_READERS: dict[str, Callable[[str], str]] = {"en": read_digits_en}
@@ -57,6 +58,6 @@ def load_language(code: str, domain: Domain, data_dir: Path = DATA) -> LanguageP
     if code not in _DIGIT_READERS:
         raise LanguageError(f"line.languages: {code!r} has no way to read reception numbers aloud yet")
     intake = Intake.from_source(source, domain, ("intake",), read_number=_DIGIT_READERS[code])
-    sms = {k: str(v) for k, v in source.table(("sms",), default={}).items()}
+    sms = {k: source.value(("sms", k), str, "a text") for k in SMS_KEYS}  # a ticket's texts (bot/notify.py)
     return LanguagePack(code=code, canned=canned, intake=intake, shortcuts=load_shortcuts(rules, domain), sms=sms,
                         **{k: head[k] for k in LANGUAGE_KEYS})
