@@ -8,11 +8,12 @@ half-read file.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+
+from bot.datafile import DataFile
 
 _FAQ_ID_RE = re.compile(r"^faq-[a-z][a-z0-9]*-\d{3}$")
 _DEPT_ID_RE = re.compile(r"^dept-[a-z][a-z0-9-]*$")
@@ -86,27 +87,20 @@ class Directory:
 
 
 class _Source:
-    """The raw text of one file, to find the line of an entry or a key for error messages."""
+    """One file's entries, to name the line of an entry or a key in messages (``DataFile``'s locator)."""
 
-    def __init__(self, path: Path, text: str, table: str):
-        self.path = path
-        self.lines = text.splitlines()
-        header = re.compile(r"^\s*\[\[\s*" + re.escape(table) + r"\s*\]\]")
-        self.headers = [i + 1 for i, line in enumerate(self.lines) if header.match(line)]
+    def __init__(self, file: DataFile, table: str):
+        self.file = file
+        self.path = file.path
+        self.table = table
 
     def entry_line(self, index: int) -> int:
         """Line of the ``index``-th ``[[table]]`` header (1 when the file uses another layout)."""
-        return self.headers[index] if index < len(self.headers) else 1
+        return self.file.line_of(self.table, index) or 1
 
     def key_line(self, index: int, key: str) -> int:
         """Line of ``key = ...`` inside the ``index``-th entry, else the entry's header line."""
-        start = self.entry_line(index)
-        end = self.headers[index + 1] if index + 1 < len(self.headers) else len(self.lines) + 1
-        pattern = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
-        for number in range(start, end):
-            if pattern.match(self.lines[number - 1]):
-                return number
-        return start
+        return self.file.line_of(self.table, index, key) or self.entry_line(index)
 
     def error(self, line: int, message: str) -> KnowledgeDataError:
         return KnowledgeDataError(self.path, line, message)
@@ -114,19 +108,15 @@ class _Source:
 
 def _read(path: Path, table: str, allowed_top: set[str]) -> tuple[dict[str, Any], _Source]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
+        file = DataFile.read(path, _Unreadable, "file")
+    except _Unreadable as e:
+        # "path:LINE: message" (invalid TOML, not UTF-8) or "file not found: path": the line apart.
+        message = str(e).removeprefix(f"{path}:")
+        line, _, rest = message.partition(": ")
+        if line.isdigit():
+            raise KnowledgeDataError(path, int(line), _TOML_LINE_RE.sub("", rest).strip()) from e
         raise KnowledgeDataError(path, 0, "file not found") from e
-    except UnicodeDecodeError as e:
-        raise KnowledgeDataError(path, 1 + e.object[: e.start].count(b"\n"), "not UTF-8 text") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        match = _TOML_LINE_RE.search(str(e))
-        line = int(match.group(1)) if match else 1
-        message = _TOML_LINE_RE.sub("", str(e)).strip()
-        raise KnowledgeDataError(path, line, f"invalid TOML: {message}") from e
-    source = _Source(path, text, table)
+    data, source = file.data, _Source(file, table)
     for key in data:
         if key not in allowed_top:
             raise source.error(_top_key_line(source, key), f"unknown section {key!r} (expected {sorted(allowed_top)})")
@@ -136,9 +126,12 @@ def _read(path: Path, table: str, allowed_top: set[str]) -> tuple[dict[str, Any]
     return data, source
 
 
+class _Unreadable(ValueError):
+    """The file is missing or not TOML (re-raised as ``KnowledgeDataError`` with its line)."""
+
+
 def _top_key_line(source: _Source, key: str) -> int:
-    pattern = re.compile(r"^\s*\[*\s*" + re.escape(key) + r"\s*(\]|=)")
-    return next((i + 1 for i, line in enumerate(source.lines) if pattern.match(line)), 1)
+    return source.file.line_of(key) or 1
 
 
 def _text(source: _Source, index: int, raw: dict[str, Any], key: str) -> str:

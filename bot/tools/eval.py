@@ -35,7 +35,7 @@ import httpx
 from loguru import logger
 
 from bot.config import Config, Secrets
-from bot.datafile import DataFile, read_toml
+from bot.datafile import DataFile
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "eval_turns.toml"
@@ -267,15 +267,13 @@ def _whisper(config: Config):
 
 async def audio_turns(config: Config, secrets: Secrets, whisper, turn_timeout: float) -> list[dict[str, Any]]:
     """The bench's clips: Whisper, then one dialog turn each; route against the expected route."""
-    from bot.wav import read_wav
+    from bot.tools.bench.turnset import load_turn_set  # the bench's own reader: checked, clips read
 
-    raw = read_toml(AUDIO_TURNS, EvalError, "bench turn file")
     rows = []
-    for t in raw.get("turns", []):
-        pcm, rate = read_wav(AUDIO_TURNS.parent / t["wav"])
-        res = await whisper.transcribe_async(pcm, rate, language=config.stt.language)
-        row = {"id": t["id"], "text": t["text"], "expected_route": t["route"], "transcript": res.text,
-               "stt_cer": cer(t["text"], res.text) if res.accepted else None, "route": None}  # fmt: skip
+    for t in load_turn_set(AUDIO_TURNS).turns.values():
+        res = await whisper.transcribe_async(t.pcm, t.rate, language=config.stt.language)
+        row = {"id": t.id, "text": t.text, "expected_route": t.route, "transcript": res.text,
+               "stt_cer": cer(t.text, res.text) if res.accepted else None, "route": None}  # fmt: skip
         if res.accepted and res.text.strip():
             outs = await run_dialog(config, secrets, [Expected("audio", 0, res.text.strip())], turn_timeout)
             row["route"] = "shortcut" if outs[0].route in NO_MODEL_ROUTES else outs[0].route
