@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
+from bot.background import BackgroundTask
 from bot.config import Config
 from bot.privacy import mask
 from bot.store.db import Store
@@ -58,7 +59,7 @@ class CallbackPlacer:
         self._from = config.callbacks.from_number or config.sms.from_number
         if not self._from:
             raise ValueError("callbacks.from_number (or sms.from_number): the number callbacks are placed from")
-        self._task: asyncio.Task | None = None
+        self._task = BackgroundTask("callback-placer")
 
     async def place_due(self) -> list[Placed]:
         rows = await asyncio.to_thread(self._store.claim_due_callbacks)
@@ -93,17 +94,11 @@ class CallbackPlacer:
     # --- serve's schedule (callbacks.place_every_secs) ----------------------------------------
 
     def start(self) -> None:
-        if self._task is None and self._cfg.place_every_secs > 0:
-            self._task = asyncio.create_task(self._run(), name="callback-placer")
+        if self._cfg.place_every_secs > 0:
+            self._task.start(self._run)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from loguru import logger
 
+from bot.background import BackgroundTask
 from bot.config import Config, SmsConfig
 from bot.datafile import DataFile
 from bot.dialog.domain import load_domain
@@ -108,23 +109,16 @@ class Outbox:
         self._texts = texts or SmsTexts.load(config)
         self._worker = worker
         self._clock = clock
-        self._task: asyncio.Task | None = None
+        self._task = BackgroundTask("sms-outbox")
         self._wake = asyncio.Event()
         self.sent = 0
         self.failed = 0
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="sms-outbox")
+        self._task.start(self._run)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await self._task.stop()
 
     def wake(self) -> None:
         """Look for due messages now (a ticket was just made here)."""

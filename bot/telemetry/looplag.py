@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections import deque
 
+from bot.background import BackgroundTask
 from bot.telemetry.latency import percentile
 
 
@@ -16,20 +17,13 @@ class LoopLagMonitor:
         self.interval = interval
         self.samples: deque[float] = deque(maxlen=window)
         self.times: deque[float] = deque(maxlen=window)  # wall clock of each sample
-        self._task: asyncio.Task | None = None
+        self._task = BackgroundTask("loop-lag")
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag")
+        self._task.start(self._run)
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:
