@@ -38,7 +38,7 @@ from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, load_domain
 from bot.dialog.intake import Intake
 from bot.knowledge import Knowledge
-from bot.store.recorder import CallRecorder, TurnObserver
+from bot.telemetry.turns import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy
 from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session
@@ -332,8 +332,8 @@ def build_call(
                                      backchannels=models.assets.backchannels, line_playing=line_clock(transport)),
         assistant_params=LLMAssistantAggregatorParams(),
     )
-    llm = make_llm(config, secrets, models.assets, dialog=dialog, current_record=lambda: recorder.current,
-                   desk=desk, call_id=call_id, new_record=recorder.keypad_turn, on_answered=recorder.save)
+    llm = make_llm(config, secrets, models.assets, dialog=dialog, speech_end=lambda: recorder.current.speech_end,
+                   desk=desk, call_id=call_id)
     tags = {code: pack.tag for code, pack in models.assets.languages.items()}
     tts = SupertonicTTSService(
         engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
@@ -440,8 +440,9 @@ def guard_call(session: CallSession, user_agg, config: Config, canned_audio: Can
 
 def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,
                      recorder: CallRecorder, dialog: DialogState, in_rate: int, out_rate: int, qa: bool,
-                     observers: list | None, keypad=None) -> CallSession:
-    """The stages in call order, in one worker with the call's turn records (also the stock baseline's)."""
+                     observers: list | None, keypad=None, turn_observer: TurnObserver | None = None) -> CallSession:
+    """The stages in call order, in one worker with the call's turn records (also the stock baseline's:
+    its ``turn_observer`` reads its stock STT and LLM)."""
     stages = [transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts, transport.output(),
               assistant_agg]
     pipeline = Pipeline(stages)
@@ -453,7 +454,7 @@ def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg,
             enable_metrics=True,
             enable_usage_metrics=True,
         ),
-        observers=[TurnObserver(recorder), *(observers or [])],
+        observers=[turn_observer or TurnObserver(recorder), *(observers or [])],
         idle_timeout_secs=config.call.idle_timeout_secs,
         enable_rtvi=qa,
     )

@@ -21,20 +21,18 @@ started by ``run_bot.py bench --baseline stock``. What differs from our pipeline
 * Input resampler: the stock one when the server runs with ``turn.fast_input_resampler=false``
   (the bench sets it).
 
-Turn marks come from ``TurnObserver`` plus ``StockTurnObserver`` below, which reads off frames
-what our LLM stage writes into the record itself (request, first token, sentence, calls).
+Turn records are filled by the same ``TurnObserver`` as ours; the stock STT and LLM push no turn
+facts, so it reads their transcripts, responses and tokens instead (STT done, LLM request and
+first token, calls, route).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 
 from loguru import logger
 from pipecat.audio.vad.silero import SileroVADAnalyzer
-from pipecat.frames.frames import LLMFullResponseStartFrame, LLMTextFrame, TranscriptionFrame
-from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import (
     LLMAssistantAggregatorParams,
@@ -51,7 +49,7 @@ from bot.config import Config, Secrets
 from bot.dialog.state import DialogState
 from bot.dialog.domain import render_system_prompt
 from bot.pipeline import CallSession, SharedModels, assemble_session
-from bot.store.recorder import CallRecorder
+from bot.telemetry.turns import CallRecorder, TurnObserver
 from processors.supertonic_tts import SupertonicTTSService
 
 _WHISPER_MODELS: dict[tuple, object] = {}
@@ -82,26 +80,6 @@ def stock_stt(config: Config) -> CachedModelWhisperSTTService:
             model=resolve_whisper_model(config.stt, config.base_dir), language=Language(config.stt.language)
         ),
     )
-
-
-class StockTurnObserver(BaseObserver):
-    """Marks what our LLM stage records itself: STT done, LLM request/first token, calls, route."""
-
-    def __init__(self, recorder: CallRecorder, stt, llm):
-        super().__init__(observe_every_push=False)
-        self._rec, self._stt, self._llm = recorder, stt, llm
-
-    async def on_push_frame(self, data: FramePushed):
-        frame, rec, now = data.frame, self._rec, time.time()
-        if isinstance(frame, TranscriptionFrame) and data.source is self._stt:
-            rec.stt_result(None, None, None)  # stock STT reports no timings; stt_done = now
-        elif isinstance(frame, LLMFullResponseStartFrame) and data.source is self._llm:
-            cur = rec.current
-            cur.llm_calls += 1
-            cur.route = "llm"
-            cur.mark("llm_request", now)
-        elif isinstance(frame, LLMTextFrame) and data.source is self._llm:
-            rec.current.mark("llm_first_token", now)
 
 
 def build_stock_call(
@@ -148,8 +126,8 @@ def build_stock_call(
 
     return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                             assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
-                            out_rate=out_rate, qa=qa,
-                            observers=[StockTurnObserver(recorder, stt, llm), *(observers or [])])
+                            out_rate=out_rate, qa=qa, observers=observers,
+                            turn_observer=TurnObserver(recorder, stock_stt=stt, stock_llm=llm))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,11 @@ aggregator, or a keypad entry from ``KeypadProcessor``) it asks ``DialogPolicy``
 side effect (a ticket, a status lookup) and speaks what the policy makes of its result, looks up
 the city's facts, or makes the one structured model call (``StructuredLLMService.stream_turn``,
 the file beside this one) and speaks what follows it. It owns what only the pipeline can: the
-"one moment" filler while the model is slow, the turn record's fields, and speculation: a turn
-answered before the caller is known to have finished (Pipecat's speculation gate holds its frames)
-changes the dialog state, and makes a ticket, only once it is confirmed (``SpeculativeRun``).
+"one moment" filler while the model is slow, and speculation: a turn answered before the caller
+is known to have finished (Pipecat's speculation gate holds its frames) changes the dialog state,
+and makes a ticket, only once it is confirmed (``SpeculativeRun``). What it decided and measured
+for the turn record it pushes as turn-fact frames (``bot/telemetry/turn_facts.py``), each with
+its run's number; ``TurnObserver`` writes them into the record.
 """
 
 from __future__ import annotations
@@ -49,7 +51,15 @@ from bot.dialog.policy import (
 from bot.dialog.shortcuts import ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge, directory_reply, render_facts
-from bot.telemetry.latency import TurnRecord
+from bot.telemetry.turn_facts import (
+    DialogTurnFrame,
+    FactsFoundFrame,
+    KeypadTurnFrame,
+    LLMRequestFrame,
+    LLMRequestWithdrawnFrame,
+    TurnAnsweredFrame,
+    TurnMarkFrame,
+)
 from processors.keypad import KeypadEntryFrame
 from processors.structured_llm import LLMTurnError, StructuredLLMService
 
@@ -81,14 +91,16 @@ class SpeculativeRun:
     """
 
     def __init__(self):
+        self.number = 0  # the run's number (its turn facts carry it)
         self.speculative = False
         self.active = False
         self.made_call = False
         self.confirmed = False
-        self.pending: tuple | None = None  # (result, record, commit) held until confirmed
+        self.pending: tuple | None = None  # (result, run, commit) held until confirmed
         self._settled = asyncio.Event()
 
-    def begin(self, speculative: bool) -> None:
+    def begin(self, number: int, speculative: bool) -> None:
+        self.number = number
         self.speculative, self.active, self.made_call, self.confirmed = speculative, True, False, False
         self._settled.clear()
 
@@ -136,15 +148,13 @@ class DialogLLMService(StructuredLLMService):
         canned: CannedReplies,
         api_key: str,
         dialog: DialogState | None = None,
-        current_record: Callable[[], TurnRecord | None] = lambda: None,
+        speech_end: Callable[[], float | None] = lambda: None,
         end_call_on_end_flow: bool = True,
         can_transfer: bool = False,
         intake: Intake | None = None,
         knowledge: Knowledge | None = None,
         desk=None,
         call_id: str | None = None,
-        new_record: Callable[[], TurnRecord | None] = lambda: None,
-        on_answered: Callable[[TurnRecord], None] = lambda record: None,
         policy: DialogPolicy | None = None,
         **kwargs,
     ):
@@ -152,14 +162,12 @@ class DialogLLMService(StructuredLLMService):
         self._template = prompt_template
         self._canned = canned
         self.dialog = dialog or DialogState()
-        self._current_record = current_record
+        self._speech_end = speech_end  # when the caller went quiet this turn (the filler counts from it)
         self._end_call = end_call_on_end_flow
         # Tickets: ``desk`` is the records database's CallLog (None: no tickets).
         self._knowledge = knowledge
         self._desk = desk
         self._call_id = call_id
-        self._new_record = new_record
-        self._on_answered = on_answered
         self.policy = policy or DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
                                              can_transfer=can_transfer)
         self._last_messages: list = []
@@ -167,6 +175,7 @@ class DialogLLMService(StructuredLLMService):
         self.last_result: TurnResult | None = None
         self.last_model_turn: dict | None = None  # the validated answer of the latest model call (eval)
         self._run = SpeculativeRun()
+        self._runs = 0  # answering runs so far: the number each run's turn facts carry
         self._filler_played = False  # this run spoke the "one moment" filler
 
     @property
@@ -176,7 +185,7 @@ class DialogLLMService(StructuredLLMService):
 
     async def process_frame(self, frame: Frame, direction: FrameDirection):
         if isinstance(frame, EagerEndOfTurnCancelFrame):
-            self._withdraw_speculation()
+            await self._withdraw_speculation()
         elif isinstance(frame, UserStoppedSpeakingFrame):
             await self._confirm_speculation()
         elif isinstance(frame, KeypadEntryFrame):
@@ -184,15 +193,13 @@ class DialogLLMService(StructuredLLMService):
             return
         await super().process_frame(frame, direction)
 
-    def _withdraw_speculation(self):
+    async def _withdraw_speculation(self):
         """The caller kept talking: the speculative answer is discarded and never committed."""
-        made_call = self._run.made_call
+        made_call, run = self._run.made_call, self._run.number
         if not self._run.withdraw():
             return
-        record = self._current_record()
-        if record and made_call:
-            record.llm_calls -= 1
-            record.llm_cancelled_calls += 1
+        if made_call:
+            await self.push_frame(LLMRequestWithdrawnFrame(run=run))
         logger.debug("speculative answer withdrawn (the caller went on speaking)")
 
     async def _confirm_speculation(self):
@@ -204,22 +211,19 @@ class DialogLLMService(StructuredLLMService):
     async def _process_context(self, context: LLMContext):
         # A speculative run answers a turn that has not ended yet: the gate holds its frames,
         # and the dialog state changes only once the turn is confirmed.
-        self._run.begin(self._speculation_gate.is_speculating)
+        self._runs += 1
+        run = self._runs
+        self._run.begin(run, self._speculation_gate.is_speculating)
         self._last_messages = context.get_messages()
         try:
-            record = self._current_record()
             user_text = _last_user_text(context)
-            if record and user_text:
-                record.transcript = user_text
-            if record:
-                record.line_open = self._lp.line_open()
-                record.language = self.dialog.language
-            await self._carry_out(self._lp.decide(user_text, self.dialog), record, user_text, context)
+            await self.push_frame(DialogTurnFrame(run=run, transcript=user_text or None,
+                                                  line_open=self._lp.line_open(), language=self.dialog.language))
+            await self._carry_out(self._lp.decide(user_text, self.dialog), run, user_text, context)
         finally:
             self._run.active = False
 
-    async def _carry_out(self, decision: Decision, record: TurnRecord | None, text: str,
-                         context: LLMContext | None = None):
+    async def _carry_out(self, decision: Decision, run: int, text: str, context: LLMContext | None = None):
         """Do what the policy decided; side effects come back to it for the words."""
         if isinstance(decision, CreateTicket):
             if not await self._run.is_final():
@@ -236,19 +240,17 @@ class DialogLLMService(StructuredLLMService):
         elif isinstance(decision, LookUpStatus):
             decision = await self._find_status(decision.number)
         elif isinstance(decision, AskModel):
-            found = await self._look_up(decision.text, record)
+            found = await self._look_up(decision.text, run)
             if found is not None and found.directory_hit is not None:
-                if record:
-                    record.answer_source = found.directory_hit.id
                 decision = self._lp.directory(directory_reply(found.directory_hit))
             elif context is not None:
                 hits = found.hits if found else []
                 self.response_format = self._format_for([entry.id for entry, _ in hits])
-                await self._answer_with_model(context, record, render_facts(hits))
+                await self._answer_with_model(context, run, render_facts(hits))
                 return
             else:
                 return
-        await self._say(decision, record)
+        await self._say(decision, run)
 
     # --- intake and status: the records database ---------------------------------------------
 
@@ -301,21 +303,17 @@ class DialogLLMService(StructuredLLMService):
             return self._lp.status_found(number, None, failed=True)
         return self._lp.status_found(number, ticket)
 
-    async def _say(self, answer: Speak, record: TurnRecord | None):
+    async def _say(self, answer: Speak, run: int):
         """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
         if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
             logger.warning("caller asked for a person but call.transfer_number is not set")
-        if record:
-            record.mark("first_sentence", overwrite=True)
+        await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
         for sentence in answer.sentences:
             await self._speak(sentence)
         reply = answer.reply
 
-        def commit():
+        def commit() -> TurnAnsweredFrame:
             answer.change.apply(self.dialog, reply)
-            if record:
-                record.route, record.intent, record.flow = answer.route, answer.intent, answer.flow
-                record.escalation = answer.escalation
             if answer.escalation:
                 logger.warning("EMERGENCY turn: told the caller to call {} (rule {}); transfer to {}",
                                answer.escalation, answer.rule, answer.change.transfer_to or "none configured")
@@ -323,8 +321,10 @@ class DialogLLMService(StructuredLLMService):
                 logger.info("turn route={} rule={} flow={}", answer.route, answer.rule, answer.flow)
             else:
                 logger.info("turn route={} intent={}", answer.route, answer.intent)
+            return TurnAnsweredFrame(run=run, route=answer.route, intent=answer.intent, flow=answer.flow,
+                                     escalation=answer.escalation)
 
-        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, 0), record, commit,
+        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, 0), run, commit,
                                 ends_call=answer.ends_call, transfer=answer.change.transfer)
 
     def _excerpt(self, text: str) -> str:
@@ -341,14 +341,14 @@ class DialogLLMService(StructuredLLMService):
         decision = self._lp.keypad(keys, self.dialog)
         if decision is None:
             return
-        record = self._new_record()
-        if record:
-            record.transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
-            record.line_open = self._lp.line_open()
-            record.language = self.dialog.language
+        self._runs += 1
+        run = self._runs
+        transcript = f"[keypad] {keys}#" if len(keys) > 1 else f"[keypad] {keys}"
+        await self.push_frame(KeypadTurnFrame(run=run, transcript=transcript, line_open=self._lp.line_open(),
+                                              language=self.dialog.language))
         await self.push_frame(LLMFullResponseStartFrame())
         try:
-            await self._carry_out(decision, record, record.transcript if record else keys)
+            await self._carry_out(decision, run, transcript)
         finally:
             await self.push_frame(LLMFullResponseEndFrame())
 
@@ -356,19 +356,19 @@ class DialogLLMService(StructuredLLMService):
         """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
         return self.schema_for(fact_ids if self._knowledge is not None else None)
 
-    async def _look_up(self, text: str, record: TurnRecord | None):
+    async def _look_up(self, text: str, run: int):
         """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
         if self._knowledge is None or not text:
             return None
         loop = asyncio.get_running_loop()
         found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots(),
                                            self._cfg.facts_k)
-        if record:
-            record.retrieval_ms = round(found.ms, 3)
-            record.facts = [entry.id for entry, _ in found.hits]
+        hit = found.directory_hit.id if found.directory_hit is not None else None
+        await self.push_frame(FactsFoundFrame(run=run, retrieval_ms=round(found.ms, 3),
+                                              facts=[entry.id for entry, _ in found.hits], directory_hit=hit))
         return found
 
-    async def _answer_with_model(self, context: LLMContext, record: TurnRecord | None, facts: str = ""):
+    async def _answer_with_model(self, context: LLMContext, run: int, facts: str = ""):
         self._settings.system_instruction = render_system_prompt(
             self._template, self._domain, self.dialog.known_slots(), facts=facts
         )
@@ -377,22 +377,19 @@ class DialogLLMService(StructuredLLMService):
         trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
         spoken: list[str] = []
         self._run.made_call = True
-        if record:
-            record.llm_calls += 1
-            record.mark("llm_request", overwrite=True)
+        await self.push_frame(LLMRequestFrame(run=run))
 
         async def first_token():
             await self._stop_filler(filler)
-            if record:
-                record.mark("llm_first_token", overwrite=True)
+            await self.push_frame(TurnMarkFrame(run=run, mark="llm_first_token", overwrite=True))
 
-        filler = self._start_filler(record)
+        filler = self._start_filler(run)
         try:
             turn = await self.stream_turn(trimmed, on_first_token=first_token,
-                                          on_sentence=lambda s: self._speak_sentence(s, record, spoken))
+                                          on_sentence=lambda s: self._speak_sentence(s, run, spoken))
         except LLMTurnError as e:
             await self._stop_filler(filler)
-            await self._model_failed(e, record, spoken)
+            await self._model_failed(e, run, spoken)
             return
         finally:
             await self._stop_filler(filler)
@@ -401,39 +398,37 @@ class DialogLLMService(StructuredLLMService):
         if turn["intent"] == "transfer" and not self._lp.can_transfer:
             logger.warning("the model chose transfer but call.transfer_number is not set")
         for sentence in follow.sentences:
-            await self._speak_sentence(sentence, record, spoken)
+            await self._speak_sentence(sentence, run, spoken)
         reply = " ".join(spoken)
 
-        def commit():
+        def commit() -> TurnAnsweredFrame:
             follow.change.apply(self.dialog, reply)
-            if record:
-                record.route, record.intent, record.flow = "llm", turn["intent"], turn["flow"]
-                record.answer_source = turn.get("answer_source") or "none"
-                record.slots = self.dialog.known_slots()
             logger.info("turn route=llm intent={} flow={} slots={}", turn["intent"], turn["flow"], list(self.dialog.known_slots()))
+            return TurnAnsweredFrame(run=run, route="llm", intent=turn["intent"], flow=turn["flow"],
+                                     answer_source=turn.get("answer_source") or "none",
+                                     slots=self.dialog.known_slots())
 
-        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), record, commit,
+        await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), run, commit,
                                 ends_call=follow.ends_call, transfer=follow.change.transfer)
 
-    async def _model_failed(self, e: LLMTurnError, record: TurnRecord | None, spoken: list[str]):
+    async def _model_failed(self, e: LLMTurnError, run: int, spoken: list[str]):
         error = str(e)
         answer = self._lp.model_failed(self.last_result is not None and self.last_result.route == "error")
         logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
                      "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
-        if record:
-            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
+        await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence",
+                                            overwrite=not spoken and not self._filler_played))
         for sentence in answer.sentences:
             await self._speak(sentence)
 
-        def commit():
+        def commit() -> TurnAnsweredFrame:
             answer.change.apply(self.dialog, answer.reply)
-            if record:
-                record.route, record.error = "error", error
+            return TurnAnsweredFrame(run=run, route="error", error=error)
 
         result = TurnResult("error", answer.reply, answer.flow, answer.intent, 1, error)
-        await self._finish_turn(result, record, commit, ends_call=answer.ends_call, transfer=answer.change.transfer)
+        await self._finish_turn(result, run, commit, ends_call=answer.ends_call, transfer=answer.change.transfer)
 
-    def _start_filler(self, record: TurnRecord | None) -> asyncio.Task | None:
+    def _start_filler(self, run: int) -> asyncio.Task | None:
         """No first token ``llm.filler_after_ms`` after the caller went quiet: a canned "잠시만요, …".
 
         Counted from the end of the caller's speech (what the caller waits through: endpointing
@@ -443,56 +438,56 @@ class DialogLLMService(StructuredLLMService):
         """
         self._filler_played = False
         after = self._cfg.filler_after_ms / 1000.0
-        if after <= 0 or not (record and record.speech_end):
+        speech_end = self._speech_end()
+        if after <= 0 or not speech_end:
             return None
-        after -= max(0.0, time.time() - record.speech_end)
+        after -= max(0.0, time.time() - speech_end)
         delay = max(FILLER_MIN_SECS, after)
         if delay >= self._cfg.first_token_timeout_ms / 1000.0:
             return None
-        return self.create_task(self._filler_after(delay, record), name="llm-filler")
+        return self.create_task(self._filler_after(delay, run), name="llm-filler")
 
-    async def _filler_after(self, delay: float, record: TurnRecord | None):
+    async def _filler_after(self, delay: float, run: int):
         await asyncio.sleep(delay)
         logger.info("LLM: no first token {:.0f} ms after the request; speaking the filler", delay * 1000)
         self._filler_played = True
-        if record:
-            record.mark("first_sentence", overwrite=True)  # what the caller hears first
+        # What the caller hears first.
+        await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
         await self._speak(self._lp.canned.filler)  # canned: from memory, never synthesized
 
     async def _stop_filler(self, task: asyncio.Task | None):
         if task is not None and not task.done():
             await self.cancel_task(task)
 
-    async def _speak_sentence(self, sentence: str, record: TurnRecord | None, spoken: list[str]):
+    async def _speak_sentence(self, sentence: str, run: int, spoken: list[str]):
         sentence = sentence.strip()
         if not sentence:
             return
-        if record:  # the filler, if it played, stays the first thing the caller heard
-            record.mark("first_sentence", overwrite=not spoken and not self._filler_played)
+        # The filler, if it played, stays the first thing the caller heard.
+        await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence",
+                                            overwrite=not spoken and not self._filler_played))
         spoken.append(sentence)
         await self._speak(sentence)
 
     async def _speak(self, text: str):
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
 
-    async def _finish_turn(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None], *,
+    async def _finish_turn(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame], *,
                            ends_call: bool, transfer: bool):
         if ends_call and self._end_call:
             # Queued behind the closing sentence (and held with it while speculative): the caller
             # hears it, then the call ends, or is handed to a person (see PhoneSerializer).
             await self.push_frame(EndWorkerFrame(reason="transfer" if transfer else "dialog ended"))
         if self._run.must_hold():
-            self._run.pending = (result, record, commit)
+            self._run.pending = (result, run, commit)
             return
-        await self._commit(result, record, commit)
+        await self._commit(result, run, commit)
 
-    async def _commit(self, result: TurnResult, record: TurnRecord | None, commit: Callable[[], None]):
-        commit()
+    async def _commit(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame]):
+        answered = commit()
         self.last_result = result
-        if record:
-            record.reply_chars = len(result.reply)
-            record.reply = result.reply
-            self._on_answered(record)
+        answered.reply = result.reply
+        await self.push_frame(answered)
 
 
 def _last_user_text(context: LLMContext) -> str:

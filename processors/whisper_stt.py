@@ -40,6 +40,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from bot.config import STTConfig
+from bot.telemetry.turn_facts import AsksToRepeat
 from bot.wav import read_wav
 
 WHISPER_SAMPLE_RATE = 16000
@@ -105,7 +106,7 @@ def is_prompt_echo(text: str, *prompts: str) -> bool:
 
 
 @dataclass
-class UnclearSpeechFrame(DataFrame):
+class UnclearSpeechFrame(DataFrame, AsksToRepeat):
     """A segment long enough to be speech that the guards rejected (no_speech, low_confidence,
     repetitive, prompt_echo): the turn-stop strategy can ask the caller to say it again instead
     of waiting.

@@ -21,7 +21,7 @@ from pipecat.utils.time import time_now_iso8601
 
 from bot.config import load_config
 from bot.pipeline import DialogAssets, make_llm
-from bot.store.recorder import CallRecorder, TurnObserver
+from bot.telemetry.turns import CallRecorder, TurnObserver
 from processors.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 from bot.testing.fake_llm import FakeLLM
 
@@ -130,7 +130,7 @@ def fake():
 
 def _llm(fake, recorder):
     config = load_config(overrides=[f"llm.base_url='{fake.base_url}'"])
-    return make_llm(config, _secrets(), DialogAssets.load(config), current_record=lambda: recorder.current,
+    return make_llm(config, _secrets(), DialogAssets.load(config), speech_end=lambda: recorder.current.speech_end,
                     end_call_on_end_flow=False)
 
 

@@ -24,6 +24,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from bot.config import Config, Secrets
 from bot.telemetry.latency import TurnRecord
+from bot.telemetry.turns import CallRecorder, TurnObserver
 from processors.keypad import KeypadProcessor
 from bot.pipeline import DialogAssets, make_llm
 
@@ -35,6 +36,7 @@ class _ReplyCollector(FrameProcessor):
         super().__init__()
         self.sentences: list[tuple[float, str]] = []
         self.ended_at = 0.0
+        self.end: LLMFullResponseEndFrame | None = None
         self.done = asyncio.Event()
 
     async def process_frame(self, frame, direction: FrameDirection):
@@ -43,6 +45,7 @@ class _ReplyCollector(FrameProcessor):
             self.sentences.append((time.monotonic(), frame.text))
         elif isinstance(frame, LLMFullResponseEndFrame):
             self.ended_at = time.monotonic()
+            self.end = frame
             self.done.set()
         await self.push_frame(frame, direction)
 
@@ -67,15 +70,16 @@ class DialogSession:
     def __init__(self, config: Config, secrets: Secrets | None = None, *, desk=None, call_id: str = "chat",
                  at: datetime | None = None):
         self._config = config
-        self._records: list[TurnRecord] = []
+        self._recorder = CallRecorder("chat")  # its turn records (turn 0 stands for the greeting)
+        self._observer = TurnObserver(self._recorder)
         self.llm = make_llm(
-            config, secrets or Secrets.from_env(config), DialogAssets.load(config),
-            current_record=lambda: self._records[-1] if self._records else None, end_call_on_end_flow=False,
-            desk=desk, call_id=call_id, new_record=self._new_record, clock=(lambda: at) if at else None,
+            config, secrets or Secrets.from_env(config), DialogAssets.load(config), end_call_on_end_flow=False,
+            desk=desk, call_id=call_id, clock=(lambda: at) if at else None,
         )  # fmt: skip
         self._collector = _ReplyCollector()
         stages = [KeypadProcessor(dialog=self.llm.dialog), self.llm, self._collector]
-        self._worker = PipelineWorker(Pipeline(stages), params=PipelineParams(), enable_rtvi=False)
+        self._worker = PipelineWorker(Pipeline(stages), params=PipelineParams(), observers=[self._observer],
+                                      enable_rtvi=False)
         self._context = LLMContext()
         self._task: asyncio.Task | None = None
 
@@ -90,23 +94,23 @@ class DialogSession:
         if self._task:
             await self._task
 
-    def _new_record(self) -> TurnRecord:
-        rec = TurnRecord(call_id="chat", index=len(self._records))
-        self._records.append(rec)
-        rec.mark("turn_end")
-        return rec
+    async def _answered(self) -> None:
+        """The reply is complete, and the observer has written the turn's record."""
+        await self._collector.done.wait()
+        await self._observer.caught_up(self._collector.end)
 
     async def turn(self, text: str) -> ChatTurn:
         """One caller line; a line of phone-pad keys ("20260001#", "0") is pressed, not said."""
         if text and all(c in "0123456789*#" for c in text):
             return await self.keys(text)
-        rec = self._new_record()
+        rec = self._recorder.next_turn()
+        rec.mark("turn_end")
         self._collector.sentences = []
         self._collector.done.clear()
         turn = ChatTurn(record=rec, started_at=time.monotonic())
         self._context.add_message({"role": "user", "content": text})
         await self._worker.queue_frame(LLMContextFrame(self._context))
-        await self._collector.done.wait()
+        await self._answered()
         rec.mark("first_audio_out")  # no audio here: the answer is complete
         turn.sentences, turn.ended_at = list(self._collector.sentences), self._collector.ended_at
         self._context.add_message({"role": "assistant", "content": turn.reply})
@@ -116,11 +120,12 @@ class DialogSession:
         """Press keys on the phone pad (Twilio's dtmf events become the same frames)."""
         self._collector.sentences = []
         self._collector.done.clear()
-        started = time.monotonic()
+        started, pressed = time.monotonic(), time.time()
         for key in keys:
             await self._worker.queue_frame(InputDTMFFrame(KeypadEntry(key)))
-        await self._collector.done.wait()
-        rec = self._records[-1]
+        await self._answered()
+        rec = self._recorder.records[-1]  # the observer opened it for the keys (KeypadTurnFrame)
+        rec.mark("turn_end", pressed)
         turn = ChatTurn(record=rec, sentences=list(self._collector.sentences), started_at=started,
                         ended_at=self._collector.ended_at)
         self._context.add_message({"role": "assistant", "content": turn.reply})

@@ -1,0 +1,236 @@
+"""Per-call turn records, filled from the frames that pass through the pipeline.
+
+``CallRecorder`` holds a call's records and hands each to the records database; ``TurnObserver``
+fills them: timing from Pipecat's own frames (VAD, turns, audio), and what the stages decided or
+measured from the frames they push to say so (``bot/telemetry/turn_facts.py``). A stock Pipecat
+STT or LLM says nothing of the kind (the bench's baseline): its standard frames are read instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+from loguru import logger
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    Frame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    TranscriptionFrame,
+    TTSAudioRawFrame,
+    TTSSpeakFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
+
+from bot.telemetry.latency import TurnRecord
+from bot.telemetry.turn_facts import (
+    AsksToRepeat,
+    DialogTurnFrame,
+    FactsFoundFrame,
+    KeypadTurnFrame,
+    LLMRequestFrame,
+    LLMRequestWithdrawnFrame,
+    TurnAnsweredFrame,
+    TurnFactFrame,
+    TurnMarkFrame,
+)
+
+
+class CallRecorder:
+    """Holds one call's turn records; turn 0 is the greeting.
+
+    A record opens when the caller's turn starts, so everything that happens for that turn
+    (VAD stops, STT, a speculative model call that starts before the turn ends) lands in it.
+    """
+
+    def __init__(self, call_id: str, *, qa: bool = False, sink: Callable[[dict], None] | None = None):
+        self.call_id = call_id
+        self.qa = qa
+        self._sink = sink  # the records database (CallLog.turn): each turn as it is answered and closed
+        self.started = time.time()
+        self.records: list[TurnRecord] = []
+        self.bot_speaking = False
+        self.current = self._new("greeting")
+
+    def _new(self, route: str) -> TurnRecord:
+        rec = TurnRecord(call_id=self.call_id, index=len(self.records), route=route, qa=self.qa)
+        self.records.append(rec)
+        return rec
+
+    # --- events -------------------------------------------------------------------------------
+
+    def user_turn_started(self) -> TurnRecord:
+        """The caller started a turn: close the previous record (interrupted if the bot was talking)."""
+        if self.bot_speaking:
+            self.current.interrupted = True
+        return self.next_turn()
+
+    def vad_stopped(self, timestamp: float, stop_secs: float) -> None:
+        # The last pause of the turn is the one the caller waits after.
+        self.current.mark("vad_stop", timestamp, overwrite=True)
+        self.current.mark("speech_end", timestamp - stop_secs, overwrite=True)
+
+    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float) -> None:
+        """A VAD segment was transcribed (or rejected): the latest one times the turn's STT."""
+        rec = self.current
+        rec.mark("stt_done", overwrite=True)
+        rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
+
+    def tts_synthesized(self, result) -> None:
+        """A sentence of the current answer was synthesized (``SynthResult``)."""
+        self.current.tts_synth_ms.append(round(result.synth_ms, 1))
+
+    def user_turn_ended(self, t: float) -> TurnRecord:
+        self.current.mark("turn_end", t, overwrite=True)
+        return self.current
+
+    def next_turn(self) -> TurnRecord:
+        """Close the current record and open the next (keys pressed on the phone pad make a turn too)."""
+        self._finish(self.current)
+        self.current = self._new("pending")
+        return self.current
+
+    def save(self, rec: TurnRecord) -> None:
+        """Hand the turn to the records database (again when it changes: written by call and index)."""
+        if self._sink is not None:
+            self._sink(rec.to_dict())
+
+    def _finish(self, rec: TurnRecord) -> None:
+        if rec.route == "pending":
+            rec.route = "no_reply"  # e.g. every segment was rejected by the STT guards
+        self.save(rec)
+
+    def close(self) -> None:
+        self._finish(self.current)
+
+
+class TurnObserver(BaseObserver):
+    """Fills the call's turn records from the frames it sees (first push of each frame only).
+
+    ``stock_stt`` / ``stock_llm``: stock Pipecat services, which push no turn facts; their
+    transcripts, responses and tokens time the turn instead (the bench's baseline, ``bot/stock.py``).
+    """
+
+    # How many handled frames ``caught_up`` remembers.
+    _SEEN = 512
+
+    def __init__(self, recorder: CallRecorder, *, stock_stt=None, stock_llm=None):
+        super().__init__(observe_every_push=False)
+        self._rec = recorder
+        self._stock_stt, self._stock_llm = stock_stt, stock_llm
+        self._runs: dict[int, TurnRecord] = {}  # dialog run -> the record it answers
+        self._seen: deque[int] = deque(maxlen=self._SEEN)
+        self._waiters: dict[int, asyncio.Event] = {}
+
+    async def on_push_frame(self, data: FramePushed):
+        frame = data.frame
+        try:
+            if isinstance(frame, TurnFactFrame):
+                self._turn_fact(frame)
+            else:
+                self._timing(data)
+                if data.source is self._stock_stt or data.source is self._stock_llm:
+                    self._stock_frame(frame, data.source)
+        except Exception as e:  # noqa: BLE001 - a bad fact must not stop the records of the rest of the call
+            logger.exception("turn records: {} not recorded ({}: {})", frame, type(e).__name__, e)
+        finally:
+            self._seen.append(frame.id)
+            waiter = self._waiters.pop(frame.id, None)
+            if waiter is not None:
+                waiter.set()
+
+    async def caught_up(self, frame: Frame) -> None:
+        """Wait until ``frame``'s push has been handled, and with it every push before it (observers
+        run off a queue: the chat tool reads a turn's record once its reply's end frame is in)."""
+        if frame.id in self._seen:
+            return
+        await self._waiters.setdefault(frame.id, asyncio.Event()).wait()
+
+    # --- Pipecat's frames -----------------------------------------------------------------------
+
+    def _timing(self, data: FramePushed) -> None:
+        frame = data.frame
+        now = time.time()
+        rec = self._rec
+        if isinstance(frame, VADUserStoppedSpeakingFrame):
+            rec.vad_stopped(frame.timestamp, frame.stop_secs)
+        elif isinstance(frame, UserStartedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
+            # The aggregator broadcasts turn frames both ways: count one.
+            rec.user_turn_started()
+        elif isinstance(frame, UserStoppedSpeakingFrame) and data.direction == FrameDirection.DOWNSTREAM:
+            rec.user_turn_ended(now)
+        elif isinstance(frame, AsksToRepeat):
+            rec.current.route = "unclear"
+        elif isinstance(frame, TTSSpeakFrame) and rec.current.route == "unclear":
+            rec.current.mark("first_sentence", now)  # the "say that again?" prompt
+        elif isinstance(frame, TTSAudioRawFrame):
+            # Only this turn's answer: the tail of an interrupted reply can still be in flight.
+            if rec.current.first_sentence is not None:
+                rec.current.mark("tts_first_audio", now)
+        elif isinstance(frame, BotStartedSpeakingFrame):
+            rec.bot_speaking = True
+            if rec.current.first_sentence is not None:
+                rec.current.mark("first_audio_out", now)
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            rec.bot_speaking = False
+
+    def _stock_frame(self, frame: Frame, source) -> None:
+        rec, now = self._rec, time.time()
+        if isinstance(frame, TranscriptionFrame) and source is self._stock_stt:
+            rec.stt_result(None, None, None)  # stock STT reports no timings; stt_done = now
+        elif isinstance(frame, LLMFullResponseStartFrame) and source is self._stock_llm:
+            cur = rec.current
+            cur.llm_calls += 1
+            cur.route = "llm"
+            cur.mark("llm_request", now)
+        elif isinstance(frame, LLMTextFrame) and source is self._stock_llm:
+            rec.current.mark("llm_first_token", now)
+
+    # --- what the stages say ----------------------------------------------------------------------
+
+    def _turn_fact(self, frame: TurnFactFrame) -> None:
+        if isinstance(frame, KeypadTurnFrame):
+            self._runs[frame.run] = self._rec.next_turn()
+        elif isinstance(frame, DialogTurnFrame):
+            self._runs[frame.run] = self._rec.current
+        rec = self._runs.get(frame.run) or self._rec.current
+        _apply(frame, rec)
+        if isinstance(frame, TurnAnsweredFrame) or rec is not self._rec.current:
+            self._rec.save(rec)  # answered, or a late fact about a turn already closed (and saved)
+
+
+def _apply(frame: TurnFactFrame, rec: TurnRecord) -> None:
+    """Write one fact into its turn's record."""
+    if isinstance(frame, DialogTurnFrame):
+        if frame.transcript:
+            rec.transcript = frame.transcript
+        rec.line_open, rec.language = frame.line_open, frame.language
+    elif isinstance(frame, KeypadTurnFrame):
+        rec.transcript, rec.line_open, rec.language = frame.transcript, frame.line_open, frame.language
+    elif isinstance(frame, FactsFoundFrame):
+        rec.retrieval_ms, rec.facts = frame.retrieval_ms, list(frame.facts)
+        if frame.directory_hit is not None:
+            rec.answer_source = frame.directory_hit
+    elif isinstance(frame, LLMRequestFrame):
+        rec.llm_calls += 1
+        rec.mark("llm_request", frame.t, overwrite=True)
+    elif isinstance(frame, LLMRequestWithdrawnFrame):
+        rec.llm_calls -= 1
+        rec.llm_cancelled_calls += 1
+    elif isinstance(frame, TurnMarkFrame):
+        rec.mark(frame.mark, frame.t, overwrite=frame.overwrite)
+    elif isinstance(frame, TurnAnsweredFrame):
+        rec.route = frame.route
+        for name in ("intent", "flow", "escalation", "answer_source", "slots", "error"):
+            value = getattr(frame, name)
+            if value is not None:
+                setattr(rec, name, value)
+        rec.reply_chars, rec.reply = len(frame.reply), frame.reply
