@@ -306,10 +306,8 @@ def build_call(
     dialog = new_dialog_state(config, models.assets)
 
     def on_stt(result):
-        if recorder.current.first_audio_out is None:  # not speech over the reply (see TurnRecord.mark)
-            recorder.stt_result(result.audio_secs, result.transcribe_ms, result.rtf)
+        """Auto detection: the call's language follows what Whisper heard (the record is the observer's)."""
         if result.detected is not None and result.accepted:
-            recorder.current.language_p = round(result.language_p, 3)
             guess = LanguageGuess(result.detected, result.language_p, len(result.text.split()), result.audio_secs)
             if dialog.observe_language(guess):
                 logger.info("call language -> {} (Whisper p={:.2f})", dialog.language, result.language_p)
@@ -338,19 +336,14 @@ def build_call(
     tts = SupertonicTTSService(
         engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
         language_of=(lambda: tags.get(dialog.language, "ko")) if tags else None,
-        on_sentence=lambda result: _sentence_heard(recorder, result, models.heard_ids), canned=models.canned_audio,
+        canned=models.canned_audio,
     )
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
-                               out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog))
+                               out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog),
+                               turn_observer=TurnObserver(recorder, sentence_names=models.heard_ids))
     guard_call(session, user_agg, config, canned_audio=models.canned_audio)
     return session
-
-
-def _sentence_heard(recorder: CallRecorder, result, heard_ids: dict[str, str]) -> None:
-    """A sentence's audio is ready to play (synthesized, or from memory): the record says which."""
-    recorder.tts_synthesized(result)
-    recorder.current.heard.append(heard_ids.get(result.normalized_text, "reply"))
 
 
 def guard_call(session: CallSession, user_agg, config: Config, canned_audio: CannedAudio | None = None) -> None:

@@ -116,8 +116,7 @@ def build_stock_call(
         ),
     )
 
-    tts = SupertonicTTSService(engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
-                               on_sentence=recorder.tts_synthesized)
+    tts = SupertonicTTSService(engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms)
 
     @tts.event_handler("on_tts_request")
     async def _sentence_ready(_tts, _context_id, _text):

@@ -42,6 +42,7 @@ from bot.config import TTSConfig
 from bot.english.normalize import normalize_english
 from bot.korean.normalize import normalize_korean, remove_unsupported
 from bot.errors import ModelMissingError
+from bot.telemetry.turn_facts import SentenceReadyFrame
 
 #: Hugging Face hub repository of the real model (what the Supertonic SDK pins).
 SUPERTONIC_REPO = "Supertone/supertonic-3"
@@ -811,6 +812,8 @@ class SupertonicTTSService(TTSService):
             "{}: synthesized {:.2f} s of audio in {:.0f} ms (RTF {}, {} tokens, voice {})", self, result.duration_s, result.synth_ms, rtf, result.text_tokens, result.voice
         )
         await self._notify(result)
+        # The turn's record: which sentence, and how long it took (bot/telemetry/turns.py).
+        await self.push_frame(SentenceReadyFrame(synth_ms=result.synth_ms, text=result.normalized_text))
 
         pcm = result.pcm
         if not pcm:

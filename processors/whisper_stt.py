@@ -40,7 +40,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from bot.config import STTConfig
-from bot.telemetry.turn_facts import AsksToRepeat
+from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
 from bot.wav import read_wav
 
 WHISPER_SAMPLE_RATE = 16000
@@ -534,6 +534,10 @@ class WhisperSTTProcessor(SegmentedSTTService):
         finally:
             await self.stop_processing_metrics()
 
+        # The turn's record: this segment times the turn's STT (bot/telemetry/turns.py).
+        detected = result.detected is not None and result.accepted
+        await self.push_frame(SpeechReadFrame(audio_secs=result.audio_secs, transcribe_ms=result.transcribe_ms,
+                                              rtf=result.rtf, language_p=result.language_p if detected else None))
         if self._on_result is not None:
             try:
                 self._on_result(result)

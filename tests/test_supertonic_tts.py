@@ -34,6 +34,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import TTSConfig
 from bot.supertonic_standin import build_standin_model
+from bot.telemetry.turn_facts import SentenceReadyFrame
 from processors.supertonic_tts import (
     SESSION_NAMES,
     SupertonicEngine,
@@ -306,6 +307,9 @@ async def test_service_frames_and_sentences(engine):
     assert sum(len(f.audio) for f in audio) == sum(len(r.pcm) for r in results)
     assert any(isinstance(f, TTSStartedFrame) for f in down)
     assert any(isinstance(f, TTSStoppedFrame) for f in down)
+    # Each sentence is announced for the turn's record (bot/telemetry/turns.py), with its time.
+    ready = [f for f in down if isinstance(f, SentenceReadyFrame)]
+    assert [(f.text, f.synth_ms) for f in ready] == [(r.normalized_text, r.synth_ms) for r in results]
 
 
 async def test_service_async_callback_and_broken_callback(engine, log_records):

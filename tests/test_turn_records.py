@@ -20,6 +20,8 @@ from bot.telemetry.turn_facts import (
     KeypadTurnFrame,
     LLMRequestFrame,
     LLMRequestWithdrawnFrame,
+    SentenceReadyFrame,
+    SpeechReadFrame,
     TurnAnsweredFrame,
     TurnMarkFrame,
 )
@@ -162,3 +164,25 @@ async def test_caught_up_waits_until_the_frame_has_been_handled():
     await _see(obs, frame)
     await asyncio.wait_for(waiting, 1)
     await asyncio.wait_for(obs.caught_up(frame), 1)  # already handled: at once
+
+
+async def test_the_stt_and_tts_say_what_they_measured_and_the_observer_names_canned_sentences():
+    rec, _ = _recorder()
+    obs = TurnObserver(rec, sentence_names={"잠시만 기다려 주세요.": "filler"})
+    await _see(obs, UserStartedSpeakingFrame(),
+               SpeechReadFrame(audio_secs=1.5, transcribe_ms=300.0, rtf=0.2, t=50.0),
+               SpeechReadFrame(audio_secs=2.0, transcribe_ms=420.0, rtf=0.21, language_p=0.9123, t=51.0))
+    turn = rec.current
+    assert (turn.stt_done, turn.stt_audio_secs, turn.stt_ms, turn.stt_rtf) == (51.0, 2.0, 420.0, 0.21)  # the latest
+    assert turn.language_p == 0.912
+    await _see(obs, SentenceReadyFrame(synth_ms=0.0, text="잠시만 기다려 주세요."),
+               SentenceReadyFrame(synth_ms=12.34, text="가로등 위치를 말씀해 주세요."))
+    assert turn.tts_synth_ms == [0.0, 12.3] and turn.heard == ["filler", "reply"]
+    # Speech over the reply once it is heard does not re-time the turn's STT.
+    turn.first_audio_out = 52.0
+    await _see(obs, SpeechReadFrame(audio_secs=0.4, transcribe_ms=90.0, rtf=0.2, t=53.0))
+    assert turn.stt_done == 51.0 and turn.stt_audio_secs == 2.0
+    # The stock baseline keeps no names: its records list no sentences heard.
+    stock, _ = _recorder()
+    await _see(TurnObserver(stock), SentenceReadyFrame(synth_ms=5.0, text="x"))
+    assert stock.current.tts_synth_ms == [5.0] and stock.current.heard == []

@@ -42,6 +42,7 @@ from bot.models import (
     resolve_whisper_model,
 )
 from bot.wav import read_wav
+from bot.telemetry.turn_facts import SpeechReadFrame
 from processors.whisper_stt import (
     TranscriptResult,
     WhisperEngine,
@@ -311,6 +312,11 @@ async def test_processor_turns_an_8k_phone_segment_into_one_final_transcript(eng
     assert frame.language == Language.EN and frame.finalized
     assert len(results) == 1 and results[0].audio_secs > len(pcm8k) / 16000  # + trailing silence
     assert stt.rejected_counts == {}
+    # Before the transcript: the segment's figures for the turn's record (bot/telemetry/turns.py).
+    (read,) = [f for f in down if isinstance(f, SpeechReadFrame)]
+    assert down.index(read) < down.index(frame)
+    assert (read.audio_secs, read.transcribe_ms) == (results[0].audio_secs, results[0].transcribe_ms)
+    assert read.language_p is None  # forced language: nothing detected
 
 
 async def test_processor_yields_nothing_for_silence_and_counts_the_reject(engine):

@@ -82,6 +82,24 @@ class TurnMarkFrame(TurnFactFrame):
 
 
 @dataclass
+class SpeechReadFrame(TurnFactFrame):
+    """The STT read (or rejected) one VAD segment of the open turn: the latest one times its STT."""
+
+    audio_secs: float = 0.0
+    transcribe_ms: float = 0.0
+    rtf: float = 0.0
+    language_p: float | None = None  # stt.language = "auto": Whisper's probability (None: forced, rejected)
+
+
+@dataclass
+class SentenceReadyFrame(TurnFactFrame):
+    """A sentence's audio is ready to play: synthesized in ``synth_ms``, or from memory (0)."""
+
+    synth_ms: float = 0.0
+    text: str = ""  # as synthesized (normalized): names a canned sentence in ``heard``
+
+
+@dataclass
 class TurnAnsweredFrame(TurnFactFrame):
     """The turn's answer, once it is final (a speculative one: once the turn is confirmed).
 

@@ -38,6 +38,8 @@ from bot.telemetry.turn_facts import (
     KeypadTurnFrame,
     LLMRequestFrame,
     LLMRequestWithdrawnFrame,
+    SentenceReadyFrame,
+    SpeechReadFrame,
     TurnAnsweredFrame,
     TurnFactFrame,
     TurnMarkFrame,
@@ -84,10 +86,6 @@ class CallRecorder:
         rec.mark("stt_done", overwrite=True)
         rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
 
-    def tts_synthesized(self, result) -> None:
-        """A sentence of the current answer was synthesized (``SynthResult``)."""
-        self.current.tts_synth_ms.append(round(result.synth_ms, 1))
-
     def user_turn_ended(self, t: float) -> TurnRecord:
         self.current.mark("turn_end", t, overwrite=True)
         return self.current
@@ -122,9 +120,13 @@ class TurnObserver(BaseObserver):
     # How many handled frames ``caught_up`` remembers.
     _SEEN = 512
 
-    def __init__(self, recorder: CallRecorder, *, stock_stt=None, stock_llm=None):
+    def __init__(self, recorder: CallRecorder, *, stock_stt=None, stock_llm=None,
+                 sentence_names: dict[str, str] | None = None):
         super().__init__(observe_every_push=False)
         self._rec = recorder
+        # Canned sentences' normalized text -> the name ``heard`` lists (model sentences: "reply");
+        # None: ``heard`` is not kept (the stock baseline).
+        self._names = sentence_names
         self._stock_stt, self._stock_llm = stock_stt, stock_llm
         self._runs: dict[int, TurnRecord] = {}  # dialog run -> the record it answers
         self._seen: deque[int] = deque(maxlen=self._SEEN)
@@ -202,6 +204,8 @@ class TurnObserver(BaseObserver):
         elif isinstance(frame, DialogTurnFrame):
             self._runs[frame.run] = self._rec.current
         rec = self._runs.get(frame.run) or self._rec.current
+        if isinstance(frame, SentenceReadyFrame) and self._names is not None:
+            rec.heard.append(self._names.get(frame.text, "reply"))
         _apply(frame, rec)
         if isinstance(frame, TurnAnsweredFrame) or rec is not self._rec.current:
             self._rec.save(rec)  # answered, or a late fact about a turn already closed (and saved)
@@ -215,6 +219,14 @@ def _apply(frame: TurnFactFrame, rec: TurnRecord) -> None:
         rec.line_open, rec.language = frame.line_open, frame.language
     elif isinstance(frame, KeypadTurnFrame):
         rec.transcript, rec.line_open, rec.language = frame.transcript, frame.line_open, frame.language
+    elif isinstance(frame, SpeechReadFrame):
+        if rec.first_audio_out is None:  # not speech over the reply (see TurnRecord.mark)
+            rec.mark("stt_done", frame.t, overwrite=True)
+            rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = frame.audio_secs, frame.transcribe_ms, frame.rtf
+        if frame.language_p is not None:
+            rec.language_p = round(frame.language_p, 3)
+    elif isinstance(frame, SentenceReadyFrame):
+        rec.tts_synth_ms.append(round(frame.synth_ms, 1))
     elif isinstance(frame, FactsFoundFrame):
         rec.retrieval_ms, rec.facts = frame.retrieval_ms, list(frame.facts)
         if frame.directory_hit is not None:
