@@ -89,6 +89,8 @@ async def test_an_english_caller_is_answered_in_english_and_gets_an_english_rece
                     break
                 time.sleep(0.2)
             turns = [t for t in row["turns"] if t["route"] != "greeting"]
+            print("english call:", [(t["route"], t["language"], t["language_p"], t["transcript"], t["reply"])
+                                    for t in turns])
             assert [t["route"] for t in turns] == ["llm", "llm", "rule"], turns
             first = turns[0]
             assert first["language"] == "en" and first["language_p"] >= 0.8, first  # switched on turn 1
