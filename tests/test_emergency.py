@@ -15,8 +15,10 @@ from bot.dialog.shortcuts import normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "bench" / "emergency_table.toml"
-CASES = load_cases(TABLE)
-NUMBERS = {"fire": "119", "medical": "119", "crime": "112", "missing_child": "112", "gas": "119", "suicide": "109"}
+FAMILIES = ROOT / "bench" / "emergency_families.toml"  # issue 33: new wordings, three dialects
+CASES = load_cases(TABLE) + load_cases(FAMILIES)
+NUMBERS = {"fire": "119", "medical": "119", "crime": "112", "missing_child": "112", "gas": "119", "rescue": "119",
+           "suicide": "109"}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +51,9 @@ def test_table_size() -> None:
     for name in NUMBERS:
         assert sum(c.expect == name for c in CASES) >= 10, name
     assert load_cases(TABLE, set(NUMBERS))  # every expect is a kind or "none"
+    families = load_cases(FAMILIES, set(NUMBERS))
+    assert len(families) >= 60
+    assert sum(c.expect == NONE for c in families) >= sum(c.expect != NONE for c in families)
 
 
 @pytest.mark.parametrize("text", [

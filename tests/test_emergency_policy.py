@@ -20,9 +20,11 @@ SAID = {  # one plain utterance per kind
     "crime": "지금 누가 문을 부수고 들어오려고 해요",
     "missing_child": "아이가 없어졌어요 아까부터 안 보여요",
     "gas": "집에서 가스 냄새가 심하게 나요",
+    "rescue": "지하차도에 물이 차서 차 안에 사람들이 갇혔어요",
     "suicide": "너무 힘들어서 죽고 싶어요",
 }
-NUMBERS = {"fire": "119", "medical": "119", "crime": "112", "missing_child": "112", "gas": "119", "suicide": "109"}
+NUMBERS = {"fire": "119", "medical": "119", "crime": "112", "missing_child": "112", "gas": "119", "rescue": "119",
+           "suicide": "109"}
 COMPLAINT = {"reply": "네.", "intent": "report_problem", "category": "streetlight", "location": "한빛로 12",
              "time": None, "flow": "continue"}  # fmt: skip
 
