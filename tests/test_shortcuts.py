@@ -45,6 +45,42 @@ def test_routing_table(matcher: ShortcutMatcher, expect: str, context: str | Non
     assert got == expect, f"{utterance!r} -> {normalize(utterance)!r} in {context}: {got}, expected {expect}"
 
 
+# Regional endings and colloquial phrasings, with near misses, one dialect per row (issue 33).
+DIALECT_FILE = ROOT / "tests" / "data" / "shortcut_dialect_cases.tsv"
+DIALECTS = ("chungcheong", "gyeongsang", "jeolla")
+
+
+def read_dialect_cases(path: Path = DIALECT_FILE) -> list[tuple[str, str | None, str, str]]:
+    """(expected rule name or "model", context or None, dialect, utterance) rows."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#") or line.startswith("expect\t"):
+            continue
+        expect, context, dialect, utterance = line.split("\t")
+        rows.append((expect, None if context == "-" else context, dialect, utterance))
+    return rows
+
+
+DIALECT_CASES = read_dialect_cases()
+
+
+@pytest.mark.parametrize("expect, context, dialect, utterance", DIALECT_CASES)
+def test_dialect_table(matcher: ShortcutMatcher, expect: str, context: str | None, dialect: str, utterance: str) -> None:
+    sc = matcher.match(utterance, context)
+    got = sc.name if sc else "model"
+    assert got == expect, f"[{dialect}] {utterance!r} -> {normalize(utterance)!r} in {context}: {got}, expected {expect}"
+
+
+def test_dialect_table_covers_each_dialect_with_near_misses() -> None:
+    assert {d for _, _, d, _ in DIALECT_CASES} == {*DIALECTS, "standard"}
+    positives = [c for c in DIALECT_CASES if c[0] != "model"]
+    assert len(DIALECT_CASES) >= 60 and 0.4 <= len(positives) / len(DIALECT_CASES) <= 0.7
+    for dialect in DIALECTS:
+        rows = [c for c in DIALECT_CASES if c[2] == dialect]
+        assert {"thanks_goodbye", "repeat", "transfer", "model"} <= {c[0] for c in rows}, dialect
+        assert sum(c[0] == "model" for c in rows) >= 5, dialect
+
+
 def test_table_sizes() -> None:
     negatives = [c for c in CASES if c[0] == "model"]
     assert len(CASES) >= 150 and len(negatives) >= 30
@@ -117,7 +153,7 @@ def test_shortcut_fields(matcher: ShortcutMatcher) -> None:
 
 
 def test_match_speed(matcher: ShortcutMatcher) -> None:
-    utterances = [u for _, _, u in CASES] + ["가" * 200, "다시" * 50 + "말씀해", "네" + "맞아요" * 40 + "요"]
+    utterances = [u for _, _, u in CASES] + [u for *_, u in DIALECT_CASES] + ["가" * 200, "다시" * 50 + "말씀해", "네" + "맞아요" * 40 + "요"]
     n = 0
     start = time.perf_counter()
     for _ in range(20):
