@@ -7,6 +7,8 @@ import pytest
 from bot.korean.normalize import normalize_korean, read_digits, remove_unsupported
 
 CASES_FILE = Path(__file__).resolve().parent / "data" / "normalize_cases.tsv"
+# Issue 33: slash dates, 부터 … 까지 ranges of times and dates, list numbers, the copies counter 부.
+ISSUE_33_FILE = CASES_FILE.with_name("normalize_cases_33.tsv")
 RANGE_WORDS = ("에서", "부터", "까지")
 PHONE_CATEGORIES = ("phone", "service", "extension", "code")
 
@@ -23,9 +25,11 @@ def read_cases(path: Path = CASES_FILE) -> list[tuple[str, str, str]]:
 
 
 TABLE = read_cases()
+ISSUE_33 = read_cases(ISSUE_33_FILE)
 # Cases a TSV line cannot hold (tabs, newlines, nothing at all).
 SPECIAL = [("text", "  줄\n바꿈\t탭 ", "줄 바꿈 탭"), ("text", "", "")]
 CASES = [(written, spoken) for _, written, spoken in TABLE + SPECIAL]
+ALL_CASES = CASES + [(written, spoken) for _, written, spoken in ISSUE_33]
 
 
 def test_table_size_and_categories():
@@ -40,13 +44,25 @@ def test_normalize_korean(text, spoken):
     assert normalize_korean(text) == spoken
 
 
-@pytest.mark.parametrize("text", [text for text, _ in CASES])
+def test_issue_33_table_covers_every_family():
+    assert len(ISSUE_33) >= 60
+    assert {c for c, _, _ in ISSUE_33} >= {"slash_date", "date_range", "time_range", "list", "copies", "fraction",
+                                           "range", "score", "phone", "code"}
+    assert not {w for _, w, _ in ISSUE_33} & {w for _, w, _ in TABLE}, "rows already in normalize_cases.tsv"
+
+
+@pytest.mark.parametrize(("category", "text", "spoken"), ISSUE_33)
+def test_issue_33_rows(category, text, spoken):
+    assert normalize_korean(text) == spoken
+
+
+@pytest.mark.parametrize("text", [text for text, _ in ALL_CASES])
 def test_normalize_is_idempotent(text):
     once = normalize_korean(text)
     assert normalize_korean(once) == once
 
 
-@pytest.mark.parametrize("text", [text for text, _ in CASES])
+@pytest.mark.parametrize("text", [text for text, _ in ALL_CASES])
 def test_output_has_no_digits_or_latin(text):
     spoken = normalize_korean(text)
     assert not any(ch.isascii() and ch.isalnum() for ch in spoken), spoken
@@ -55,7 +71,7 @@ def test_output_has_no_digits_or_latin(text):
 # Every phone-number, service-number, extension and code case whose text has no range of its own.
 PHONE_CASES = [
     written
-    for category, written, _ in TABLE
+    for category, written, _ in TABLE + ISSUE_33
     if category in PHONE_CATEGORIES and "~" not in written and not any(w in written for w in RANGE_WORDS)
 ]
 

@@ -20,7 +20,12 @@ Spacing conventions of the output:
   A hyphen in a phone number or code is never read as a range.
 * A lot number's hyphen is read ``에`` (the spoken 의): ``12-3번지`` ->
   ``십이에 삼 번지``.
-* Ranges repeat the counter: ``3~5일`` -> ``삼 일에서 오 일``.
+* Ranges repeat the counter: ``3~5일`` -> ``삼 일에서 오 일``. Between two times or two dates a
+  range is read 부터 … 까지: ``9:00-18:00`` -> ``아홉 시부터 열여덟 시까지``, ``3/1~3/5`` ->
+  ``삼월 일 일부터 삼월 오 일까지``.
+* ``M/D`` is a date (``3/15`` -> ``삼월 십오 일``) unless it is a common fraction (``1/2 컵``); a particle
+  after a date or time is fitted to the reading (``3/15는`` -> ``삼월 십오 일은``).
+* List numbers ``①``, ``⑴`` and an item's ``(1)`` are read ``일 번,``.
 * A bracketed weekday after a date is read in full: ``12월 3일(목)`` -> ``십이월 삼 일 목요일``.
 * Sentence punctuation ``. , ? !`` is kept for prosody.
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import gcd
 from pathlib import Path
 
 from bot.datafile import DataFile, Keys
@@ -48,6 +54,7 @@ NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱", "�
 NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
 NATIVE_TWENTY = "스무"  # 스물 loses its ㄹ before a counter: 스무 명, but 스물한 명
 MONTHS = {6: "유월", 10: "시월"}  # irregular month names; the rest are Sino + 월
+MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 WEEKDAY_SUFFIX = "요일"  # (목) after a date is read 목요일
 
 # --- Counters and units -----------------------------------------------------
@@ -77,6 +84,7 @@ class CounterTable:
     sino_on_round_tens: tuple[str, ...] = ()
     first: dict[str, str] = field(default_factory=dict)
     contexts: dict[str, CounterContext] = field(default_factory=dict)
+    not_followed_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def counters(self, system: str) -> tuple[str, ...]:
         return tuple(c for c, s in self.systems.items() if s == system)
@@ -114,7 +122,12 @@ def load_counters(path: str | Path = COUNTERS_FILE) -> CounterTable:
             rule["switch_to"], tuple(rule.get("after", ())), tuple(rule.get("before", ())),
             tuple(rule.get("never_after_counter", ())),
         )
-    return CounterTable(dict(systems), native_max, dict(native_max_of), round_tens, dict(first), contexts)
+    not_followed_by = {}
+    for counter, rest in data.get("not_followed_by", {}).items():
+        check(counter in systems, ("not_followed_by", counter), f"not_followed_by for {counter!r}, which is not in [counters]")
+        not_followed_by[counter] = tuple(rest)
+    return CounterTable(dict(systems), native_max, dict(native_max_of), round_tens, dict(first), contexts,
+                        not_followed_by)
 
 
 COUNTER_TABLE = load_counters()
@@ -180,6 +193,61 @@ LOT_HYPHEN = "에"  # 12-3번지 is said 십이의(에) 삼 번지
 # Words a road or lot number follows (테헤란로 123-4, 반포동 12-3, 을지로3가 5-1).
 ADDRESS_WORDS_END = ("로", "길", "동", "리")
 
+# --- Dates, times and their ranges -----------------------------------------
+
+# M/D is a date or a fraction. It is a fraction when it is a common one (proper, in lowest terms,
+# over one of these denominators: 1/2, 2/3, 3/4, 1/10) or a measure follows (1/2 컵, 2/4분기);
+# any other M/D that is a real month and day is a date (3/15, 12/25, 12/3). A common fraction is
+# a date too next to date words (1/2부터, 오는 3/4) or in a range of dates (3/1~3/5 has 3/5).
+FRACTION_DENOMINATORS = (2, 3, 4, 5, 6, 8, 10)
+FRACTION_WORDS_AFTER = (
+    "컵", "큰술", "작은술", "스푼", "티스푼", "조각", "인분", "분기", "지점", "수준", "가량", "정도", "이상", "이하",
+    "만큼", "확률", "비율",
+)
+DATE_WORDS_AFTER = ("까지", "부터", "일정", "예정", "마감", "당일", "이후", "이전", "오전", "오후")
+DATE_WORDS_BEFORE = ("오는", "지난", "매년", "날짜", "날짜는", "일자", "일자는", "기한", "기한은", "기간", "기간은")
+QUARTER_WORD = "사분기"  # 2/4분기 is 이 사분기, the second quarter
+
+# A hyphen or tilde between two times or two dates is read 부터 … 까지 (아홉 시부터 열여덟 시까지);
+# between other numbers it stays RANGE_WORD (세 명에서 다섯 명, 삼 일에서 오 일: days counted, not
+# dates). A word of approximation after the range keeps RANGE_WORD (세 시에서 네 시쯤, … 사이).
+RANGE_FROM, RANGE_TO = "부터", "까지"
+RANGE_APPROX_AFTER = ("사이", "쯤", "경", "정도", "무렵", "중")
+# Parts of the day that may open the second time of a range (오전 9시~오후 6시).
+DAY_PARTS = ("오전", "오후", "새벽", "아침", "낮", "저녁", "밤", "익일", "다음 날", "다음날")
+
+# Particles that follow the last sound of the word before: (after a consonant, after a vowel); 으로
+# is 로 after ㄹ too. A date or time read out may end otherwise than its digits (3/15는 -> 십오 일은).
+PARTICLES = (
+    ("은", "는"), ("이", "가"), ("을", "를"), ("과", "와"), ("으로", "로"), ("이나", "나"), ("이랑", "랑"),
+    ("이에요", "예요"), ("이라고", "라고"), ("이라서", "라서"), ("이라도", "라도"),
+)
+# What may follow a particle without making it part of a longer word (3/15는요, 3/15로는).
+PARTICLE_TAILS = ("요", "도", "만", "는", "의")
+
+# --- Scores and list numbers ------------------------------------------------
+
+# 3-1 and 2:1 are scores (삼 대 일) next to one of these words; otherwise a range or a time.
+SCORE_WORD = "대"
+SCORE_WORDS_BEFORE = ("스코어", "점수", "점수는", "결과", "결과는", "경기", "경기는")
+SCORE_WORDS_AFTER = (
+    "승리", "패배", "이겼", "이기", "졌다", "졌습", "졌어", "졌고", "졌지", "지고", "비겼", "앞서", "뒤지", "뒤져",
+    "역전", "끝났", "마쳤", "무승부", "완승", "완패", "승", "패",
+)
+# Enclosed list numbers: ① and ⑴ are read 일 번 (as an announcer reads a numbered item), and so is
+# "(1)" or "1)" opening an item. A comma after it gives the item its pause.
+LIST_MARKS = {
+    **{chr(0x2460 + i): i + 1 for i in range(20)},  # ① .. ⑳
+    **{chr(0x2474 + i): i + 1 for i in range(20)},  # ⑴ .. ⒇
+    **{chr(0x2488 + i): i + 1 for i in range(20)},  # ⒈ .. ⒛
+    **{chr(0x2776 + i): i + 1 for i in range(10)},  # ❶ .. ❿
+    **{chr(0x2780 + i): i + 1 for i in range(10)},  # ➀ .. ➉
+    **{chr(0x278A + i): i + 1 for i in range(10)},  # ➊ .. ➓
+    **{chr(0x3251 + i): i + 21 for i in range(15)},  # ㉑ .. ㉟
+    **{chr(0x32B1 + i): i + 36 for i in range(15)},  # ㊱ .. ㊿
+}
+LIST_WORD = "번"
+
 # --- Latin letters ----------------------------------------------------------
 
 LETTER_NAMES = {
@@ -206,7 +274,7 @@ LATIN_WORDS = {
 # Compatibility characters folded into the ASCII forms the rules below expect.
 CHAR_FOLDS = {
     "㎡": "m²", "㎢": "km²", "℃": "°C", "㎞": "km", "㎏": "kg", "㎎": "mg", "㎝": "cm",
-    "㎜": "mm", "㎖": "ml", "ℓ": "L", "〜": "~", "–": "-", "−": "-", "\u3000": " ",
+    "㎜": "mm", "㎖": "ml", "ℓ": "L", "〜": "~", "∼": "~", "–": "-", "−": "-", "\u3000": " ",
 }
 # Symbols left after numbers are read. "~" and "-" here are the ones not
 # between numbers (ranges are handled earlier), so they are only pauses.
@@ -222,16 +290,21 @@ _FOLD = str.maketrans(
 )
 
 
-def _alternation(words) -> str:
-    """Regex alternation, longest first; Latin entries must not run into letters."""
+def _alternation(words, not_followed_by: dict[str, tuple[str, ...]] | None = None) -> str:
+    """Regex alternation, longest first; Latin entries must not run into letters.
+
+    ``not_followed_by`` maps an entry to continuations it must not have (부 is no counter in 1부터).
+    """
     parts = []
     for w in sorted(words, key=len, reverse=True):
         guard = "" if "가" <= w[0] <= "힣" else "(?![A-Za-z])"
+        if blocked := (not_followed_by or {}).get(w):
+            guard += f"(?!{'|'.join(map(re.escape, blocked))})"
         parts.append(re.escape(w) + guard)
     return "|".join(parts)
 
 
-_SUFFIX = _alternation({*UNITS, *NATIVE_COUNTERS, *SINO_COUNTERS})
+_SUFFIX = _alternation({*UNITS, *NATIVE_COUNTERS, *SINO_COUNTERS}, COUNTER_TABLE.not_followed_by)
 _NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
 
 
@@ -289,8 +362,14 @@ _LOT_RE = re.compile(
     rf"(?![\d-]|[.,]\d|{_COUNTER_AHEAD}(?<!번지))"
     r"|(?<![\d.,-])(?P<a2>\d+)-(?P<b2>\d+)(?=[ \t]*번지)"
 )
+# A particle right after a date or time, to be matched to how the reading ends (3/15는 -> 십오 일은).
+_PARTICLE = (
+    rf"(?:(?P<p>{_alternation({form for pair in PARTICLES for form in pair})})"
+    rf"(?=(?:{'|'.join(PARTICLE_TAILS)})?(?![가-힣])))"
+)
 _DATE_RE = re.compile(
     r"(?<!\d)(?P<y>\d{4})([-./]) ?(?P<m>\d{1,2})\2 ?(?P<d>\d{1,2})(?:\.(?=[ \t]*[(가-힣]))?(?!\d)"
+    rf"{_PARTICLE}?"
 )
 # M/D and M.D are only taken for a date when a weekday follows (3/5(목), 12. 3.(목));
 # otherwise a fraction or a decimal.
@@ -304,7 +383,47 @@ _WEEKDAY_RANGE_RE = re.compile(
 )
 # A weekday in brackets right after a date is read in full: 3일(목) -> 3일 목요일, 3일 (목요일) -> 3일 목요일.
 _DATE_WEEKDAY_RE = re.compile(r"(?<=\d일)[ \t]*\((?P<w>[월화수목금토일])(?:요일)?\)")
-_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])")
+_TIME_RE = re.compile(rf"(?<![\d:])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![\d:]){_PARTICLE}?")
+# M/D without a weekday: a date or a fraction, see FRACTION_DENOMINATORS.
+_SLASH_DATE_RE = re.compile(rf"(?<![\d/.,:])(?P<m>\d{{1,2}})/(?P<d>\d{{1,2}})(?![\d/]|[.,]\d){_PARTICLE}?")
+_FRACTION_AFTER_RE = re.compile(rf"[ \t]*(?:{_alternation(FRACTION_WORDS_AFTER)})")
+_DATE_AFTER_RE = re.compile(
+    rf"[ \t]*(?:{_alternation(DATE_WORDS_AFTER)}|\(|[~-][ \t]*\d{{1,2}}/\d)|[ \t]+\d{{1,2}}(?::\d\d|[ \t]*시(?!간))"
+)
+_DATE_BEFORE_RE = re.compile(
+    rf"(?:(?<![가-힣])(?:{_alternation(DATE_WORDS_BEFORE)})[ \t]*|\d/\d{{1,2}}[ \t]*[~-][ \t]*)$"
+)
+_QUARTER_RE = re.compile(r"(?<![\d/.,])(?P<n>[1-4])/4[ \t]*분기")
+# Two times, or two dates (with a time or not), joined by "-" or "~" (after the rules above have
+# written them as N시 N분 and N월 N일): 부터 … 까지. The second date may be a bare day (3월 1일~5일).
+_T = r"\d{1,2}[ \t]*시(?!간)(?:[ \t]*\d{1,2}[ \t]*분)?(?:[ \t]*\d{1,2}[ \t]*초)?(?:[ \t]*반)?"
+_D = r"(?:\d{4}[ \t]*년[ \t]*)?\d{1,2}[ \t]*월[ \t]*\d{1,2}[ \t]*일(?:[ \t]*[월화수목금토일]요일)?"
+_DAY = rf"\d{{1,2}}[ \t]*일(?:[ \t]*[월화수목금토일]요일)?|\d{{1,2}}(?![\d.,:/]|[ \t]*(?:{_SUFFIX}))"
+_PART = rf"(?:(?:{_alternation(DAY_PARTS)})[ \t]*)?"
+_APPROX = "|".join(
+    re.escape(w) + ("(?=[에은이의도만]|(?![가-힣]))" if len(w) == 1 else "")
+    for w in sorted(RANGE_APPROX_AFTER, key=len, reverse=True)
+)
+_DATETIME_RANGE_RE = re.compile(
+    rf"(?<![\d.,])(?:(?P<a>{_D}(?:[ \t]+{_PART}{_T})?)[ \t]*[~-][ \t]*"
+    rf"(?P<b>{_PART}{_T}|(?:{_D}|{_DAY})(?:[ \t]+{_PART}{_T})?)"
+    rf"|(?P<a2>{_T})[ \t]*[~-][ \t]*(?P<b2>{_PART}{_T}))"
+    rf"(?P<approx>[ \t]*(?:{_APPROX}))?(?P<end>{RANGE_TO}|에(?=(?:는|도|만)?(?![가-힣])))?{_PARTICLE}?"
+)
+_SCORE_AFTER = "|".join(
+    re.escape(w) + ("(?![가-힣])" if len(w) == 1 else "") for w in sorted(SCORE_WORDS_AFTER, key=len, reverse=True)
+)
+_SCORE_RE = re.compile(
+    rf"(?:(?P<ctx>(?<![가-힣])(?:{_alternation(SCORE_WORDS_BEFORE)})[ \t:]*)|(?<![\d.,:~/-]))"
+    rf"(?P<a>\d{{1,2}})[ \t]*[-:][ \t]*(?P<b>\d{{1,2}})(?![\d:~/-]|[.,]\d|{_COUNTER_AHEAD})"
+    rf"(?(ctx)|(?=[ \t]*(?:으로|로)?[ \t]*(?:{_SCORE_AFTER})))"
+)
+_LIST_MARK_RE = re.compile(rf"(?P<mark>[{''.join(LIST_MARKS)}])(?P<bun>[ \t]*번(?![째지호]))?")
+# "(1)" opening an item (at the start, or after a space or punctuation), or "1)" opening a line.
+_LIST_ITEM_RE = re.compile(
+    r"(?:(?<![^\s:：,.;])\((?P<n>\d{1,2})\)|^[ \t]*(?P<n2>\d{1,2})\))(?=[ \t]*[가-힣A-Za-z])(?![ \t]*번)", re.M
+)
+_WORD_AHEAD_RE = re.compile(r"[ \t]*[가-힣A-Za-z0-9\"'「(]")
 _CURRENCY_RE = re.compile(
     rf"([{re.escape(''.join(CURRENCY_PREFIXES))}])\s*({_NUM}[조억만천백]*)"
 )
@@ -399,7 +518,7 @@ def _read_number(m: re.Match) -> str:
     native = suf and plain and not ordinal and _counter_system(suf, m) == "native"
     words = _native_count(n, suf) if native else None
     if words is None and raw.startswith("0") and len(raw) > 1 and plain and not suf:
-        words = _digits(raw)  # a code such as 007, not a quantity
+        words = _digits(raw.replace(",", ""))  # a code such as 007, not a quantity
     elif words is None:
         words = _sino(n)
         if frac:
@@ -440,12 +559,68 @@ def _read_lot(m: re.Match) -> str:
     return f"{m['pre']}{m['a']}{LOT_HYPHEN} {m['b']}"
 
 
+def _particle(before: str, particle: str | None) -> str:
+    """``particle`` in the form that follows the last syllable of ``before`` (일 takes 은, 시 takes 는)."""
+    if not particle:
+        return ""
+    code = ord(before[-1]) - 0xAC00
+    if not 0 <= code < 11172:
+        return particle
+    final = code % 28  # 0: none, 8: ㄹ
+    for after_consonant, after_vowel in PARTICLES:
+        if particle in (after_consonant, after_vowel):
+            if after_consonant == "으로":
+                return after_vowel if final in (0, 8) else after_consonant
+            return after_consonant if final else after_vowel
+    return particle
+
+
 def _read_date(m: re.Match) -> str:
     month, day = int(m["m"]), int(m["d"])
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return m.group(0)
     year = m.groupdict().get("y")
-    return (f"{int(year)}년 " if year else "") + f"{month}월 {day}일"
+    words = (f"{int(year)}년 " if year else "") + f"{month}월 {day}일"
+    return words + _particle(words, m.groupdict().get("p"))
+
+
+def _read_slash_date(m: re.Match) -> str:
+    """M/D as a date, or left as written for the fraction rule (see FRACTION_DENOMINATORS)."""
+    month, day = int(m["m"]), int(m["d"])
+    if not (1 <= month <= 12 and 1 <= day <= MONTH_DAYS[month - 1]):
+        return m.group(0)
+    after, before = m.string[m.end("d") :], m.string[: m.start()]
+    if _FRACTION_AFTER_RE.match(after):
+        return m.group(0)
+    common_fraction = month < day and day in FRACTION_DENOMINATORS and gcd(month, day) == 1
+    if common_fraction and not (_DATE_AFTER_RE.match(after) or _DATE_BEFORE_RE.search(before)):
+        return m.group(0)
+    return _read_date(m)
+
+
+def _read_datetime_range(m: re.Match) -> str:
+    a, b = (m["a"], m["b"]) if m["a"] else (m["a2"], m["b2"])
+    rest = m.string[m.end("b" if m["a"] else "b2") : m.end()]
+    if b.isdigit():  # 3/1~5: a later day of the same month
+        if int(b) <= int(re.findall(r"(\d+)[ \t]*일", a)[-1]):
+            return m.group(0)
+        b += "일"
+    if m["approx"]:
+        return f"{a}{RANGE_WORD} {b}{rest}"
+    words = f"{a}{RANGE_FROM} {b}{RANGE_TO}"
+    return words + _particle(words, m["p"])
+
+
+def _read_score(m: re.Match) -> str:
+    return (m["ctx"] or "") + f"{_sino(int(m['a']))} {SCORE_WORD} {_sino(int(m['b']))}"
+
+
+def _read_list_mark(m: re.Match) -> str:
+    n = LIST_MARKS[m["mark"]] if m.groupdict().get("mark") else int(m["n"] or m["n2"])
+    words = f"{_sino(n)} {LIST_WORD}"
+    if m.groupdict().get("bun"):
+        return words
+    return words + (", " if _WORD_AHEAD_RE.match(m.string, m.end()) else "")
 
 
 def _read_weekday_range(m: re.Match) -> str:
@@ -458,7 +633,8 @@ def _read_time(m: re.Match) -> str:
     h, mi, s = int(m[1]), int(m[2]), int(m[3] or 0)
     if h > 24 or mi > 59 or s > 59:
         return m.group(0)
-    return f"{h}시" + (f" {mi}분" if mi else "") + (f" {s}초" if s else "")
+    words = f"{h}시" + (f" {mi}분" if mi else "") + (f" {s}초" if s else "")
+    return words + _particle(words, m["p"])
 
 
 def _read_latin(m: re.Match) -> str:
@@ -501,15 +677,22 @@ def normalize_korean(text: str) -> str:
     text = _CODE_RE.sub(lambda m: m["ctx"] + _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
     text = _SERVICE_RE.sub(_read_service, text)
     text = _EMERGENCY_RE.sub(lambda m: _digits(m.group(0)), text)
+    text = _LIST_MARK_RE.sub(_read_list_mark, text)
+    text = _LIST_ITEM_RE.sub(_read_list_mark, text)
     text = _LOT_RE.sub(_read_lot, text)
+    text = _SCORE_RE.sub(_read_score, text)
     text = _DATE_RE.sub(_read_date, text)
     text = _SHORT_DATE_RE.sub(_read_date, text)
+    text = _QUARTER_RE.sub(lambda m: f"{SINO_DIGITS[int(m['n'])]} {QUARTER_WORD}", text)
+    text = _SLASH_DATE_RE.sub(_read_slash_date, text)
     text = _TIME_RE.sub(_read_time, text)
     text = _ZERO_CODE_RE.sub(lambda m: _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
-    text = _WEEKDAY_RANGE_RE.sub(_read_weekday_range, text)
+    # Weekdays after dates first, so that a range of such dates is a range of dates.
     text = _DATE_WEEKDAY_RE.sub(lambda m: " " + m["w"] + WEEKDAY_SUFFIX, text)
+    text = _WEEKDAY_RANGE_RE.sub(_read_weekday_range, text)
     text = _CURRENCY_RE.sub(lambda m: m[2] + CURRENCY_PREFIXES[m[1]], text)
     text = _RANGE_SHARED_RE.sub(lambda m: f"{m[1]}{m[3]}~{m[2]}{m[3]}", text)
+    text = _DATETIME_RANGE_RE.sub(_read_datetime_range, text)
     text = _RANGE_RE.sub(rf"\1{RANGE_WORD} ", text)
     text = _FRACTION_RE.sub(r"\2분의 \1", text)  # 3/4 -> 4분의 3 -> 사 분의 삼
     text = _MINUS_RE.sub("마이너스 ", text)
