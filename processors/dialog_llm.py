@@ -36,7 +36,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.utils.text.base_text_aggregator import TextType
 
 from bot.config import LLMConfig
-from bot.dialog.domain import Domain, render_system_prompt
+from bot.dialog.domain import EMERGENCY_FIELD, NO_EMERGENCY, Domain, render_system_prompt
 from bot.dialog.intake import Intake
 from bot.dialog.policy import (
     AskModel,
@@ -303,7 +303,7 @@ class DialogLLMService(StructuredLLMService):
             return self._lp.status_found(number, None, failed=True)
         return self._lp.status_found(number, ticket)
 
-    async def _say(self, answer: Speak, run: int):
+    async def _say(self, answer: Speak, run: int, llm_calls: int = 0):
         """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
         if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
             logger.warning("caller asked for a person but call.transfer_number is not set")
@@ -324,7 +324,7 @@ class DialogLLMService(StructuredLLMService):
             return TurnAnsweredFrame(run=run, route=answer.route, intent=answer.intent, flow=answer.flow,
                                      escalation=answer.escalation)
 
-        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, 0), run, commit,
+        await self._finish_turn(TurnResult(answer.route, reply, answer.flow, answer.intent, llm_calls), run, commit,
                                 ends_call=answer.ends_call, transfer=answer.change.transfer)
 
     def _excerpt(self, text: str) -> str:
@@ -394,6 +394,12 @@ class DialogLLMService(StructuredLLMService):
         finally:
             await self._stop_filler(filler)
         self.last_model_turn = turn
+        flagged = turn.get(EMERGENCY_FIELD, NO_EMERGENCY)
+        if flagged != NO_EMERGENCY and (urgent := self._lp.model_emergency(flagged)) is not None:
+            # The second net: the model saw an emergency the rules missed. Its reply (if any was
+            # streamed before the flag) is followed by the escalation, as a rule hit would say it.
+            await self._say(urgent, run, llm_calls=1)
+            return
         follow = self._lp.after_model(turn, self.dialog)
         if turn["intent"] == "transfer" and not self._lp.can_transfer:
             logger.warning("the model chose transfer but call.transfer_number is not set")

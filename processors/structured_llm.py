@@ -1,9 +1,10 @@
 """The one structured-output model call of a turn, streamed: nothing else.
 
 ``StructuredLLMService`` asks the model (vLLM's OpenAI-compatible server, or llama.cpp's) for a
-JSON object constrained by this turn's schema (reply, intent, category, location, time, flow,
-answer_source) and streams the ``reply`` string out sentence by sentence while the rest of the JSON
-is still being generated. It parses and validates the whole answer, and turns every way a call can
+JSON object constrained by this turn's schema (emergency, reply, intent, category, location, time,
+flow, answer_source) and streams the ``reply`` string out sentence by sentence while the rest of the
+JSON is still being generated. An ``emergency`` flag other than "none" ends the call to the model at
+once: nothing of its reply is spoken (the dialog stage escalates instead). It parses and validates the whole answer, and turns every way a call can
 fail (unreachable server, slow first token, HTTP error, invalid or cut-off JSON, empty reply) into
 one ``LLMTurnError`` with a ``kind`` for the turn record. What a turn *means* (rules, the model or
 not, what follows a failure) is the dialog stage's (``processors/dialog_llm.py``) and the policy's
@@ -23,7 +24,7 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.services.openai.llm import OpenAILLMService
 
 from bot.config import LLMConfig
-from bot.dialog.domain import Domain
+from bot.dialog.domain import EMERGENCY_FIELD, Domain
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
 
 
@@ -107,8 +108,14 @@ class StructuredLLMService(OpenAILLMService):
         on_first_token: Callable[[], Awaitable[None]] = _nothing,
     ) -> dict:
         """Make the one model call with ``response_format``; each complete reply sentence goes to
-        ``on_sentence`` as it arrives; returns the parsed, validated turn or raises ``LLMTurnError``."""
+        ``on_sentence`` as it arrives; returns the parsed, validated turn or raises ``LLMTurnError``.
+
+        A turn whose ``emergency`` field names a kind before the reply opens comes back at once as
+        ``{"emergency": kind}`` alone (the stream is closed: the rest would be replaced anyway).
+        """
         extractor = ReplyFieldExtractor()
+        flag = ReplyFieldExtractor(EMERGENCY_FIELD)
+        flagged: str | None = None
         splitter = KoreanSentenceSplitter()
         raw: list[str] = []
         finish_reason = None
@@ -141,6 +148,10 @@ class StructuredLLMService(OpenAILLMService):
                         text = choice.delta.content if choice.delta else None
                         if text:
                             raw.append(text)
+                            flag.feed(text)
+                            if flag.done and not extractor.started and flag.reply in self._domain.emergency_names[1:]:
+                                flagged = flag.reply
+                                break
                             for sentence in splitter.push(extractor.feed(text)):
                                 await sentence_out(sentence)
                         finish_reason = choice.finish_reason or finish_reason
@@ -163,6 +174,9 @@ class StructuredLLMService(OpenAILLMService):
             if stream is not None:
                 await stream.close()
 
+        if flagged is not None:
+            logger.warning("the model flagged an emergency ({}) before its reply", flagged)
+            return {EMERGENCY_FIELD: flagged}
         text = "".join(raw)
         if finish_reason == "length":
             raise LLMTurnError("cut_off", f"finish_reason=length after {len(text)} chars (raise llm.max_tokens?)")

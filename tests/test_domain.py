@@ -10,6 +10,7 @@ import pytest
 
 from bot.config import LLMConfig
 from bot.dialog.domain import (
+    EMERGENCY_FIELD,
     FIELDS,
     SOURCE_FIELD,
     Choice,
@@ -71,12 +72,15 @@ def test_every_choice_has_korean_label_and_description(domain: Domain) -> None:
 # --- schema -------------------------------------------------------------------------------------
 
 
-def test_schema_reply_first_and_strict(domain: Domain) -> None:
+def test_schema_emergency_then_reply_first_and_strict(domain: Domain) -> None:
     schema = domain.response_schema(120)
-    assert list(schema["properties"]) == ["reply", "intent", "category", "location", "time", "flow"]
-    assert list(schema["properties"]) == list(FIELDS)
+    # The emergency flag must be known before a sentence of the reply is spoken (it replaces it).
+    assert list(schema["properties"]) == ["emergency", "reply", "intent", "category", "location", "time", "flow"]
+    assert list(schema["properties"]) == [EMERGENCY_FIELD, *FIELDS]
     assert schema["type"] == "object"
-    assert schema["required"] == list(FIELDS)
+    assert schema["required"] == [EMERGENCY_FIELD, *FIELDS]
+    assert schema["properties"]["emergency"] == {
+        "type": "string", "enum": ["none", "fire", "gas", "medical", "rescue", "crime", "missing_child", "suicide"]}
     assert schema["additionalProperties"] is False
     props = schema["properties"]
     assert props["reply"] == {"type": "string", "minLength": 1, "maxLength": 120}
@@ -248,7 +252,7 @@ def test_render_fills_placeholders(template: str, domain: Domain) -> None:
 
 def test_render_keeps_json_braces(template: str, domain: Domain) -> None:
     text = render_system_prompt(template, domain, {})
-    assert '{"reply": ' in text and text.count('"flow": ') >= 3
+    assert '{"emergency": "none", "reply": ' in text and text.count('"flow": ') >= 3
 
 
 def test_render_prefix_is_stable_across_slots(template: str, domain: Domain) -> None:
@@ -277,17 +281,40 @@ def test_render_with_plain_template(domain: Domain) -> None:
 
 
 def test_prompt_examples_are_valid_turns(template: str, domain: Domain) -> None:
-    examples = [json.loads(line) for line in template.splitlines() if line.startswith('{"reply"')]
+    examples = [json.loads(line) for line in template.splitlines() if line.startswith('{"emergency"')]
     assert 3 <= len(examples) <= 5
+    assert {ex["emergency"] for ex in examples} > {"none"}  # one example flags an emergency
     for ex in examples:
-        assert list(ex) == [*FIELDS, SOURCE_FIELD]  # the order the schema asks for
+        assert list(ex) == [EMERGENCY_FIELD, *FIELDS, SOURCE_FIELD]  # the order the schema asks for
         assert domain.validate(ex, reply_max_chars=LLMConfig().reply_max_chars) == [], ex
     assert {ex["flow"] for ex in examples} == {"continue", "end", "new_topic"}
 
 
 def test_prompt_examples_follow_the_style_rules(template: str) -> None:
     for line in template.splitlines():
-        if line.startswith('{"reply"'):
+        if line.startswith('{"emergency"'):
             reply = json.loads(line)["reply"]
             assert reply[-1] in ".?!", reply
             assert not re.search(r"[*#\-•\n]", reply), reply
+
+
+def test_emergency_field_is_validated_and_optional(domain: Domain) -> None:
+    turn = {"reply": "네.", "intent": "other", "category": "none", "location": None, "time": None, "flow": "continue"}
+    assert domain.validate(turn) == []  # older scripted turns carry no flag
+    assert domain.validate({"emergency": "none", **turn}) == []
+    assert domain.validate({"emergency": "rescue", **turn}) == []
+    assert domain.validate({"emergency": "earthquake", **turn}) == [
+        "emergency: 'earthquake' is not one of " + repr(domain.emergency_names)]
+
+
+def test_emergencies_are_listed_in_the_prompt(template: str, domain: Domain) -> None:
+    out = render_system_prompt(template, domain)
+    assert "- none: 해당 없음" in out and "- rescue: 구조. " in out and "{emergencies}" not in out
+
+
+def test_a_domain_file_cannot_name_none_as_an_emergency(tmp_path: Path) -> None:
+    text = (ROOT / "bot" / "data" / "domain.toml").read_text(encoding="utf-8")
+    path = tmp_path / "domain.toml"
+    path.write_text(text + '\n[[emergencies]]\nname = "none"\nlabel = "없음"\n', encoding="utf-8")
+    with pytest.raises(DomainError, match="implied"):
+        load_domain(path)

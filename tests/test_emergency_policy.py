@@ -120,3 +120,67 @@ async def test_chat_turn_json_carries_the_escalation(tmp_path):
     (turn,) = (json.loads(line) for line in out.getvalue().splitlines())
     assert turn["escalation"] == "119" and turn["route"] == "emergency" and turn["llm_calls"] == 0
     assert turn["line_open"] in (True, False)
+
+
+# --- issue 33: ask only when it is truly unclear; the 109 line stays ---------------------------------
+
+
+def _after(d, state: DialogState | None = None) -> DialogState:
+    state = state or DialogState()
+    d.change.apply(state, d.reply)
+    return state
+
+
+@pytest.mark.parametrize("first, again", [
+    ("어디서 연기가 좀 나는 것 같아요", "타는 냄새도 나요"),
+    ("윗집에서 비명이 들렸어요", "또 비명 소리가 나요"),
+])
+def test_the_danger_said_again_after_the_question_escalates(first, again):
+    p = policy()
+    ask = p.decide(first, DialogState())
+    assert ask.escalation is None and ask.change.awaiting.startswith(EMERGENCY_CHECK)  # unsure: one question
+    d = p.decide(again, _after(ask))
+    assert isinstance(d, Speak) and d.escalation is not None and "repeated" in d.rule
+
+
+def test_the_decisive_fact_is_never_asked_about():
+    for text in ("교통사고가 났는데 운전자가 머리에서 피를 흘리고 있어요", "아래층에서 연기가 올라오고 타는 냄새가 나요",
+                 "며칠째 저를 따라다니던 남자가 지금 우리 집 문 앞에 서 있어요", "수면제를 모아 뒀어요 오늘 밤에 다 먹으려고요"):
+        d = policy().decide(text, DialogState())
+        assert d.escalation is not None, text
+
+
+def test_after_109_a_goodbye_is_met_with_the_stay_sentences_until_the_caller_will_call():
+    p = policy()
+    told = p.decide("그냥 사라지고 싶어요", DialogState())
+    assert told.escalation == "109" and not told.ends_call
+    state = _after(told)
+    assert state.awaiting == "crisis:suicide"
+    bye = p.decide("네 알겠어요 수고하세요", state)
+    kind = ASSETS.emergency.kinds["suicide"]
+    assert bye.sentences == kind.stay and not bye.ends_call
+    state = _after(bye, state)
+    assert state.awaiting == "crisis:suicide" and not state.ended
+    done = p.decide("네 109에 전화해 볼게요", state)
+    assert done.sentences == kind.closing and done.ends_call
+    assert not _after(done, state).awaiting
+
+
+def test_after_109_the_model_may_answer_but_not_end_the_call():
+    p = policy()
+    state = _after(p.decide("죽고 싶어요", DialogState()))
+    turn = {**COMPLAINT, "reply": "네, 잘 지내세요.", "intent": "thanks_goodbye", "flow": "end"}
+    follow = p.after_model(turn, state)
+    assert not follow.ends_call and follow.sentences == ASSETS.emergency.kinds["suicide"].stay
+    follow.change.apply(state, "네, 잘 지내세요.")
+    assert state.awaiting == "crisis:suicide"
+
+
+def test_a_crisis_kind_must_have_all_three_keys(tmp_path):
+    from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules
+
+    lines = DEFAULT_PATH.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "emergency.toml"
+    path.write_text("\n".join(line for line in lines if not line.startswith("closing = [")), encoding="utf-8")
+    with pytest.raises(EmergencyDataError, match="stay, will_call and closing go together"):
+        EmergencyRules.load(path)

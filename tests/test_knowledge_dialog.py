@@ -56,7 +56,7 @@ async def test_a_fee_question_puts_the_facts_into_the_one_call_after_the_static_
     assert "faq-doc-002" not in second and "참고 정보 없음" in second
     # The schema lets the model name the fact it used (or none); the record keeps it.
     schema = fake.requests[0]["response_format"]["json_schema"]["schema"]
-    assert list(schema["properties"])[0] == "reply" and list(schema["properties"])[-1] == "answer_source"
+    assert list(schema["properties"])[:2] == ["emergency", "reply"] and list(schema["properties"])[-1] == "answer_source"
     # ... and only a fact that is in this prompt: a small model cannot cite what it was not shown.
     assert schema["properties"]["answer_source"]["enum"] == ["none", *fee.record.facts]
     second_schema = fake.requests[1]["response_format"]["json_schema"]["schema"]

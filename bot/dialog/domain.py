@@ -3,8 +3,8 @@
 Every caller turn that is not answered by a shortcut (``bot/dialog/shortcuts.py``) makes one
 structured-output LLM call whose answer is one JSON object::
 
-    {"reply": "...", "intent": "...", "category": "...", "location": "..."|null,
-     "time": "..."|null, "flow": "continue"|"end"|"new_topic"}
+    {"emergency": "none"|"<kind>", "reply": "...", "intent": "...", "category": "...",
+     "location": "..."|null, "time": "..."|null, "flow": "continue"|"end"|"new_topic"}
 
 The enums come from ``bot/data/domain.toml``; ``Domain.response_format`` wraps the schema
 for the server dialect (vLLM / OpenAI ``json_schema``, llama.cpp ``json_object``).
@@ -29,6 +29,12 @@ SLOT_FIELDS: tuple[str, ...] = ("location", "time")
 # model's note for the records, never spoken, so it must not delay the reply. Optional when
 # validating (older scripted turns and servers without it are still turns).
 SOURCE_FIELD = "answer_source"
+# The model's second net for emergencies the rules missed (kinds from domain.toml's [[emergencies]]).
+# FIRST, before the reply: a flagged turn's reply is replaced by the escalation, so it must be known
+# before a sentence is spoken; it costs the first sentence about five decode steps. Optional when
+# validating, like answer_source.
+EMERGENCY_FIELD = "emergency"
+NO_EMERGENCY = "none"
 REQUIRED_FLOWS: tuple[str, ...] = ("continue", "end", "new_topic")
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -59,6 +65,7 @@ class Domain:
     intents: tuple[Choice, ...]
     categories: tuple[Choice, ...]
     flows: tuple[Choice, ...] = field(default=_DEFAULT_FLOWS)
+    emergencies: tuple[Choice, ...] = ()  # kinds the model may flag (names of emergency.toml's kinds)
 
     @property
     def intent_names(self) -> list[str]:
@@ -72,6 +79,11 @@ class Domain:
     def flow_names(self) -> list[str]:
         return [c.name for c in self.flows]
 
+    @property
+    def emergency_names(self) -> list[str]:
+        """The ``emergency`` field's values: "none" first, then each kind."""
+        return [NO_EMERGENCY, *(c.name for c in self.emergencies)]
+
     def response_schema(self, reply_max_chars: int = 160, sources: list[str] | None = None) -> dict[str, Any]:
         """The JSON schema of one turn (a fresh dict on every call); ``sources``: the fact ids."""
         if reply_max_chars < 1:
@@ -79,7 +91,12 @@ class Domain:
         # Property order matters: constrained decoders (xgrammar, llama.cpp grammars) emit the
         # properties in this order. "reply" first = the TTS can start speaking while the model
         # still has the classification to write (see FIELDS).
-        properties: dict[str, Any] = {
+        properties: dict[str, Any] = {}
+        required = list(FIELDS)
+        if self.emergencies:
+            properties[EMERGENCY_FIELD] = {"type": "string", "enum": self.emergency_names}
+            required.insert(0, EMERGENCY_FIELD)
+        properties |= {
             "reply": {"type": "string", "minLength": 1, "maxLength": reply_max_chars},
             "intent": {"type": "string", "enum": self.intent_names},
             "category": {"type": "string", "enum": self.category_names},
@@ -87,7 +104,6 @@ class Domain:
             "time": {"type": ["string", "null"]},
             "flow": {"type": "string", "enum": self.flow_names},
         }
-        required = list(FIELDS)
         if sources is not None:
             properties[SOURCE_FIELD] = {"type": "string", "enum": ["none", *sources]}
             required.append(SOURCE_FIELD)
@@ -126,7 +142,7 @@ class Domain:
             if name not in obj:
                 errors.append(f"{name}: missing")
         for name in obj:
-            if name not in FIELDS and name != SOURCE_FIELD:
+            if name not in FIELDS and name not in (SOURCE_FIELD, EMERGENCY_FIELD):
                 errors.append(f"{name}: unexpected property")
         if SOURCE_FIELD in obj and not isinstance(obj[SOURCE_FIELD], str):
             errors.append(f"{SOURCE_FIELD}: expected a string, got {_json_type(obj[SOURCE_FIELD])}")
@@ -142,6 +158,7 @@ class Domain:
             ("intent", self.intent_names),
             ("category", self.category_names),
             ("flow", self.flow_names),
+            (EMERGENCY_FIELD, self.emergency_names),
         ):
             if name not in obj:
                 continue
@@ -189,27 +206,30 @@ def _choices(source: DataFile, table: str) -> tuple[Choice, ...]:
 
 
 def load_domain(path: str | Path) -> Domain:
-    """Read ``domain.toml`` (``[[intents]]``, ``[[categories]]``, optional ``[[flows]]``).
+    """Read ``domain.toml`` (``[[intents]]``, ``[[categories]]``, optional ``[[flows]]`` and ``[[emergencies]]``).
 
     Raises:
         DomainError: a missing file, invalid TOML, or an entry that breaks the rules (file:line: key).
     """
     source = DataFile.read(path, DomainError, "domain file")
-    source.no_unknown((), ("intents", "categories", "flows"), what="table")
+    source.no_unknown((), ("intents", "categories", "flows", "emergencies"), what="table")
     intents = _choices(source, "intents")
     categories = _choices(source, "categories")
     flows = _choices(source, "flows") if "flows" in source.data else _DEFAULT_FLOWS
     missing = [f for f in REQUIRED_FLOWS if f not in {c.name for c in flows}]
     if missing:
         raise source.error(("flows",), f"[[flows]] lacks {missing} (the processor acts on them)")
-    return Domain(intents=intents, categories=categories, flows=flows)
+    emergencies = _choices(source, "emergencies") if "emergencies" in source.data else ()
+    if any(c.name == NO_EMERGENCY for c in emergencies):
+        raise source.error(("emergencies",), f"{NO_EMERGENCY!r} is implied: it cannot be a kind")
+    return Domain(intents=intents, categories=categories, flows=flows, emergencies=emergencies)
 
 
 # ---------------------------------------------------------------------------------------------
 # System prompt
 
 _SLOT_LABELS = {"location": "위치", "time": "시간", "intent": "용건", "category": "분야"}
-_PLACEHOLDER_RE = re.compile(r"\{(intents|categories|flows|facts|slots)\}")
+_PLACEHOLDER_RE = re.compile(r"\{(intents|categories|flows|emergencies|facts|slots)\}")
 _COMMENT_RE = re.compile(r"<!--.*?-->\s*", re.S)
 
 
@@ -247,6 +267,7 @@ def render_system_prompt(template: str, domain: Domain, slots: Mapping[str, Any]
         "intents": _choice_lines(domain.intents),
         "categories": _choice_lines(domain.categories),
         "flows": _choice_lines(domain.flows),
+        "emergencies": _choice_lines((Choice(NO_EMERGENCY, "해당 없음", "위급 상황이 아님."), *domain.emergencies)),
         "slots": render_slots(domain, slots),
         # The city's facts found for this turn: after the static prefix, so the prefix cache holds.
         "facts": facts.strip() or "- 이번 질문에 맞는 참고 정보 없음",

@@ -28,7 +28,8 @@ _TABLES = {"macros", "context", "answer", "kind"}
 _ANSWER_KEYS = {"yes", "no"}
 _CONTEXT_KEYS = {"negative", "hedge"}
 _ABSENT = object()
-_KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative"}
+_KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative", "stay", "will_call",
+              "closing"}
 
 
 class EmergencyDataError(ValueError):
@@ -42,6 +43,16 @@ class EmergencyKind:
     sentences: tuple[str, ...]  # what the bot says; the first names the number
     question: str  # asked instead when the verdict is unsure
     ends_call: bool = False  # the line never hangs up on an emergency by itself
+    # A crisis the line stays in (suicide): until the caller says they will call (``will_call``,
+    # then ``closing``), a goodbye gets ``stay`` instead of the end of the call.
+    stay: tuple[str, ...] = ()
+    closing: tuple[str, ...] = ()
+    will_call: tuple[re.Pattern[str], ...] = ()
+
+    def will_call_now(self, text: str) -> bool:
+        """The caller says they will call the number (searched in the normalized turn)."""
+        said = normalize(text)
+        return any(r.search(said) for r in self.will_call)
 
 
 @dataclass(frozen=True)
@@ -200,7 +211,18 @@ def _kind(source: DataFile, name: str, macros: dict[str, str]) -> _Grammar:
         raise source.error((*key, "sentences"), f"the first sentence must name {number}")
     question = source.text_value((*key, "question"))
     ends_call = source.value((*key, "ends_call"), bool, "true or false", default=False)
-    kind = EmergencyKind(name, number, tuple(s.strip() for s in sentences), question.strip(), ends_call)
+
+    def texts(field: str) -> tuple[str, ...]:
+        value = source.value((*key, field), list, "a list of sentences", default=[],
+                             ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+        return tuple(s.strip() for s in value)
+
+    stay, closing = texts("stay"), texts("closing")
+    will_call = _compile(source, (*key, "will_call"), macros)
+    if bool(stay) != bool(will_call) or bool(closing) != bool(will_call):
+        raise source.error(key, "stay, will_call and closing go together (a crisis the line stays in)")
+    kind = EmergencyKind(name, number, tuple(s.strip() for s in sentences), question.strip(), ends_call,
+                         stay, closing, will_call)
 
     def rules(level: str, required: bool = False) -> tuple[tuple[str, re.Pattern[str]], ...]:
         regexes = _compile(source, (*key, level), macros, required)

@@ -38,6 +38,7 @@ from bot.korean.normalize import read_digits
 
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
+CRISIS = "crisis:"  # awaiting "crisis:<kind>": told the number; the line stays until they say they will call
 CALLBACK = "callback"  # awaiting a yes/no to the callback offer
 SMS_OFFER = "sms_offer"  # awaiting a yes/no to "접수번호를 문자로 보내드릴까요?"
 YES_NO_KEYS = ("confirmation", SMS_OFFER)  # offers that say "1 for yes, 2 for no"
@@ -239,15 +240,33 @@ class DialogPolicy:
         verdict = self.emergency.classify(text)
         if verdict is None:
             return None
+        if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
+            return self._escalate(verdict.kind, f"repeated:{verdict.rule}")  # the danger, said again
         if not verdict.sure:
             return Speak((verdict.kind.question,), "emergency", "emergency", rule=f"unsure:{verdict.rule}",
                          change=Change(awaiting=EMERGENCY_CHECK + verdict.kind.name))
         return self._escalate(verdict.kind, verdict.rule)
 
+    def _crisis(self, state: DialogState) -> EmergencyKind | None:
+        if self.emergency is None or not (state.awaiting and state.awaiting.startswith(CRISIS)):
+            return None
+        return self.emergency.kinds.get(state.awaiting[len(CRISIS):])
+
+    def _stay(self, kind: EmergencyKind, intent: str | None) -> Speak:
+        """A goodbye before the caller said they will call: the line asks once more and stays."""
+        return Speak(kind.stay, "emergency", intent, rule=f"{kind.name}:stay")
+
+    def model_emergency(self, kind_name: str) -> Speak | None:
+        """The model flagged an emergency the rules missed: escalate exactly as a rule hit would."""
+        kind = self.emergency.kinds.get(kind_name) if self.emergency is not None else None
+        return self._escalate(kind, "model") if kind is not None else None
+
     def _escalate(self, kind: EmergencyKind, rule: str) -> Speak:
         to = self.emergency_transfer.get(kind.name)
         sentences = kind.sentences + ((self.canned.emergency_transfer.format(number=to),) if to else ())
-        change = Change(awaiting=None, transfer=bool(to), transfer_to=to, end=kind.ends_call and not to)
+        stays = bool(kind.will_call) and not to
+        change = Change(awaiting=CRISIS + kind.name if stays else None, transfer=bool(to), transfer_to=to,
+                        end=kind.ends_call and not to)
         return Speak(sentences, "emergency", "emergency", "end" if change.end else "continue", change,
                      rule=f"{kind.name}:{rule}", escalation=kind.number)
 
@@ -263,6 +282,10 @@ class DialogPolicy:
                 return urgent
             if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
                 return AskModel(text)  # "no, it is not happening now": the model hears the rest
+            crisis = self._crisis(state)
+            if crisis is not None and crisis.will_call_now(text):
+                return Speak(crisis.closing, "emergency", "emergency", "end", Change(awaiting=None, end=True),
+                             rule=f"{crisis.name}:will_call")
         if state.awaiting == CALLBACK and self.calendar is not None:
             act = self.shortcuts.match(text, context="confirmation")
             if act is not None and act.action == "confirm_yes":
@@ -289,6 +312,9 @@ class DialogPolicy:
                     return LookUpStatus(number)
         shortcut = self.shortcuts.match(text)
         if shortcut is not None:
+            crisis = self._crisis(state)
+            if crisis is not None and shortcut.flow == "end":
+                return self._stay(crisis, shortcut.intent)
             return self.shortcut(shortcut, state)
         return AskModel(text)
 
@@ -399,6 +425,13 @@ class DialogPolicy:
             sentences.append(read_back)
             awaiting = "confirmation"
         transfer = wants_transfer and self.can_transfer
+        crisis = self._crisis(state)
+        if crisis is not None and not transfer:
+            # The model may answer the caller, but the line does not end before they say they will call.
+            if turn["flow"] == "end":
+                sentences += crisis.stay
+                turn = {**turn, "flow": "continue"}
+            awaiting = awaiting or state.awaiting
         change = Change(model_turn=turn, awaiting=awaiting, transfer=transfer)
         return ModelFollowUp(tuple(sentences), change, ends_call=turn["flow"] == "end" or transfer)
 

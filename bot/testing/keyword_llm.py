@@ -109,7 +109,7 @@ def keyword_responder(body: dict[str, Any]) -> dict[str, Any]:
         reply = f"{_LABELS[guess['category']]} 신고 접수해 드릴게요. 위치를 말씀해 주시겠어요?"
     else:
         reply = f"네, {_LABELS[guess['category']]} 관련해서 안내해 드리겠습니다."
-    turn = {"reply": reply, **guess}
+    turn = {"emergency": "none", "reply": reply, **guess}  # a keyword guesser never flags an emergency
     for name, spec in props.items():  # anything else the schema asks for (e.g. answer_source): "none" or the first
         enum = spec.get("enum") if isinstance(spec, dict) else None
         if name not in turn and isinstance(enum, list) and enum:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULT_TURN: dict[str, Any] = {
+    "emergency": "none",
     "reply": "네, 확인해 드릴게요. 어느 위치인가요?",
     "intent": "report_problem",
     "category": "roads",
