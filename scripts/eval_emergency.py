@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Measure the emergency recogniser on bench/emergency_table.toml and bench/emergency_families.toml.
 
-No model, well under a second.
+The rules alone: no model, well under a second. With ``--llm URL`` (a vLLM or llama.cpp server, or
+the fake), every case is also put to the model as one caller turn with the line's own prompt and
+schema, and the table is printed again for both nets: the rules, then the model's ``emergency`` flag
+on what the rules left alone. Without it the two-net figure is "not measured", never assumed.
 
 Prints precision and recall per kind, then every miss, false alarm and sure/unsure mix-up.
-Exits 1 when any kind's recall is under 100 % or its precision under 98 %, 2 on a bad file.
+Exits 1 when any kind's recall (rules alone) is under 100 % or its precision under 98 %, or when
+a model call failed; 2 on a bad file.
 
     python scripts/eval_emergency.py
     python scripts/eval_emergency.py --rules my_emergency.toml --table my_table.toml
+    python scripts/eval_emergency.py --llm http://localhost:8000/v1
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -21,6 +28,42 @@ sys.path.insert(0, str(ROOT))
 
 from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules  # noqa: E402
 from bot.dialog.emergency_eval import evaluate, format_table, load_cases, mismatches  # noqa: E402
+
+CONCURRENCY = 4  # model calls at once
+
+
+async def model_flags(base_url: str, texts: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Each text as one caller turn to the model: its ``emergency`` field; and the failures."""
+    from openai import AsyncOpenAI
+
+    from bot.config import Secrets, load_config
+    from bot.dialog.domain import EMERGENCY_FIELD, NO_EMERGENCY, load_domain, render_system_prompt
+
+    config = load_config(overrides=[f"llm.base_url='{base_url}'"])
+    domain = load_domain(config.path(config.llm.domain_file))
+    prompt = render_system_prompt(config.path(config.llm.prompt_file).read_text(encoding="utf-8"), domain)
+    client = AsyncOpenAI(base_url=base_url, api_key=Secrets.from_env(config).llm_api_key or "EMPTY", max_retries=0,
+                         timeout=config.llm.total_timeout_ms / 1000.0)
+    gate = asyncio.Semaphore(CONCURRENCY)
+    flags: dict[str, str] = {}
+    failed: list[str] = []
+
+    async def ask(text: str) -> None:
+        async with gate:
+            try:
+                answer = await client.chat.completions.create(
+                    model=config.llm.model, temperature=config.llm.temperature, max_tokens=config.llm.max_tokens,
+                    messages=[{"role": "system", "content": prompt}, {"role": "user", "content": text}],
+                    response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
+                flags[text] = json.loads(answer.choices[0].message.content or "{}").get(EMERGENCY_FIELD, NO_EMERGENCY)
+            except Exception as e:  # noqa: BLE001 - counted and printed: a failed call is not a "none"
+                failed.append(f"{text}: {type(e).__name__}: {e}")
+
+    try:
+        await asyncio.gather(*(ask(t) for t in texts))
+    finally:
+        await client.close()
+    return flags, failed
 
 TABLES = [ROOT / "bench/emergency_table.toml", ROOT / "bench/emergency_families.toml"]
 MIN_RECALL = 1.0
@@ -32,6 +75,7 @@ def main() -> int:
     parser.add_argument("--rules", default=DEFAULT_PATH, type=Path)
     parser.add_argument("--table", action="append", type=Path,
                         help="an evaluation table (repeatable; default: both shipped tables)")
+    parser.add_argument("--llm", metavar="URL", help="an OpenAI-compatible server: also measure rules + the model's flag")
     args = parser.parse_args()
     tables = args.table or TABLES
 
@@ -44,6 +88,7 @@ def main() -> int:
     none = sum(c.expect == "none" for c in cases)
     print(f"{len(cases)} cases: {len(cases) - none} emergencies, {none} near misses\n")
     scores = evaluate(rules, cases)
+    print("rules alone (0 model calls):")
     print(format_table(scores))
     wrong = mismatches(rules, cases)
     if wrong:
@@ -52,11 +97,24 @@ def main() -> int:
             want = case.expect + ("" if case.sure or case.expect == "none" else " (unsure)")
             got = "none" if verdict is None else verdict.kind.name + ("" if verdict.sure else " (unsure)")
             print(f"  {case.text} | {want} -> {got}" + (f" [{verdict.rule}]" if verdict else ""))
+    code = 0
+    if args.llm:
+        flags, errors = asyncio.run(model_flags(args.llm, [c.text for c in cases]))
+        print(f"\nrules + the model's flag ({len(flags)} model answers from {args.llm}):")
+        print(format_table(evaluate(rules, cases, flags)))
+        missed = [c.text for c in cases if c.expect != "none" and rules.classify(c.text) is None]
+        caught = sum(flags.get(t, "none") != "none" for t in missed)
+        print(f"the model caught {caught} of the {len(missed)} emergencies the rules missed")
+        if errors:
+            print(f"\nNOT JUDGED: {len(errors)} model calls failed, e.g. {errors[0]}")
+            code = 1
+    else:
+        print("\nrules + the model's flag: not measured (give --llm URL of a model server)")
     failed = [n for n, s in scores.items() if s["recall"] < MIN_RECALL or s["precision"] < MIN_PRECISION]
     if failed:
         print(f"\nFAIL: {', '.join(failed)} under recall {MIN_RECALL:.0%} / precision {MIN_PRECISION:.0%}")
         return 1
-    return 0
+    return code
 
 
 if __name__ == "__main__":

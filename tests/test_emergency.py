@@ -166,3 +166,30 @@ def test_eval_script_fails_under_the_bar(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "불이 났어요 | none -> fire" in bad.stdout and "FAIL: fire" in bad.stdout
     good = subprocess.run(script, capture_output=True, text=True, timeout=60)
     assert good.returncode == 0, good.stdout[-3000:]
+    assert "rules + the model's flag: not measured" in good.stdout  # never assumed without a model
+
+
+def test_eval_script_measures_both_nets_with_a_model_server(tmp_path: Path) -> None:
+    from bot.testing.fake_llm import FakeLLM
+    from bot.testing.responders import default_responder
+
+    missed = "그 사람이 오늘 밤에 다시 온다고 했어요"  # the rules do not see it; the (fake) model does
+    assert EmergencyRules.load().classify(missed) is None
+
+    def responder(body: dict) -> dict:
+        said = body["messages"][-1]["content"]
+        return default_responder(body) | {"emergency": "crime" if "그 사람" in said else "none"}
+
+    table = tmp_path / "table.toml"
+    table.write_text(f'[[case]]\ntext = "{missed}"\nexpect = "crime"\n\n'
+                     '[[case]]\ntext = "불이 났어요"\nexpect = "fire"\n\n'
+                     '[[case]]\ntext = "가로등이 꺼졌어요"\nexpect = "none"\n', encoding="utf-8")
+    script = [sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--table", str(table)]
+    with FakeLLM(responder=responder, first_token_delay=0.0, token_delay=0.0) as fake:
+        run = subprocess.run([*script, "--llm", fake.base_url], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout  # rules alone still miss one: crime recall 0 %
+    assert "the model caught 1 of the 1 emergencies the rules missed" in run.stdout
+    both = run.stdout.split("rules + the model's flag")[1]
+    assert "crime             1    0    0     100.0%  100.0%" in both
+    dead = subprocess.run([*script, "--llm", "http://127.0.0.1:9/v1"], capture_output=True, text=True, timeout=120)
+    assert dead.returncode == 1 and "NOT JUDGED: 3 model calls failed" in dead.stdout

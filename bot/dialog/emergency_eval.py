@@ -4,6 +4,9 @@ Counting, per kind: a case expecting the kind and classified as it, sure or unsu
 positive (an unsure verdict still gets the caller asked, not ignored); classified as anything else,
 a false negative. A verdict of a kind on a case expecting another kind or "none" is a false positive
 of the verdict's kind: a near miss must come back None.
+
+With ``model_flags`` (case text -> the kind the model's ``emergency`` field named, or "none"), a case
+the rules leave alone counts as the model flagged it: the two nets together, as a call runs them.
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ def _got(verdict: Verdict | None) -> str:
     return verdict.kind.name if verdict else NONE
 
 
-def evaluate(rules: EmergencyRules, cases: list[Case]) -> dict[str, dict[str, float]]:
+def evaluate(rules: EmergencyRules, cases: list[Case],
+             model_flags: dict[str, str] | None = None) -> dict[str, dict[str, float]]:
     """Per kind: tp, fp, fn, precision and recall (1.0 where nothing was there to count)."""
     counts = {name: {"tp": 0, "fp": 0, "fn": 0} for name in rules.kinds}
     for case in cases:
         got = _got(rules.classify(case.text))
+        if got == NONE and model_flags:
+            got = model_flags.get(case.text, NONE)
         if got == case.expect:
             if got != NONE:
                 counts[got]["tp"] += 1
