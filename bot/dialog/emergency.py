@@ -38,7 +38,7 @@ class EmergencyDataError(ValueError):
 
 @dataclass(frozen=True)
 class EmergencyKind:
-    name: str  # "fire", "medical", "crime", "missing_child", "gas", "suicide"
+    name: str  # "fire", "medical", "crime", "missing_child", "gas", "rescue", "suicide"
     number: str  # "119", "112", "109"
     sentences: tuple[str, ...]  # what the bot says; the first names the number
     question: str  # asked instead when the verdict is unsure
