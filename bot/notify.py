@@ -24,7 +24,6 @@ from bot.config import Config, SmsConfig
 from bot.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
-from bot.dialog.languages import DATA as LANGUAGE_DATA
 from bot.dialog.languages import SMS_KEYS, load_language
 from bot.privacy import mask, mask_stored
 from bot.store.db import Store
@@ -42,7 +41,7 @@ class SmsTexts:
     texts: dict[str, str]
     category_labels: dict[str, str]
     status_labels: dict[str, str]
-    # The line's other languages (line.languages): their texts, from bot/data/lang/<code>.toml [sms].
+    # The line's other languages (line.languages): their texts, from bot/languages/<code>/language.toml [sms].
     languages: dict[str, "SmsTexts"] = field(default_factory=dict)
 
     @classmethod
@@ -56,8 +55,8 @@ class SmsTexts:
                    languages={code: cls.of_language(code, domain) for code in config.line.languages[1:]})
 
     @classmethod
-    def of_language(cls, code: str, domain, data_dir: Path = LANGUAGE_DATA) -> "SmsTexts":
-        pack = load_language(code, domain, data_dir)  # its [sms] texts are checked there, by file and line
+    def of_language(cls, code: str, domain, folder: Path | None = None) -> "SmsTexts":
+        pack = load_language(code, domain, folder)  # its [sms] texts are checked there, by file and line
         return cls({k: pack.sms[k] for k in TEXT_KEYS}, pack.intake.category_labels, pack.intake.status_labels)
 
     def render(self, kind: str, *, number: str, category: str | None, status: str | None,

@@ -39,8 +39,8 @@ from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 
 from bot.config import TTSConfig
-from bot.english.normalize import normalize_english
-from bot.korean.normalize import normalize_korean, remove_unsupported
+from bot import languages
+from bot.korean.normalize import remove_unsupported
 from bot.errors import ModelMissingError
 from bot.telemetry.turn_facts import SentenceReadyFrame
 
@@ -484,7 +484,7 @@ class SupertonicEngine:
         Returns:
             ``(clean_text, removed_chars)``; ``clean_text`` is NFC and may be empty.
         """
-        text = normalize_english(text) if language == "en" else normalize_korean(text)
+        text = languages.get(language).normalize(text)  # each language's own reading (bot/languages/)
         text = re.sub(r"\s+", " ", text).strip()
         clean, removed = remove_unsupported(text, self._supported)
         if removed:

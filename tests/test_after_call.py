@@ -297,19 +297,17 @@ async def test_texts_are_in_the_language_the_ticket_was_taken_in(db_url, tmp_pat
 
 
 def test_a_line_language_without_sms_texts_is_named(tmp_path):
-    lang = tmp_path / "lang"
-    lang.mkdir()
-    from bot.dialog import languages
+    from bot import languages
     from bot.dialog.languages import LanguageError
 
-    source = (languages.DATA / "lang" / "en.toml").read_text(encoding="utf-8")
-    (lang / "en.toml").write_text(source.split("[sms]")[0], encoding="utf-8")
-    (tmp_path / "shortcuts.en.toml").write_text((languages.DATA / "shortcuts.en.toml").read_text(encoding="utf-8"),
-                                                encoding="utf-8")
+    folder = languages.get("en").folder
+    source = (folder / "language.toml").read_text(encoding="utf-8")
+    (tmp_path / "language.toml").write_text(source.split("[sms]")[0], encoding="utf-8")
+    (tmp_path / "shortcuts.toml").write_text((folder / "shortcuts.toml").read_text(encoding="utf-8"), encoding="utf-8")
     config = load_config(None, ["line.languages=['ko','en']"])
     domain = load_domain(config.path(config.llm.domain_file))
-    with pytest.raises(LanguageError, match=r"en.toml: sms.ticket: missing"):
-        SmsTexts.of_language("en", domain, data_dir=tmp_path)
+    with pytest.raises(LanguageError, match=r"language.toml: sms.ticket: missing"):
+        SmsTexts.of_language("en", domain, tmp_path)
 
 
 async def test_two_senders_never_send_one_message_twice(db_url, tmp_path, fake):

@@ -251,10 +251,10 @@ def test_intake_and_a_language_pack_point_into_their_tables(tmp_path: Path) -> N
     with pytest.raises(IntakeError, match=r"needs_time\[0\]: needs_time names unknown category 'noize'") as err:
         Intake.load(path, domain)
     assert _line_of_error(err, path) == line
-    (tmp_path / "lang").mkdir()
-    (tmp_path / "shortcuts.en.toml").write_text((DATA / "shortcuts.en.toml").read_text(encoding="utf-8"))
-    path, line = _broken(tmp_path, DATA / "lang" / "en.toml", "[intake.category_labels]\n",
-                         "[intake.category_labels]\nparks = \"Parks\"\n", name="lang/en.toml")
+    english = ROOT / "bot" / "languages" / "en"
+    (tmp_path / "shortcuts.toml").write_text((english / "shortcuts.toml").read_text(encoding="utf-8"))
+    path, line = _broken(tmp_path, english / "language.toml", "[intake.category_labels]\n",
+                         "[intake.category_labels]\nparks = \"Parks\"\n", name="language.toml")
     with pytest.raises(LanguageError, match=r"intake\.category_labels\.parks: category_labels names unknown") as err:
         load_language("en", domain, tmp_path)
     assert _line_of_error(err, path) == line + 1

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from bot.english.normalize import read_digits_en
+from bot.languages.en.normalize import read_digits_en
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess

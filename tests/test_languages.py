@@ -8,7 +8,7 @@ from bot.config import ConfigError, load_config
 from bot.dialog.language import LanguageGuess, LanguageSwitcher
 from bot.dialog.policy import KeyBuffer, Speak
 from bot.dialog.state import DialogState
-from bot.english.normalize import normalize_english
+from bot.languages.en.normalize import normalize_english
 from bot.pipeline import DialogAssets, make_policy, new_dialog_state, stt_language_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def test_config_names_the_key():
         load_config(ROOT / "config.toml", ["line.languages=['en','ko']"])
     with pytest.raises(ConfigError, match="stt.language"):
         load_config(ROOT / "config.toml", ["stt.language='auto'"])
-    with pytest.raises(ValueError, match="line.languages: 'fr' has no replies"):
+    with pytest.raises(ValueError, match="line.languages: 'fr': no language folder bot/languages/fr/"):
         DialogAssets.load(load_config(ROOT / "config.toml", ["line.languages=['ko','fr']"]))
 
 

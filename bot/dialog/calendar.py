@@ -13,18 +13,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import holidays
 
+from bot import languages
 from bot.config import LineConfig
+from bot.languages.en import spoken_time as spoken_time_en
+from bot.languages.ko import DAYS as KO_DAYS
+from bot.languages.ko import spoken_date, spoken_time
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-KO_DAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
-EN_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-             "November", "December")
-# The `holidays` package's names for a language of line.languages (its KR calendar has these two).
-HOLIDAY_LANGUAGES = {"ko": "ko", "en": "en_US"}
-CLOSED_DAY_NAMES = {"ko": "휴무일", "en": "a closed day"}
+# The `holidays` package's KR calendar names its holidays in these; another language translates the English.
+HOLIDAY_FALLBACK = "en_US"
 SEARCH_DAYS = 60  # next_opening gives up after this: a line closed longer is a config mistake
-CLOSED_DAY = "휴무일"  # the name of an extra closed day from config
 
 _SPEC = re.compile(r"(?P<days>[a-z]{3}(?:-[a-z]{3})?(?:,[a-z]{3}(?:-[a-z]{3})?)*)\s+(?P<span>\S+)")
 _SPAN = re.compile(r"(\d{2}):(\d{2})-(\d{2}):(\d{2})")
@@ -137,9 +135,9 @@ class LineCalendar:
                 raise CalendarError(f"{key}.extra_closed_days[{i}]: {text!r}: expected an ISO date like '2026-12-31'") from None
         self.hours = hours
         self.departments = dict(departments or {})
-        # Korea's holidays named in each language the line speaks; each fills a year on first lookup.
-        self._names = {code: holidays.country_holidays("KR", language=lang) for code, lang in HOLIDAY_LANGUAGES.items()}
-        self._kr = self._names["ko"]
+        # Korea's holidays named per locale of the package; each fills a year on first lookup.
+        self._names: dict[str, holidays.HolidayBase] = {}
+        self._kr = self._holidays("ko")
 
     @classmethod
     def from_config(cls, line: LineConfig) -> LineCalendar:
@@ -156,15 +154,24 @@ class LineCalendar:
             raise ValueError(f"naive datetime {at.isoformat()}: pass an aware one")
         return at.astimezone(self.tz)
 
+    def _holidays(self, locale: str) -> holidays.HolidayBase:
+        if locale not in self._names:
+            self._names[locale] = holidays.country_holidays("KR", language=locale)
+        return self._names[locale]
+
     def holiday(self, day: date, language: str = "ko") -> str | None:
         """The name of a public holiday ("추석", "개천절 대체 휴일"; in English "Chuseok"), "휴무일" for
-        an extra closed day."""
+        an extra closed day; in the language's words (bot/languages/<code>/)."""
         if isinstance(day, datetime):
             day = self.local(day).date()
-        names = self._names.get(language, self._kr).get_list(day)
+        lang = languages.get(language)
+        if lang.holiday_locale:
+            names = self._holidays(lang.holiday_locale).get_list(day)
+        else:
+            names = [lang.holiday(n) for n in self._holidays(HOLIDAY_FALLBACK).get_list(day)]
         if names:
             return ", ".join(names)  # two holidays on one day: both names
-        return CLOSED_DAY_NAMES.get(language, CLOSED_DAY) if day in self.extra_closed else None
+        return lang.closed_day if day in self.extra_closed else None
 
     def _hours(self, department: str | None) -> Hours:
         if department is None:
@@ -230,98 +237,35 @@ class LineCalendar:
     def opening_phrase(self, at: datetime, department: str | None = None, language: str = "ko") -> str:
         """When it opens next, spoken relative to ``at``: "지금", "오후 1시에", "내일 오전 9시에",
         "9월 28일 월요일 오전 9시에"; in English "now", "at 1 PM", "tomorrow at 9 AM",
-        "on Monday, September 28, at 9 AM"."""
+        "on Monday, September 28, at 9 AM" (the phrases are each language's, bot/languages/)."""
+        lang = languages.get(language)
         local = self.local(at)
         nxt = self.next_opening(local, department)
-        days = (nxt.date() - local.date()).days
-        if language == "en":
-            if nxt == local:
-                return "now"
-            when = "at " + spoken_time_en(nxt.hour, nxt.minute)
-            return when if days == 0 else f"tomorrow {when}" if days == 1 else f"on {spoken_date_en(nxt.date())}, {when}"
         if nxt == local:
-            return "지금"
-        when = spoken_time(nxt.hour, nxt.minute) + "에"
-        if days == 0:
-            return when
-        if days == 1:
-            return f"내일 {when}"
-        return f"{spoken_date(nxt.date())} {when}"
+            return lang.now
+        return lang.opening(lang.time(nxt.hour, nxt.minute), (nxt.date() - local.date()).days, nxt.date())
 
     def hours_phrase(self, department: str | None = None, language: str = "ko") -> str:
         """The weekly hours as spoken Korean: "평일 오전 9시부터 오후 6시까지, 점심시간 낮 12시부터 오후 1시까지";
         in English "on weekdays from 9 AM to 6 PM, with a lunch break from noon to 1 PM"."""
+        lang = languages.get(language)
         hours = self._hours(department)
-        en = language == "en"
         if hours.always:
-            return "around the clock, every day" if en else "연중무휴 24시간"
+            return lang.always
         groups: dict[Span, list[int]] = {}
         for d, span in enumerate(hours.days):
             if span is not None:
                 groups.setdefault(span, []).append(d)
-        if en:
-            parts = [f"{_day_group_en(ds)} {_spoken_span_en(span)}" for span, ds in groups.items()]
-            for b in hours.breaks:
-                lunch = b[0] < 14 * 60 and b[1] > 11 * 60
-                parts.append(f"with a {'lunch ' if lunch else ''}break {_spoken_span_en(b)}")
-            return ", ".join(parts)
-        parts = [f"{_day_group(ds)} {_spoken_span(span)}" for span, ds in groups.items()]
-        for b in hours.breaks:
-            # a break across noon is lunch; others are plain breaks
-            parts.append(f"{'점심시간' if b[0] < 14 * 60 and b[1] > 11 * 60 else '휴게시간'} {_spoken_span(b)}")
-        return ", ".join(parts)
+
+        def said(span: Span) -> str:
+            (h1, m1), (h2, m2) = divmod(span[0], 60), divmod(span[1], 60)
+            return lang.span(lang.time(h1, m1), lang.time(h2, m2))
+
+        parts = [lang.shift(lang.weekdays(tuple(ds)), said(span)) for span, ds in groups.items()]
+        # a break across noon is lunch; others are plain breaks
+        parts += [lang.pause(said(b), lunch=b[0] < 14 * 60 and b[1] > 11 * 60) for b in hours.breaks]
+        return lang.join(parts)
 
 
-def spoken_time(hour: int, minute: int = 0) -> str:
-    """"오전 9시", "낮 12시", "오후 1시 30분", "밤 12시" (midnight); minutes only when not zero."""
-    hour %= 24
-    if hour == 0:
-        text = "밤 12시"
-    elif hour < 12:
-        text = f"오전 {hour}시"
-    elif hour == 12:
-        text = "낮 12시"
-    else:
-        text = f"오후 {hour - 12}시"
-    return f"{text} {minute}분" if minute else text
-
-
-def spoken_date(day: date) -> str:
-    """"9월 28일 월요일"."""
-    return f"{day.month}월 {day.day}일 {KO_DAYS[day.weekday()]}"
-
-
-def _spoken_span(span: Span) -> str:
-    (h1, m1), (h2, m2) = divmod(span[0], 60), divmod(span[1], 60)
-    return f"{spoken_time(h1, m1)}부터 {spoken_time(h2, m2)}까지"
-
-
-def _day_group(days: list[int]) -> str:
-    named = {(0, 1, 2, 3, 4): "평일", (5, 6): "주말", tuple(range(7)): "매일"}
-    return named.get(tuple(days)) or ", ".join(KO_DAYS[d] for d in days)
-
-
-# --- English -----------------------------------------------------------------------------------
-
-def spoken_time_en(hour: int, minute: int = 0) -> str:
-    """"9 AM", "noon", "1:30 PM", "midnight" (no "a.m.": a sentence's period would double it)."""
-    hour %= 24
-    if minute == 0 and hour in (0, 12):
-        return "midnight" if hour == 0 else "noon"
-    clock = hour % 12 or 12
-    return f"{clock}{f':{minute:02d}' if minute else ''} {'AM' if hour < 12 else 'PM'}"
-
-
-def spoken_date_en(day: date) -> str:
-    """"Monday, September 28"."""
-    return f"{EN_DAYS[day.weekday()]}, {EN_MONTHS[day.month - 1]} {day.day}"
-
-
-def _spoken_span_en(span: Span) -> str:
-    (h1, m1), (h2, m2) = divmod(span[0], 60), divmod(span[1], 60)
-    return f"from {spoken_time_en(h1, m1)} to {spoken_time_en(h2, m2)}"
-
-
-def _day_group_en(days: list[int]) -> str:
-    named = {(0, 1, 2, 3, 4): "on weekdays", (5, 6): "on weekends", tuple(range(7)): "every day"}
-    return named.get(tuple(days)) or "on " + ", ".join(EN_DAYS[d] + "s" for d in days)
+__all__ = ["KO_DAYS", "CalendarError", "Hours", "LineCalendar", "LineStatus", "spoken_date", "spoken_time",
+           "spoken_time_en"]

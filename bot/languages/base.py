@@ -1,0 +1,84 @@
+"""What a language of the line must give: one small protocol, filled by each folder's ``LANGUAGE``.
+
+Everything language-specific that is code lives behind it: how the TTS text is normalized, how a
+reception number is read digit by digit, the calendar's spoken hours and openings, the holiday
+names, Twilio's ``<Say>`` voice and the TTS tag. The words the bot says (replies, intake texts, SMS,
+shortcut rules) are the folder's data files, ``language.toml`` and ``shortcuts.toml``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import date
+from pathlib import Path
+from typing import ClassVar
+
+
+class Language(ABC):
+    """One language; subclasses fill the class attributes and the small hooks below."""
+
+    code: ClassVar[str]  # ISO 639-1, as Whisper and line.languages write it
+    name: ClassVar[str]  # its own name ("Tiếng Việt"), for logs and the desk
+    label: ClassVar[str]  # the desk's short label ("VI")
+    tag: ClassVar[str | None]  # Supertonic's language tag; None: the voice cannot speak it
+    say_voice: ClassVar[str]  # Twilio <Say language=...> for an answering machine
+    holiday_locale: ClassVar[str | None] = None  # the `holidays` package's language for KR, if it has one
+    closed_day: ClassVar[str]  # the name of an extra closed day
+    now: ClassVar[str]  # "지금", "now": the desk opens at once
+    always: ClassVar[str]  # hours of a line that never closes
+    holiday_names: ClassVar[dict[str, str]] = {}  # English KR holiday name -> this language's (no locale)
+
+    @property
+    def folder(self) -> Path:
+        """Where its data files live (the package folder)."""
+        import sys
+
+        return Path(sys.modules[type(self).__module__].__file__).resolve().parent
+
+    # --- what the TTS reads ---------------------------------------------------------------------
+
+    @abstractmethod
+    def normalize(self, text: str) -> str:
+        """Text as the TTS should read it (numbers, times, dates, money, phone numbers)."""
+
+    @abstractmethod
+    def read_digits(self, number: str) -> str:
+        """A reception or phone number read digit by digit, with pauses."""
+
+    # --- the calendar's phrases -----------------------------------------------------------------
+
+    @abstractmethod
+    def time(self, hour: int, minute: int = 0) -> str:
+        """A clock time as said ("오전 9시", "9 AM")."""
+
+    @abstractmethod
+    def date(self, day: date) -> str:
+        """A date with its weekday ("9월 28일 월요일", "Monday, September 28")."""
+
+    @abstractmethod
+    def weekdays(self, days: tuple[int, ...]) -> str:
+        """A group of weekdays (0 = Monday): "평일", "on weekdays", or the days named."""
+
+    @abstractmethod
+    def span(self, start: str, end: str) -> str:
+        """From one spoken time to another ("오전 9시부터 오후 6시까지")."""
+
+    @abstractmethod
+    def shift(self, days: str, span: str) -> str:
+        """Days and their span ("평일 오전 9시부터 …")."""
+
+    @abstractmethod
+    def pause(self, span: str, lunch: bool) -> str:
+        """A break in the day ("점심시간 낮 12시부터 오후 1시까지")."""
+
+    @abstractmethod
+    def opening(self, time: str, days_ahead: int, day: date) -> str:
+        """When the desk opens next: today at ``time``, tomorrow, or on ``day``."""
+
+    def join(self, parts: list[str]) -> str:
+        """The hours' parts in one phrase."""
+        return ", ".join(parts)
+
+    def holiday(self, english_name: str) -> str:
+        """A KR holiday's name in this language, where the `holidays` package has no locale for it."""
+        return self.holiday_names.get(english_name, english_name)
