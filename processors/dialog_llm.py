@@ -217,8 +217,10 @@ class DialogLLMService(StructuredLLMService):
         self._last_messages = context.get_messages()
         try:
             user_text = _last_user_text(context)
+            # A turn heard in a language the line does not serve is recorded in that language.
+            heard = self.dialog.heard_unserved if not self.dialog.unserved_told else None
             await self.push_frame(DialogTurnFrame(run=run, transcript=user_text or None,
-                                                  line_open=self._lp.line_open(), language=self.dialog.language))
+                                                  line_open=self._lp.line_open(), language=heard or self.dialog.language))
             await self._carry_out(self._lp.decide(user_text, self.dialog), run, user_text, context)
         finally:
             self._run.active = False

@@ -785,8 +785,9 @@ class SupertonicTTSService(TTSService):
         voice = str(self._settings.voice)
         cancel = threading.Event()
         await self.start_tts_usage_metrics(text)
-        tag = self._language_of() if self._language_of else None
-        result = self._canned.get(text, self.sample_rate, voice, self.language_tag()) if self._canned else None
+        own, text = languages.untag(text)  # a sentence in its own language (the 1345 notice's English)
+        tag = own or (self._language_of() if self._language_of else None)
+        result = self._canned.get(text, self.sample_rate, voice, own or self.language_tag()) if self._canned else None
         if result is None:
             try:
                 # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.

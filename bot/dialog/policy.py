@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.dialog.calendar import LineCalendar
+from bot.languages import untag
 from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
@@ -57,10 +58,13 @@ class Change:
     model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
     transfer_reason: str = "asked"  # why a transfer is made: "asked" or "errors" (the warm transfer's summary)
     language: str | None = None  # the caller chose a language (the keypad menu)
+    unserved_told: bool = False  # the caller heard where to call in a language the line does not serve
 
     def apply(self, state: DialogState, reply: str) -> None:
         if self.language:
             state.set_language(self.language)
+        if self.unserved_told:
+            state.unserved_told, state.heard_unserved = True, None
         if self.model_turn is not None:
             state.apply_turn(self.model_turn)
         if self.ticket:
@@ -91,7 +95,8 @@ class Speak:
 
     @property
     def reply(self) -> str:
-        return " ".join(self.sentences)
+        """The sentences as said (a sentence tagged with its own language, untagged)."""
+        return " ".join(untag(s)[1] for s in self.sentences)
 
     @property
     def ends_call(self) -> bool:
@@ -173,6 +178,8 @@ class DialogPolicy:
         self.language = "ko"  # the words' language (a sibling's code): the calendar speaks it too
         self.instruction = ""  # asks the model to reply in this language ("" for Korean)
         self.menu: tuple[str, str, str, str] | None = None  # (key, language, its "switched" sentence, the menu line)
+        # Said once to a caller heard in a language the line does not serve (Korean, then English).
+        self.unserved: tuple[str, ...] = ()
 
     def for_language(self, language: str) -> "DialogPolicy":
         """This line's rules in the caller's language (itself when it has no other)."""
@@ -286,6 +293,9 @@ class DialogPolicy:
             if crisis is not None and crisis.will_call_now(text):
                 return Speak(crisis.closing, "emergency", "emergency", "end", Change(awaiting=None, end=True),
                              rule=f"{crisis.name}:will_call")
+        if state.heard_unserved and not state.unserved_told and self.unserved:
+            return Speak(self.unserved, "rule", "other", change=Change(unserved_told=True),
+                         rule=f"unserved:{state.heard_unserved}")
         if state.awaiting == CALLBACK and self.calendar is not None:
             act = self.shortcuts.match(text, context="confirmation")
             if act is not None and act.action == "confirm_yes":

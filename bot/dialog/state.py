@@ -102,6 +102,10 @@ class DialogState:
     switcher: LanguageSwitcher | None = None
     language_key: str = ""
     language_key_target: str = ""
+    # Whisper heard a language the line does not serve (bot/languages/ has no voice for it, or the
+    # line does not list it): the caller is told once, in Korean and English, where to call (1345).
+    heard_unserved: str | None = None
+    unserved_told: bool = False
 
     def observe_language(self, guess: LanguageGuess) -> bool:
         """One turn's language guess; True when the call's language changed."""

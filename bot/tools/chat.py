@@ -141,20 +141,25 @@ def parse_at(text: str, tz: str) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=ZoneInfo(tz))
 
 
-async def run_chat(config: Config, stdin: TextIO, stdout: TextIO, *, at: datetime | None = None) -> int:
+async def run_chat(config: Config, stdin: TextIO, stdout: TextIO, *, at: datetime | None = None,
+                   language: str | None = None) -> int:
+    """Caller lines from ``stdin``, one JSON line per turn to ``stdout``; ``language``: the dialog's
+    language from the first line (one of ``line.languages``), as if chosen on the keypad."""
     from bot.store.calls import CallLog
 
     loop = asyncio.get_running_loop()
     secrets = Secrets.from_env(config)
     desk = await asyncio.to_thread(CallLog.open, config, secrets)  # tickets made in chat are real tickets
     try:
-        return await _chat_lines(config, secrets, desk, stdin, stdout, loop, at)
+        return await _chat_lines(config, secrets, desk, stdin, stdout, loop, at, language)
     finally:
         await desk.aclose()
 
 
-async def _chat_lines(config, secrets, desk, stdin, stdout, loop, at=None) -> int:
+async def _chat_lines(config, secrets, desk, stdin, stdout, loop, at=None, language=None) -> int:
     async with DialogSession(config, secrets, desk=desk, at=at) as session:
+        if language:
+            session.llm.dialog.set_language(language)
         while True:
             line = await loop.run_in_executor(None, stdin.readline)
             if not line:
