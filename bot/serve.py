@@ -4,29 +4,55 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import signal
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from loguru import logger
 
-from bot.pipeline import SharedModels, build_call
+from bot.errors import StartupError
+
+if TYPE_CHECKING:
+    from bot.config import Config
+    from bot.pipeline import SharedModels
 
 
-def serve(config, llm_server, *, call_builder=build_call,
+def trusted_proxies(config: Config) -> list[str]:
+    """``server.forwarded_allow_ips``, checked: StartupError for an entry that is no address or network."""
+    for entry in config.server.forwarded_allow_ips:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            hint = " (trusting every peer lets anyone choose the address the login limits see)" if entry == "*" \
+                else ""
+            raise StartupError(f"server.forwarded_allow_ips: {entry!r} is not an address or network{hint}") from None
+    return list(config.server.forwarded_allow_ips)
+
+
+def uvicorn_config(app: Any, config: Config, *, host: str, port: int, **kwargs) -> uvicorn.Config:
+    """A listener's uvicorn config: X-Forwarded-For believed from ``server.forwarded_allow_ips`` only, and no
+    logging setup of uvicorn's own (its loggers go through ``bot.privacy``'s masking, like every other line)."""
+    kwargs.setdefault("log_level", "warning")
+    return uvicorn.Config(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips=trusted_proxies(config),
+                          log_config=None, **kwargs)
+
+
+def serve(config, llm_server, *, call_builder=None,
           prepare_models: Callable[[SharedModels], SharedModels] | None = None) -> int:
     """Serve calls on ``server.host:server.port``; returns the exit status (0 after a drain).
 
-    ``call_builder`` builds each call's pipeline (the test lab wraps ``build_call``);
+    ``call_builder`` builds each call's pipeline (default ``build_call``; the test lab wraps it);
     ``prepare_models`` may replace loaded models after the startup check (the test lab's
     fixed-delay STT). Both are seams for ``bot/testing/lab_server.py``; the product passes neither.
     """
     from bot.config import Secrets
-    from bot.models import startup_errors
+    from bot.models import require_verified_models, startup_errors
     from bot.hatches import escape_hatches, log_banner
     from bot.line.callgate import WS_MAX_BYTES, DrainingServer
-    from bot.pipeline import load_models
+    from bot.pipeline import build_call, load_models
     from bot.server import create_app
     from bot.preflight import startup_check
     from bot.selftime import self_time
@@ -34,8 +60,10 @@ def serve(config, llm_server, *, call_builder=build_call,
     # A SIGTERM while loading (a supervisor stopping a worker it just restarted) is a clean stop:
     # no call was taken. uvicorn installs its own handlers (the drain) once it serves.
     signal.signal(signal.SIGTERM, _stop_before_serving)
+    trusted_proxies(config)  # a bad entry stops us before minutes of model loading
     secrets = Secrets.from_env(config)
     with startup_errors():
+        require_verified_models(config)  # a missing, partial or altered model file stops us here (models.toml)
         models = load_models(config)
     config = llm_server.ready()
     # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
@@ -53,15 +81,15 @@ def serve(config, llm_server, *, call_builder=build_call,
         logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
     if not secrets.records_api_token:
         logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
-    app = create_app(config, secrets, models, call_builder=call_builder)
+    app = create_app(config, secrets, models, call_builder=call_builder or build_call)
     logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
                 config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
                 config.server.admin_port)
     # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
-    public = DrainingServer(uvicorn.Config(app, host=config.server.host, port=config.server.port,
-                                           log_level="warning", ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
-    admin = OperationsServer(uvicorn.Config(app.state.admin_app, host=config.server.admin_host,
-                                            port=config.server.admin_port, log_level="warning", lifespan="off"))
+    public = DrainingServer(uvicorn_config(app, config, host=config.server.host, port=config.server.port,
+                                           ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
+    admin = OperationsServer(uvicorn_config(app.state.admin_app, config, host=config.server.admin_host,
+                                            port=config.server.admin_port, lifespan="off"))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # serving: uvicorn's handlers (the drain) from here
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))

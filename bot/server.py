@@ -21,7 +21,7 @@ from pipecat.frames.frames import EndFrame, TTSSpeakFrame
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from pipecat.workers.runner import WorkerRunner
 
-from bot.line.callgate import CallGate, FormTooLarge, process_figures, read_webhook_form
+from bot.line.callgate import CallGate, FormTooLarge, PrestartSockets, process_figures, read_webhook_form
 from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies
 from bot.hatches import escape_hatches
@@ -53,7 +53,7 @@ from transports.twilio import (
     build_stream_twiml,
     build_whisper_twiml,
     media_format_problem,
-    parse_stream_start,
+    read_stream_start,
     signature_is_valid,
 )
 from transports.webrtc import mount_webrtc
@@ -226,24 +226,37 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                     line.worker)
         return Response(build_stream_twiml(config.server.public_host, issued.token), media_type="application/xml")
 
+    # Sockets before their start: capped per client and in all, a few KiB each, start_timeout_secs.
+    prestart = PrestartSockets(per_client=config.server.media_prestart_per_client,
+                               total=config.server.media_prestart_max)
+
     @app.websocket("/twilio/media")
     async def twilio_media(websocket: WebSocket):
-        await websocket.accept()
+        client = websocket.client.host if websocket.client else "?"
+        full = prestart.enter(client)
+        if full:  # refused before the handshake completes (HTTP 403): nothing is read or held
+            logger.warning("media stream refused from {}: {}", mask(client), full)
+            gate.refuse("stream_prestart_full")
+            with suppress(Exception):
+                await websocket.close(code=1013)
+            return
         try:
-            first = []
+            await websocket.accept()
             async with asyncio.timeout(config.server.start_timeout_secs):
-                while len(first) < 2:
-                    first.append(await websocket.receive_text())
-                    if '"start"' in first[-1]:
-                        break
-            start = parse_stream_start(first)
-        except (TimeoutError, StreamProtocolError, WebSocketDisconnect, KeyError) as e:
+                start = await read_stream_start(websocket.receive, max_bytes=config.server.media_prestart_max_bytes)
+        except Exception as e:  # noqa: BLE001 - any shape of bad start: one masked line and 1008, never a traceback
             if isinstance(e, TimeoutError):
                 e = StreamProtocolError(f"no start message within {config.server.start_timeout_secs:.0f} s")
-            logger.warning("media stream refused: {}", e if str(e) else type(e).__name__)
+            elif isinstance(e, WebSocketDisconnect):
+                e = StreamProtocolError("closed before its start")
+            why = str(e) if isinstance(e, StreamProtocolError) else f"unexpected {type(e).__name__}"
+            logger.warning("media stream refused from {}: {}", mask(client), mask(why))
+            gate.refuse("stream_protocol")
             with suppress(Exception):
                 await websocket.close(code=1008, reason="protocol error")
             return
+        finally:
+            prestart.leave(client)
         caller = issued_by = issued = None
         try:
             issued = tokens.verify(start.custom_parameters.get("token"), start.call_sid)
@@ -253,7 +266,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             problem, caller, issued_by = await line.redeem(issued)  # single use, line-wide
         problem = problem or media_format_problem(start.media_format)
         if problem:
-            logger.warning("media stream for call {} refused: {}", mask(start.call_sid), problem)
+            logger.warning("media stream for call {} refused: {}", mask(start.call_sid), mask(problem))
             if issued is not None:
                 await line.release(issued.token_id)
             await websocket.close(code=1008, reason=problem[:120])
@@ -557,11 +570,16 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         """Turn records of finished calls, from the records database (`run_bot.py bench --url` reads them).
 
         Citizens' words: only with ``Authorization: Bearer $RECORDS_API_TOKEN``; without that env
-        variable the route is off (404), never open.
+        variable the route is off (404), never open. The words come masked (``bot.privacy.mask``, as in
+        the logs and on the desk). ``since``: seconds since the epoch, 0 to now; else 400 with the reason.
         """
         refused = records_refusal(request, secrets)
         if refused is not None:
             return refused
+        if not (math.isfinite(since) and 0 <= since <= time.time() + 86400):
+            why = ("looks like milliseconds; give seconds since the epoch" if math.isfinite(since) and since > 1e11
+                   else "must be seconds since the epoch, from 0 to now")
+            return JSONResponse({"error": f"since={since!r}: {why}"}, status_code=400)
         return JSONResponse({
             "turns": await desk.finished_turns(since),
             "environment": environment(),
@@ -579,7 +597,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         }
 
     if config.server.qa_page:
-        mount_webrtc(app, config=config, secrets=secrets, models=models, calls=calls, metrics=metrics,
+        mount_webrtc(app, config=config, secrets=secrets, models=models, gate=gate, line=line, metrics=metrics,
                      finish_call=finish_call, desk=desk)
     mount_desk(app, admin, config=config, secrets=secrets, store=desk.store)  # the staff desk (docs/desk.md)
     return app

@@ -20,6 +20,9 @@ started by ``run_bot.py bench --baseline stock``. What differs from our pipeline
   aggregator splits the token stream; in ours the LLM stage hands over whole sentences).
 * Input resampler: the stock one when the server runs with ``turn.fast_input_resampler=false``
   (the bench sets it).
+* Greeting: the same words as ours (``speak_greeting`` reads the session's ``DialogPolicy`` for the
+  recording notice and holiday line; the stock session gets one from ``make_policy``, as its plain
+  LLM has none), synthesized by the TTS (no canned audio).
 
 Turn records are filled by the same ``TurnObserver`` as ours; the stock STT and LLM push no turn
 facts, so it reads their transcripts, responses and tokens instead (STT done, LLM request and
@@ -48,7 +51,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bot.config import Config, Secrets
 from bot.dialog.state import DialogState
 from bot.dialog.domain import render_system_prompt
-from bot.pipeline import CallSession, SharedModels, assemble_session
+from bot.pipeline import CallSession, SharedModels, assemble_session, make_policy
 from bot.telemetry.turns import CallRecorder, TurnObserver
 from processors.supertonic_tts import SupertonicTTSService
 
@@ -126,7 +129,8 @@ def build_stock_call(
     return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                             assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
                             out_rate=out_rate, qa=qa, observers=observers,
-                            turn_observer=TurnObserver(recorder, stock_stt=stt, stock_llm=llm))
+                            turn_observer=TurnObserver(recorder, stock_stt=stt, stock_llm=llm),
+                            policy=make_policy(config, models.assets))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -828,7 +828,7 @@ class SupertonicTTSService(TTSService):
             )
 
 
-def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO) -> Path:
+def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO, revision: str | None = None) -> Path:
     """Download Supertonic 3 from the Hugging Face hub into ``model_dir`` (needs network access).
 
     Uses ``huggingface_hub.snapshot_download``, which shows tqdm progress bars and resumes
@@ -837,6 +837,7 @@ def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO) -> P
     Args:
         model_dir: Target directory (``tts.model_dir``).
         repo_id: Hub repository.
+        revision: The commit to download (models.toml pins it); None takes what the repository holds today.
 
     Returns:
         ``model_dir``.
@@ -852,10 +853,12 @@ def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO) -> P
         raise TTSDownloadError(
             "huggingface_hub is not installed (it comes with faster-whisper): pip install huggingface_hub"
         ) from e
-    logger.info("Downloading {} into {} (about 400 MB)", repo_id, model_dir)
+    logger.info("Downloading {} at {} into {} (about 400 MB)", repo_id, revision or "its newest commit (NOT PINNED)",
+                model_dir)
     try:
         snapshot_download(
             repo_id=repo_id,
+            revision=revision,
             local_dir=str(model_dir),
             allow_patterns=["onnx/*", "voice_styles/*", "*.md", "LICENSE*"],
         )

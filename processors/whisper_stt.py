@@ -54,6 +54,10 @@ RejectReason = Literal["no_speech", "repetitive", "low_confidence", "prompt_echo
 _TOKENS_PER_SEC = 25
 _MIN_NEW_TOKENS = 16
 
+# The encoder window (``WhisperEngine.window_frames``) is the speech plus this much, at least
+# ``stt.window_s``: cut to the speech alone, Whisper base looped on short clips.
+WINDOW_MARGIN_S = 1.0
+
 # Prompt echo (see ``is_prompt_echo``). faster-whisper puts ``hotwords`` (and ``initial_prompt``)
 # after <|startofprev|>, where Whisper was trained to see the previous window's transcript, so once
 # the decoder has written a word of the list it tends to go on copying the list: Whisper base heard
@@ -235,6 +239,8 @@ class WhisperEngine:
         )
         self.load_ms = (time.perf_counter() - t0) * 1000
         self.warmup_ms: float | None = None
+        # The encoder's window floor in seconds (``window_frames``); 30 = faster-whisper's own 30 s.
+        self.window_s = cfg.window_s
         self._max_new_tokens_cap = self._decoding_budget()
         self._executor = ThreadPoolExecutor(max_workers=self.num_workers, thread_name_prefix="whisper")
         logger.info(
@@ -331,11 +337,15 @@ class WhisperEngine:
             without_timestamps=True,
             max_new_tokens=max_new_tokens,
         )
-        if detect:
-            # Nothing is decoded yet (the generator is lazy): decode from our own encoder output instead.
-            detected, language_p, segments = self._detect_and_decode(audio, detect, language, decode_p,
+        if detect or self.window_frames(len(audio)) < self.model.feature_extractor.nb_max_frames:
+            # Nothing is decoded yet (the generator is lazy): decode from our own encoder pass instead,
+            # over the window sized to the speech (``stt.window_s``), with the language read from it.
+            detected, language_p, segments = self._encode_and_decode(audio, detect, language, decode_p,
                                                                      _info.transcription_options)
-            language = detected if language_p >= decode_p else language
+            if detect:
+                language = detected if language_p >= decode_p else language
+            else:
+                detected = language_p = None
         segments = list(segments)  # decode here, in this thread
 
         kept: list[str] = []
@@ -357,22 +367,42 @@ class WhisperEngine:
             return done(None, text, first)
         return done(dropped[0] if dropped else "empty", "", first)
 
-    def _detect_and_decode(self, audio: np.ndarray, allowed: tuple[str, ...], fallback: str, decode_p: float,
-                           options: Any) -> tuple[str, float, Any]:
-        """Language probabilities and the segments from ONE encoder pass.
+    def window_frames(self, samples: int) -> int:
+        """Mel frames the encoder sees for ``samples`` of 16 kHz audio (``stt.window_s``).
+
+        The speech plus ``WINDOW_MARGIN_S``, never less than ``stt.window_s`` and never more than
+        Whisper's 30 s (3000 frames, what faster-whisper always encodes); even, for the encoder's
+        stride-2 convolution. CTranslate2 encodes a shorter input in proportionally less time and
+        the decoder then attends over fewer positions.
+        """
+        fe = self.model.feature_extractor
+        per_sec = fe.sampling_rate // fe.hop_length
+        frames = max(round(self.window_s * per_sec), samples // fe.hop_length + round(WINDOW_MARGIN_S * per_sec))
+        return min(fe.nb_max_frames, frames + frames % 2)
+
+    def _encode_and_decode(self, audio: np.ndarray, allowed: tuple[str, ...] | None, fallback: str,
+                           decode_p: float, options: Any) -> tuple[str, float, Any]:
+        """One encoder pass over the window sized to the speech; language probabilities from it
+        (``allowed``: auto detection) and the segments decoded from it.
 
         faster-whisper's own ``language=None`` encodes twice (detection, then decoding) and decodes
-        in whatever language won, Thai included; here the winner is restricted to ``allowed``.
+        in whatever language won, Thai included; here the winner is restricted to ``allowed``. Its
+        decoding always encodes 30 s (the segment padded to 3000 frames): here the padding stops at
+        ``window_frames``. Returns (best allowed language, its probability, segments); without
+        ``allowed``, (``fallback``, 1.0, segments).
         """
         from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
 
         model = self.model
         features = model.feature_extractor(audio)
-        encoder_output = model.encode(pad_or_trim(features[..., : model.feature_extractor.nb_max_frames]))
-        probs = {tok[2:-2]: p for tok, p in model.model.detect_language(encoder_output)[0]}
-        best = max(allowed, key=lambda lang: probs.get(lang, 0.0))
-        p = float(probs.get(best, 0.0))
+        frames = self.window_frames(len(audio))
+        encoder_output = model.encode(pad_or_trim(features[..., :frames], frames))
+        best, p = fallback, 1.0
+        if allowed:
+            probs = {tok[2:-2]: p for tok, p in model.model.detect_language(encoder_output)[0]}
+            best = max(allowed, key=lambda lang: probs.get(lang, 0.0))
+            p = float(probs.get(best, 0.0))
         lang = best if p >= decode_p else fallback
         tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=lang)
         return best, p, model.generate_segments(features, tokenizer, options, False, encoder_output)

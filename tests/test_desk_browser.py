@@ -7,7 +7,7 @@ simulated Twilio caller reports a broken street light and confirms with key 1: a
 (dept-road). Then Debian's headless Chromium (Playwright, no downloaded browser): logged out, the
 desk sends it to the login page; the admin logs in, finds the ticket in the queue, opens it, reads
 the caller's turn, closes it with a note and sees the audit entry; a form posted without its CSRF
-token is refused; a water-department clerk does not see the ticket in the queue and gets 403 on it.
+token is refused; a water-department clerk does not see the ticket in the queue and gets 404 on it (as for a missing one).
 
 Skipped locally when /usr/bin/chromium or playwright is missing; with CI_REQUIRE_BROWSER=1 (CI)
 it never skips. DESK_SCREENSHOTS=DIR keeps a screenshot of each page there.
@@ -224,13 +224,13 @@ def test_a_ticket_reported_by_phone_is_found_read_and_closed_in_the_desk(bot, fa
                 page.click("#logout")
                 page.wait_for_url(f"{base}/desk/login")
 
-                # Another department's clerk: not in its queue, 403 on the ticket itself.
+                # Another department's clerk: not in its queue, 404 on the ticket itself (no probing).
                 log_in(page, base, "water1")
                 assert page.locator(f'#tickets tr[data-reception-no="{number}"]').count() == 0
                 resp = page.goto(f"{base}/desk/tickets/{number}")
-                assert resp.status == 403 and "다른 부서의 민원입니다" in page.locator("#message").inner_text()
+                assert resp.status == 404 and "찾는 항목이 없습니다" in page.locator("#message").inner_text()
                 assert "가로등 교체 완료" not in page.content()
-                assert context.request.get(f"{base}/desk/api/tickets/{number}").status == 403
+                assert context.request.get(f"{base}/desk/api/tickets/{number}").status == 404
                 assert errors == [], errors  # nothing the CSP blocked, no broken asset
             except Exception:
                 print(bot.log()[-6000:])

@@ -1,7 +1,8 @@
 """The install sets: the CUDA table of docs/cuda.md against the locks, vLLM kept apart from the bot's sets,
 the locks' shape, setup.sh's onnxruntime handling, llm-command and check's "vLLM source" row.
 
-No network here: whether every set resolves is scripts/check_install_sets.sh's job (run by .ci/run).
+Whether every set resolves is scripts/check_install_sets.sh's job (run by .ci/run); the two tests that run
+it on one lock (the installer's own check, against PyPI) are marked slow.
 """
 
 from __future__ import annotations
@@ -260,3 +261,54 @@ def test_check_warns_about_another_vllm_release_and_skips_a_server_that_does_not
     assert fake.status == SKIP and "GET /version" in fake.detail and "scripts/setup.sh --vllm" in fake.detail
     down = _source_row(tmp_path, probe=Probe(error="refused"), processes=[])
     assert down.status == SKIP and "no server" in down.detail
+
+
+# --- one installer: the pip setup.sh puts into every venv is the pip CI resolves with ---------------
+
+OLD_VLLM_LOCK = "tests/fixtures/requirements-vllm.pip23-refused.txt"  # requirements-vllm.txt as pip 23.2.1 met it
+
+
+def _installer_version() -> str:
+    text = (ROOT / "requirements" / "installer.txt").read_text(encoding="utf-8")
+    m = re.search(r"^pip==(\d+(?:\.\d+)+) \\$", text, re.M)
+    assert m and "--hash=sha256:" in text, "requirements/installer.txt pins pip with its hashes"
+    return m.group(1)
+
+
+def test_every_venv_gets_the_pinned_installer_before_any_lock():
+    assert tuple(int(x) for x in _installer_version().split(".")) >= (26, 3)  # 23.2.1 refuses the vLLM lock
+    setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    body = setup[setup.index('if [ "$bot" = 1 ]'):]
+    for venv in (".venv", ".venv-vllm"):
+        first_install = body.index(f"{venv}/bin/pip install")
+        assert body.index(f"venv_with_installer {venv}\n") < first_install, venv
+    assert "--require-hashes -r requirements/installer.txt" in setup
+    check = (ROOT / "scripts" / "check_install_sets.sh").read_text(encoding="utf-8")
+    assert "requirements/installer.txt" in check and "uv\" pip install --dry-run" not in check
+    assert '"installer requirements/installer.in requirements/installer.txt -"' in \
+        (ROOT / "scripts" / "lock.sh").read_text(encoding="utf-8")
+
+
+def _check_one_lock(lock: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(["bash", str(ROOT / "scripts" / "check_install_sets.sh"), "--lock", lock, *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_check_refuses_the_old_vllm_lock_with_pip_23_and_takes_the_lock_with_the_pinned_pip(tmp_path):
+    # The break CI missed: Python 3.11.7's venv ships pip 23.2.1, which refused requirements-vllm.txt in
+    # hash-checking mode (an extra of a dependency counted as unpinned); uv, which CI resolved with, took it.
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "old")], check=True, timeout=120)
+    old_py = tmp_path / "old" / "bin" / "python"
+    shipped = subprocess.run([str(old_py), "-m", "pip", "--version"], capture_output=True, text=True).stdout.split()[1]
+    if shipped != "23.2.1":
+        pytest.skip(f"this Python's venv ships pip {shipped}, not 23.2.1")
+    old = _check_one_lock(OLD_VLLM_LOCK, "--pip-python", str(old_py))
+    new = _check_one_lock("requirements-vllm.txt")
+    old_out, _ = old.communicate(timeout=540)
+    new_out, _ = new.communicate(timeout=540)
+    assert old.returncode == 1, old_out[-3000:]
+    assert "In --require-hashes mode, all requirements must have their versions pinned with ==" in old_out
+    assert "nvidia-cutlass-dsl[cu13]>=4.8.0" in old_out and "DOES NOT RESOLVE with pip 23.2.1" in old_out
+    assert new.returncode == 0, new_out[-3000:]
+    assert re.search(rf"requirements-vllm.txt: resolves with pip {re.escape(_installer_version())} \(\d+ packages\)", new_out)

@@ -83,7 +83,7 @@ def test_english_policy_keypad_menu_and_words():
     policy = make_policy(config, assets)
     state = new_dialog_state(config, assets)
     assert state.switcher is not None and state.language == "ko"
-    assert policy.menu[3] == "For English, press 9."
+    assert policy.menu["9"][2] == "<en>For English, press 9.</en>"  # said with the English tag
     keys = KeyBuffer()
     assert keys.press("9", state) == "9"
     answer = policy.keypad("9", state)
@@ -105,7 +105,7 @@ def test_english_policy_keypad_menu_and_words():
 def test_default_config_has_no_menu_and_no_switcher():
     config = load_config(ROOT / "config.toml")
     assets = DialogAssets.load(config)
-    assert make_policy(config, assets).menu is None
+    assert make_policy(config, assets).menu == {}
     assert new_dialog_state(config, assets).switcher is None
 
 

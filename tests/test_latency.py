@@ -58,3 +58,23 @@ def test_over_budget_counts_and_percentiles_per_stage():
     assert rows["llm"].p50 == pytest.approx(245, abs=0.5)
     report = call_report(recs, budgets, ["ESCAPE HATCH: test"])
     assert "ESCAPE HATCH: test" in report and "| llm | 10 |" in report and "4/10" in report
+
+
+def test_the_greeting_is_timed_from_the_media_stream_start_and_exported_to_metrics():
+    from bot.telemetry.metrics import ProcessMetrics
+    from bot.telemetry.turns import CallRecorder
+
+    rec = CallRecorder("CAgreet")
+    greeting = rec.current
+    assert greeting.route == "greeting" and greeting.stream_start == rec.started
+    greeting.first_sentence = rec.started + 0.01
+    greeting.first_audio_out = rec.started + 0.085
+    assert greeting.stages_ms()["greeting"] == pytest.approx(85, abs=0.2)
+    assert "greeting" not in _turn(1, 0, stt_ms=100, llm_ms=200, tts_ms=50).stages_ms()  # caller turns: none
+    metrics = ProcessMetrics(LatencyConfig())
+    metrics.call_started()
+    metrics.call_finished([greeting, _turn(1, 0, stt_ms=100, llm_ms=200, tts_ms=50)])
+    text = metrics.render()[0].decode()
+    assert 'voice_stage_latency_ms_count{stage="greeting"} 1.0' in text
+    assert 'voice_stage_latency_ms_bucket{le="100.0",stage="greeting"} 1.0' in text
+    assert 'voice_turns_total{route="llm"} 1.0' in text and 'route="greeting"' not in text

@@ -96,6 +96,12 @@ def wait_for(get, ok, *, timeout: float, interval: float = 0.2):
         time.sleep(interval)
 
 
+def wait_js(page, expression: str, timeout: int) -> None:
+    """``page.wait_for_function`` without its ``eval`` in the page, which the page's CSP forbids
+    (as it should): poll the expression from outside (``page.evaluate``); ``timeout`` in ms."""
+    wait_for(lambda: page.evaluate(expression), bool, timeout=timeout / 1000, interval=0.1)
+
+
 def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
     fake_llm.reset()
     mic = make_mic_wav(tmp_path / "qa_mic.wav", LEAD_SILENCE_SECS)
@@ -113,18 +119,19 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
             page = context.pages[0] if context.pages else context.new_page()
             console: list[str] = []
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-            page.goto(f"{bot.base_url}/?token={QA_TOKEN}")
+            page.goto(f"{bot.base_url}/")  # the token is typed in, never in the URL
             assert page.title() == "민원 전화 QA"
             assert page.locator("#status").inner_text() == "대기 중"
+            page.fill("#token", QA_TOKEN)
             page.click("#connect")
             try:
-                page.wait_for_function("window.qa.state === 'connected'", timeout=20_000)
+                wait_js(page, "window.qa.state === 'connected'", timeout=20_000)
                 assert page.locator("#status").inner_text() == "통화 중"
                 assert page.locator("#hangup").is_enabled()
 
                 # The greeting: audible audio on the remote track, and its sentences on the page.
-                page.wait_for_function("window.qa.botPeakRms > 0.01", timeout=20_000)
-                page.wait_for_function(
+                wait_js(page, "window.qa.botPeakRms > 0.01", timeout=20_000)
+                wait_js(page,
                     "window.qa.replies.some(t => t.includes('안녕하세요'))", timeout=20_000
                 )
                 assert page.locator("#call-id").inner_text().startswith("qa-")
@@ -134,18 +141,18 @@ def test_qa_page_call_in_a_real_browser(bot, fake_llm, tmp_path):
                 assert inbound["bytesReceived"] > 0, inbound
 
                 # The spoken turn: transcript, reply, route and voice-to-voice latency.
-                page.wait_for_function(
+                wait_js(page,
                     "window.qa.transcripts.some(t => t.toLowerCase().includes('hello'))", timeout=30_000
                 )
                 assert any("hello" in t.lower() for t in page.locator("#log .msg.caller .text").all_inner_texts())
-                page.wait_for_function(
+                wait_js(page,
                     "Array.from(document.querySelectorAll('#log .msg.bot .text'))"
                     ".some(e => e.textContent.includes('네, 확인해 드릴게요.'))",
                     timeout=20_000,
                 )
                 # The first model turn heard has a figure. Under load Whisper may cut the clip into
                 # two segments: the first turn is then talked over ("LLM (끊김)", no figure).
-                page.wait_for_function(
+                wait_js(page,
                     "Array.from(document.querySelectorAll('#turns tr[data-route=\"llm\"] td.v2v'))"
                     ".some(e => e.textContent.includes('ms'))",
                     timeout=20_000,
@@ -198,10 +205,14 @@ def test_page_is_self_contained_and_signalling_refuses_bad_requests(bot):
         assert resp.status_code == 200, asset
         assert not re.search(r"https?://", resp.text), f"{asset} must not load anything from the network"
     assert not re.search(r"(src|href)=\"(https?:)?//", page.text)
+    # The desk's security headers (tests/test_abuse_capacity.py checks them in process too).
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["referrer-policy"] == "no-referrer"
     offer = f"{bot.base_url}/api/offer"
     # Without the QA token (env QA_ACCESS_TOKEN on the server) nobody opens a call.
     assert httpx.post(offer, json={"sdp": "v=0\r\nm=audio", "type": "offer"}, timeout=5).status_code == 401
     assert httpx.post(offer, json={}, headers={"X-QA-Token": "wrong"}, timeout=5).status_code == 401
+    assert httpx.post(f"{offer}?token={QA_TOKEN}", json={}, timeout=5).status_code == 401  # never from the URL
     assert httpx.patch(offer, json={"pc_id": "x", "candidates": []}, timeout=5).status_code == 401
     assert httpx.post(offer, content=b"not json", headers=AUTH, timeout=5).status_code == 400
     assert httpx.post(offer, json={"type": "offer"}, headers=AUTH, timeout=5).status_code == 400

@@ -32,7 +32,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transcriptions.language import Language
 
 import bot.models as models
-from bot.config import STTConfig, load_config
+from bot.config import ConfigError, STTConfig, load_config
 from bot.errors import ModelIntegrityError, ModelMissingError
 from bot.models import (
     assemble_offline_whisper,
@@ -58,6 +58,7 @@ pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH_AUDIO = Path(__file__).resolve().parent.parent / "bench" / "audio"
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
+WHISPER_RATE = 16000
 # Korean rejected for any of these is fine; a transcript is too.
 NOTHING_HEARD = {"no_speech", "low_confidence", "repetitive", "prompt_echo", "empty"}
 # The shipped stt.hotwords (config.toml), spelled out so a config change can't hide the echo cases.
@@ -208,6 +209,53 @@ def test_korean_clip_gives_hangul_or_nothing_quickly_and_never_loops(engine, cli
     else:
         assert result.rejected_reason in NOTHING_HEARD and result.text == ""
     assert len(result.text) < 60
+
+
+def test_the_encoder_window_is_the_speech_plus_a_second_at_least_window_s_at_most_30_s(engine, monkeypatch):
+    monkeypatch.setattr(engine, "window_s", 10.0)
+    second = WHISPER_RATE
+    assert engine.window_frames(2 * second) == 1000  # the floor
+    assert engine.window_frames(12 * second) == 1300  # 12 s of speech + 1 s
+    assert engine.window_frames(12 * second + 50) == 1300 and engine.window_frames(12 * second + 160) == 1302  # even
+    assert engine.window_frames(40 * second) == 3000  # never more than Whisper's 30 s
+    monkeypatch.setattr(engine, "window_s", 0.0)
+    assert engine.window_frames(2 * second) == 300
+    monkeypatch.setattr(engine, "window_s", 30.0)
+    assert engine.window_frames(2 * second) == 3000
+    with pytest.raises(ConfigError, match="stt.window_s"):
+        dataclasses.replace(engine.cfg, window_s=31.0)
+
+
+def test_a_10_s_window_encodes_1000_frames_and_hears_the_same_english_words_as_30_s(engine, monkeypatch):
+    pcm, rate = fixture_pcm("en_report")
+    encoded = []
+    encode = engine.model.encode
+    monkeypatch.setattr(engine.model, "encode", lambda features: encoded.append(features.shape) or encode(features))
+    monkeypatch.setattr(engine, "window_s", 30.0)
+    full = engine.transcribe(pcm, rate, language="en")
+    monkeypatch.setattr(engine, "window_s", 10.0)
+    short = engine.transcribe(pcm, rate, language="en")
+    assert encoded[0][-1] == 3000 and encoded[1][-1] == 1000, encoded
+    words = re.findall(r"\w+", short.text.lower())
+    assert words == re.findall(r"\w+", full.text.lower()) == "hello i would like to report a problem".split()
+    assert short.detected is None and short.language_p is None  # forced language: nothing detected
+
+
+async def test_no_window_lets_a_repetition_loop_reach_the_dialog(engine, monkeypatch):
+    """Cut to the speech, Whisper base loops on short clips ("네 네 네 네 …"): the compression-ratio
+    guard rejects it (``repetitive``) and the token budget bounds it, so no loop becomes a transcript."""
+    loops = 0
+    for window in (10.0, 0.0):
+        monkeypatch.setattr(engine, "window_s", window)
+        for name in ("en_okay", "ko_nene", "ko_majayo", "ko_greeting", "ko_trash", "noise"):
+            pcm, _ = fixture_pcm(name)
+            result = engine.transcribe(await phone_path(pcm), 8000, language=name[:2] if name != "noise" else "ko")
+            words = re.findall(r"\w+", result.text)
+            assert not any(words[i:i + n] * 3 == words[i + n:i + 4 * n] for n in (1, 2, 3)
+                           for i in range(len(words))), (window, name, result.text)
+            assert len(words) <= 16, (window, name, result.text)
+            loops += result.rejected_reason == "repetitive"
+    assert loops >= 1  # the speech-only window did loop, and was caught
 
 
 @pytest.mark.parametrize("clip", ["silence", "noise"])
@@ -436,6 +484,7 @@ def test_engine_rejects_a_decoded_echo_as_prompt_echo(engine, monkeypatch):
         return lambda *a, **k: (iter([seg]), None)
 
     pcm = bytes(2 * 16000)
+    monkeypatch.setattr(engine, "window_s", 30.0)  # faster-whisper's own decoding: the one stubbed here
     monkeypatch.setattr(engine.model, "transcribe", decoded("민원 불법주차 쓰레기 수거 가로등"))
     result = engine.transcribe(pcm, 16000)
     assert result.rejected_reason == "prompt_echo" and result.text == "" and not result.accepted

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from pipecat.serializers.twilio import TwilioFrameSerializer
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Dial, Parameter, Stream, VoiceResponse
 
+from bot import languages
 from bot.privacy import mask
 from bot.twilio_api import TwilioAPI, TwilioAPIError
 
@@ -47,15 +49,11 @@ def build_stream_twiml(public_host: str, token: str, *, callback: bool = False) 
     return str(response)
 
 
-# <Say> voices for the line's languages (codes of line.languages).
-SAY_LANGUAGES = {"ko": "ko-KR", "en": "en-US"}
-
-
 def build_say_twiml(message: str, language: str = "ko") -> str:
     """``message`` said by Twilio in ``language`` (a line language code), then hang up (an
     answering machine's message)."""
     response = VoiceResponse()
-    response.say(message, language=SAY_LANGUAGES.get(language, "ko-KR"))
+    response.say(message, language=languages.get(language).say_voice)  # bot/languages/<code>/
     response.hangup()
     return str(response)
 
@@ -93,37 +91,95 @@ class StreamStart:
 
 
 class StreamProtocolError(ValueError):
-    """The first messages of a media stream are not what Twilio sends."""
+    """The first messages of a media stream are not what Twilio sends.
+
+    The message names what is wrong (a field's type and size, or a short word such as an event
+    name), never what was sent: it is safe to log.
+    """
+
+
+START_MESSAGES = 2  # Twilio sends `connected`, then `start`
+_SID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # Twilio's SIDs: two letters and 32 hex digits
+_WORD_RE = re.compile(r"^[A-Za-z_]{1,24}$")
+_FORMAT_RE = re.compile(r"^[A-Za-z0-9/.+-]{1,32}$")  # audio/x-mulaw
+_PARAM_MAX = 64  # customParameters entries (the stream TwiML sets two or three)
+
+
+async def read_stream_start(receive: Callable[[], Awaitable[dict]], *, max_bytes: int) -> StreamStart:
+    """Read a media stream's first messages (ASGI ``websocket.receive`` events) up to its ``start``.
+
+    At most ``START_MESSAGES`` text messages and ``max_bytes`` bytes in all; anything else (a binary
+    frame, more bytes, a close, a ``start`` of any other shape) raises ``StreamProtocolError``.
+    """
+    texts: list[str] = []
+    size = 0
+    while len(texts) < START_MESSAGES:
+        event = await receive()
+        if event.get("type") == "websocket.disconnect":
+            raise StreamProtocolError("closed before its start")
+        text = event.get("text")
+        if not isinstance(text, str):
+            raise StreamProtocolError("a binary message before its start")
+        size += len(text.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise StreamProtocolError(f"more than {max_bytes} bytes before its start (server.media_prestart_max_bytes)")
+        texts.append(text)
+        if '"start"' in text:
+            break
+    return parse_stream_start(texts)
+
+
+def _what(value) -> str:
+    """A value named for a log line: a short word as it is (an event name), else only its type and size."""
+    if isinstance(value, str):
+        return repr(value) if _WORD_RE.match(value) else f"a string of {len(value)} chars"
+    return type(value).__name__
 
 
 def parse_stream_start(messages: list[str]) -> StreamStart:
-    """Parse Twilio's ``connected`` + ``start`` messages (the first two on the socket)."""
+    """Parse Twilio's ``connected`` + ``start`` messages (the first two on the socket).
+
+    Every field is checked for its type: SIDs are short strings of letters, digits and ``_.-``,
+    ``mediaFormat`` an object, ``customParameters`` an object of strings.
+    """
     parsed = []
     for raw in messages:
         try:
             msg = json.loads(raw)
-        except (json.JSONDecodeError, TypeError) as e:
-            raise StreamProtocolError(f"malformed JSON message: {str(raw)[:80]!r}") from e
+        except (ValueError, TypeError, RecursionError) as e:  # JSONDecodeError is a ValueError
+            what = "nested too deeply" if isinstance(e, RecursionError) else "not JSON"
+            raise StreamProtocolError(f"malformed JSON message ({what}, {len(str(raw))} chars)") from None
         if not isinstance(msg, dict):
-            raise StreamProtocolError("message is not a JSON object")
+            raise StreamProtocolError(f"message is not a JSON object ({type(msg).__name__})")
         parsed.append(msg)
     start = next((m for m in parsed if m.get("event") == "start"), None)
     if start is None:
-        events = [m.get("event") for m in parsed]
-        raise StreamProtocolError(f"expected connected/start, got events {events}")
+        events = [_what(m.get("event")) for m in parsed]
+        raise StreamProtocolError(f"expected connected/start, got events [{', '.join(events)}]")
     body = start.get("start")
     if not isinstance(body, dict):
-        raise StreamProtocolError("start message has no 'start' object")
+        raise StreamProtocolError(f"start message has no 'start' object ({_what(body)})")
     stream_sid = start.get("streamSid") or body.get("streamSid")
     call_sid = body.get("callSid")
     if not stream_sid or not call_sid:
         raise StreamProtocolError("start message lacks streamSid or callSid")
+    for name, value in (("streamSid", stream_sid), ("callSid", call_sid), ("accountSid", body.get("accountSid", "AC"))):
+        if not isinstance(value, str) or not _SID_RE.match(value):
+            raise StreamProtocolError(f"start message's {name} is not a SID ({_what(value)})")
+    media_format = body.get("mediaFormat") or {}
+    if not isinstance(media_format, dict):
+        raise StreamProtocolError(f"start message's mediaFormat is not an object ({_what(media_format)})")
+    params = body.get("customParameters") or {}
+    if not isinstance(params, dict):
+        raise StreamProtocolError(f"start message's customParameters is not an object ({_what(params)})")
+    if len(params) > _PARAM_MAX or not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+        raise StreamProtocolError("start message's customParameters are not names and strings")
     return StreamStart(
         stream_sid=stream_sid,
         call_sid=call_sid,
         account_sid=body.get("accountSid", ""),
-        media_format=body.get("mediaFormat") or {},
-        custom_parameters=body.get("customParameters") or {},
+        media_format=media_format,
+        custom_parameters=params,
     )
 
 
@@ -131,7 +187,10 @@ def media_format_problem(media_format: dict) -> str | None:
     """None when the stream is 8 kHz mono mu-law, else what is wrong with it."""
     for key, want in EXPECTED_FORMAT.items():
         if media_format.get(key) != want:
-            return f"unsupported mediaFormat {key}={media_format.get(key)!r} (want {want!r})"
+            got = media_format.get(key)
+            shown = got if isinstance(got, int) else repr(got) if isinstance(got, str) and _FORMAT_RE.match(got) \
+                else _what(got)
+            return f"unsupported mediaFormat {key}={shown} (want {want!r})"
     return None
 
 

@@ -2,8 +2,12 @@
 
 ``mount_webrtc`` adds to the one FastAPI app:
 
-* ``GET /``: the QA page (``transports/static/qa.html``, ``qa.js``, ``qa.css``; no CDN assets).
+* ``GET /``: the QA page (``transports/static/qa.html``, ``qa.js``, ``qa.css``; no CDN assets), with
+  the staff desk's security headers (CSP, X-Frame-Options, Referrer-Policy, ...). It holds no token:
+  the tester types the QA token into the page, which sends it as ``Authorization: Bearer``.
 * ``POST /api/offer`` and ``PATCH /api/offer`` (trickle ICE): Pipecat's SmallWebRTC signalling.
+  Every offer that would start a call takes one of the phone line's call slots first, within the
+  QA page's own cap (``mount_webrtc``).
 
 Each peer connection runs one call through ``build_call`` with ``qa=True``: the same processors,
 config and records as a phone call; only the transport and the audio rates differ. The browser
@@ -43,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from loguru import logger
 from pipecat.frames.frames import (
@@ -69,11 +73,26 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from bot.desk.routes import CSP as DESK_CSP
+from bot.line.admission import Line
+from bot.line.callgate import CallGate
 from bot.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 QA_IN_RATE = 16000  # Whisper and Silero
 QA_OUT_RATE = 24000  # see the module docstring
+# The staff desk's security headers (bot/desk/routes.py), with what the page needs on top: its script,
+# its signalling requests and the microphone (the desk forbids all three).
+QA_CSP = f"{DESK_CSP}; script-src 'self'; connect-src 'self'; media-src 'self' blob: mediastream:"
+QA_HEADERS = {
+    "Content-Security-Policy": QA_CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(self), geolocation=()",
+    "Cache-Control": "no-store",
+}
 # Frames after which a turn record may have changed (route and slots come with the LLM's end).
 _TURN_EVENTS = (LLMFullResponseEndFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
 
@@ -164,39 +183,82 @@ class QALiveObserver(BaseObserver):
         await self.send(msg)
 
 
+class _SecureStaticFiles(StaticFiles):
+    """The page's assets, with the page's security headers."""
+
+    async def get_response(self, path: str, scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(QA_HEADERS)
+        return response
+
+
+def qa_token_ok(request: Request, want: str | None) -> bool:
+    """True without a QA token configured, else when the request carries it in a header:
+    ``Authorization: Bearer TOKEN`` (the page) or ``X-QA-Token: TOKEN`` (scripts). Never in the URL."""
+    if not want:
+        return True
+    auth = request.headers.get("Authorization", "")
+    got = auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-QA-Token", "")
+    return hmac.compare_digest(got.encode(), want.encode())
+
+
 def mount_webrtc(
     app: FastAPI,
     *,
     config,
     secrets,
     models,
-    calls,
+    gate: CallGate,
     metrics,
     finish_call: Callable[[CallSession], None],
+    line: Line | None = None,
     desk=None,
 ) -> None:
     """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
 
-    With ``secrets.qa_access_token`` set (env ``QA_ACCESS_TOKEN``), signalling needs it in the
-    ``X-QA-Token`` header: the page sits on the same public host as the Twilio webhook, and a
-    QA call takes a call slot on the GPU.
+    With ``secrets.qa_access_token`` set (env ``QA_ACCESS_TOKEN``), signalling needs it in a header
+    (``qa_token_ok``): the page sits on the same public host as the Twilio webhook, and a QA call
+    takes a call slot on the GPU. The page itself is served without it; the tester types it in.
+
+    Capacity (``gate``, the phone line's ``CallGate``): an offer that would start a call (no
+    ``pc_id``, or one that is not a QA call in progress here) takes a slot before any await, as a
+    reservation the phone webhook counts too; the call then holds it until it ends. QA calls are
+    capped by ``server.qa_max_calls`` (always below ``server.max_calls``); with a line limit
+    (``server.line_max_calls``) the line's count is checked as well. A call whose browser has not
+    connected within ``server.qa_connect_timeout_secs`` is ended, and its slot freed.
     """
+    sc = config.server
+    calls = gate.calls
+    qa_limit = gate.qa_limit(sc.max_calls, sc.qa_max_calls)
+    if qa_limit < sc.qa_max_calls:
+        logger.warning("QA page: {} call(s) at once, not server.qa_max_calls {}: QA always leaves one of "
+                       "server.max_calls {} to the phone line", qa_limit, sc.qa_max_calls, sc.max_calls)
 
     def check_token(request: Request) -> None:
-        want = secrets.qa_access_token
-        if want and not hmac.compare_digest(request.headers.get("X-QA-Token", ""), want):
-            raise HTTPException(status_code=401, detail="QA token required (X-QA-Token)")
+        if not qa_token_ok(request, secrets.qa_access_token):
+            raise HTTPException(status_code=401, detail="QA token required (Authorization: Bearer)",
+                                headers={"WWW-Authenticate": 'Bearer realm="qa"'})
 
     # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
     handler = SmallWebRTCRequestHandler()
     running: set[asyncio.Task] = set()
     sessions: dict[str, CallSession] = {}
+    connections: dict[str, SmallWebRTCConnection] = {}  # pc_id -> QA call in progress here
 
-    app.mount("/qa/static", StaticFiles(directory=STATIC_DIR), name="qa-static")
+    app.mount("/qa/static", _SecureStaticFiles(directory=STATIC_DIR), name="qa-static")
 
     @app.get("/", include_in_schema=False)
-    async def qa_page():
-        return FileResponse(STATIC_DIR / "qa.html", media_type="text/html")
+    async def qa_page(request: Request):
+        if "token" in request.query_params:  # an old bookmark: take the token out of the address bar
+            return RedirectResponse("/", status_code=303, headers=QA_HEADERS)
+        return FileResponse(STATIC_DIR / "qa.html", media_type="text/html", headers=QA_HEADERS)
+
+    def busy(why: str) -> JSONResponse:
+        gate.refuse(f"qa:{why.split(' ')[0]}")
+        logger.warning("QA call rejected: {} ({} calls active or reserved here, {} of them QA; server.max_calls {}, "
+                       "QA limit {})", why, len(calls), gate.qa_calls(), sc.max_calls, qa_limit)
+        return JSONResponse({"error": "busy", "reason": why.split(" ")[0], "active_calls": len(calls.active)},
+                            status_code=503)
 
     @app.post("/api/offer")
     async def offer(request: Request):
@@ -209,19 +271,42 @@ def mount_webrtc(
             )
         except TypeError as e:
             raise HTTPException(status_code=400, detail=f"bad offer: {e}") from e
-        if not webrtc_request.sdp or webrtc_request.type != "offer":
+        if not isinstance(webrtc_request.sdp, str) or not webrtc_request.sdp or webrtc_request.type != "offer":
             raise HTTPException(status_code=400, detail="an SDP offer is required")
         if "m=audio" not in webrtc_request.sdp:
             raise HTTPException(status_code=400, detail="the offer has no audio (the page sends its microphone)")
-        if not webrtc_request.pc_id and len(calls) >= config.server.max_calls:
-            logger.warning("QA call rejected: {} calls active (server.max_calls)", len(calls))
-            return JSONResponse({"error": "busy", "active_calls": len(calls)}, status_code=503)
+        if webrtc_request.pc_id is not None and not isinstance(webrtc_request.pc_id, str):
+            raise HTTPException(status_code=400, detail="pc_id must be a string")
+        if webrtc_request.restart_pc:  # Pipecat would end the call and keep a peer without one: call again
+            raise HTTPException(status_code=400, detail="restart_pc is not supported: hang up and call again")
+        # A renegotiation of a QA call in progress keeps that call's slot; anything else (no pc_id, or
+        # an unknown one, which Pipecat answers with a new connection) is a new call and takes one now.
+        offer_state: dict[str, Any] = {"hold": None, "refused": None, "connection": None}
+        if webrtc_request.pc_id not in connections:
+            offer_state["hold"], why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
+            if why is None and line is not None:
+                why = await line.full()
+                if why:
+                    gate.release(offer_state["hold"])
+            if why:
+                return busy(why)
+
+        async def new_connection(connection: SmallWebRTCConnection) -> None:
+            await start_call(connection, offer_state)
+
         try:
-            return await handler.handle_web_request(webrtc_request, start_call)
+            answer = await handler.handle_web_request(webrtc_request, new_connection)
         except HTTPException:
             raise
         except Exception as e:  # aiortc rejects a malformed SDP with ValueError and friends
-            raise HTTPException(status_code=400, detail=f"offer refused: {e}") from e
+            raise HTTPException(status_code=400, detail=f"offer refused: {type(e).__name__}") from e
+        finally:
+            gate.release(offer_state["hold"])  # start_call took it over, or the offer failed
+        if offer_state["refused"]:
+            with suppress(Exception):
+                await offer_state["connection"].disconnect()
+            return busy(offer_state["refused"])
+        return answer
 
     @app.patch("/api/offer")
     async def ice_candidate(request: Request):
@@ -237,17 +322,26 @@ def mount_webrtc(
         await handler.handle_patch_request(patch)
         return {"status": "success"}
 
-    async def start_call(connection: SmallWebRTCConnection) -> None:
-        # Called by the handler before it answers the offer. The call takes its slot now, so
-        # concurrent offers see it; it runs in the background.
+    async def start_call(connection: SmallWebRTCConnection, offer_state: dict[str, Any]) -> None:
+        # Called by the handler for a new connection, before it answers the offer; no await before
+        # the slot is the call's, so concurrent offers see it. The call runs in the background.
+        hold, offer_state["hold"] = offer_state["hold"], None
+        if hold is None:  # its pc_id looked like a call in progress, which ended meanwhile: a new call after all
+            hold, why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
+            if why:
+                offer_state.update(refused=why, connection=connection)
+                return
         call_id = f"qa-{connection.pc_id}"
-        calls.active[call_id] = time.time()
+        gate.qa_started(hold, call_id)
+        connections[connection.pc_id] = connection
         task = asyncio.create_task(run_qa_call(connection, call_id))
         running.add(task)
         task.add_done_callback(running.discard)
 
     async def run_qa_call(connection: SmallWebRTCConnection, call_id: str) -> None:
         session = None
+        connected = asyncio.Event()
+        deadline = None
         try:
             transport = SmallWebRTCTransport(
                 connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
@@ -265,6 +359,7 @@ def mount_webrtc(
 
             @transport.event_handler("on_client_connected")
             async def _connected(_t, _client):
+                connected.set()
                 logger.info("QA call {}: browser connected", call_id)
                 await live.send({"qa": "call", "call_id": call_id})
                 await speak_greeting(session, config.call.greeting, config.call.recording_notice)
@@ -275,6 +370,16 @@ def mount_webrtc(
                 logger.info("QA call {}: browser disconnected", call_id)
                 await session.worker.cancel()
 
+            async def connect_deadline() -> None:
+                # Pipecat waits about 60 s for a peer that never connects; the slot is freed sooner.
+                await asyncio.sleep(sc.qa_connect_timeout_secs)
+                if not connected.is_set():
+                    logger.warning("QA call {}: the browser did not connect within {:.0f} s "
+                                   "(server.qa_connect_timeout_secs); ending it", call_id, sc.qa_connect_timeout_secs)
+                    session.end_reason = "qa_not_connected"
+                    await session.worker.cancel()
+
+            deadline = asyncio.create_task(connect_deadline())
             metrics.call_started()
             logger.info("QA call {}: pipeline starting ({} active)", call_id, len(calls))
             runner = WorkerRunner(handle_sigint=False)
@@ -283,7 +388,10 @@ def mount_webrtc(
         except Exception as e:
             logger.exception("QA call {} failed: {}", call_id, e)
         finally:
+            if deadline is not None:
+                deadline.cancel()
             calls.active.pop(call_id, None)
+            connections.pop(connection.pc_id, None)
             sessions.pop(call_id, None)
             with suppress(Exception):
                 await connection.disconnect()

@@ -4,10 +4,13 @@ Passwords: argon2id (argon2-cffi's defaults). Sessions: a cookie signed with DES
 (itsdangerous) carrying the account id, its session epoch and a random nonce; the account is read
 again on every request, so a disabled account or a raised epoch (logout, new password) ends every
 session at once. CSRF tokens are HMACs of the session's nonce (of a login nonce before login).
+Logins: ``LoginLimiter`` (counted before the check; per account and source, per address a delay),
+``PasswordChecks`` (a bounded number of argon2 checks at once), device cookies (``Signer``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import re
@@ -15,6 +18,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -27,6 +31,7 @@ from bot.store.schema import STAFF_ROLES
 USERNAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,63}$")
 MIN_PASSWORD_CHARS = 10
 MIN_SECRET_KEY_CHARS = 32
+DEVICE_DAYS = 30  # a browser's device cookie (after a successful login) lasts this long
 _hasher = PasswordHasher()
 
 
@@ -108,6 +113,7 @@ class Signer:
         self._key = secret_key.encode()
         self._session = URLSafeTimedSerializer(secret_key, salt="desk-session")
         self._login = URLSafeTimedSerializer(secret_key, salt="desk-login")
+        self._device = URLSafeTimedSerializer(secret_key, salt="desk-device")
 
     def session_cookie(self, staff_id: int, epoch: int, nonce: str, login_at: float) -> str:
         return self._session.dumps({"id": staff_id, "epoch": epoch, "nonce": nonce, "login": login_at})
@@ -134,6 +140,20 @@ class Signer:
         except BadSignature:
             return None
 
+    def device_cookie(self, username: str) -> str:
+        """A browser that logged in as ``username``: its own login budget (``LoginLimiter``), never a key."""
+        return self._device.dumps({"u": username, "d": secrets.token_urlsafe(12)})
+
+    def read_device(self, value: str | None, username: str, max_secs: float = DEVICE_DAYS * 86400) -> str | None:
+        """The device id of a browser's device cookie for this username; None for none, another name or forged."""
+        try:
+            data = self._device.loads(value, max_age=max_secs) if value else None
+        except BadSignature:
+            return None
+        if not isinstance(data, dict) or data.get("u") != username or not isinstance(data.get("d"), str):
+            return None
+        return data["d"]
+
     def csrf(self, nonce: str, purpose: str = "session") -> str:
         return hmac.new(self._key, f"csrf|{purpose}|{nonce}".encode(), hashlib.sha256).hexdigest()
 
@@ -141,41 +161,158 @@ class Signer:
         return bool(nonce and token) and hmac.compare_digest(self.csrf(nonce, purpose), token)
 
 
+@dataclass(eq=False)
+class _Failure:
+    at: float
+    source: str  # the client address, or "device:<id>" for a browser's device cookie of the account
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The limiter's answer to one login attempt: refused (with when to try again), or admitted after ``delay``.
+
+    An admitted attempt is already counted as a failure; ``LoginLimiter.succeeded`` takes it back
+    (the right password), ``LoginLimiter.withdraw`` too (the password was never checked).
+    """
+
+    refused: bool
+    retry_after: float = 0.0
+    delay: float = 0.0
+    why: str = ""
+    failures: tuple[_Failure, ...] = ()
+    username: str = ""
+    source: str = ""
+
+
 class LoginLimiter:
-    """Failed logins in a sliding window: per username and address, and per address over all names.
+    """The desk's login rules (docs/desk.md), counted before the password is checked.
+
+    * Every attempt is counted as a failure when it is admitted, before argon2 runs (the right
+      password takes it back): logins at once for one account get at most ``attempts`` checks.
+    * A source is the client address, or the device cookie a browser got at a successful login of
+      this account (``Signer.device_cookie``): someone else on the same address cannot lock it out.
+    * Account rule: ``attempts`` failures of one account from one source in the window: that source is
+      refused for that account (429). ``attempts * per_address_factor`` failures of the account from
+      any addresses: every address that has failed it is refused too (a guess spread over many addresses
+      gets one try per address). Other sources are still checked.
+    * Address rule: failures from one address (any names), beyond ``attempts``, delay that address's
+      next checks: 0.5 s, doubling, at most ``max_delay_secs``. Slowed, never refused, so one person
+      on a shared proxy address cannot lock every other out. Device-cookie attempts are not delayed.
 
     In this process's memory: with several desk processes an attacker gets each one's allowance;
     run one desk (docs/desk.md), or put the proxy's own limit in front.
     """
 
-    def __init__(self, attempts: int, window_secs: float, per_address_factor: int = 4):
+    MAX_KEYS = 10000
+    MAX_PER_KEY = 1000
+
+    def __init__(self, attempts: int, window_secs: float, per_address_factor: int = 4, *,
+                 max_delay_secs: float = 10.0, clock: Callable[[], float] = time.monotonic):
         self.attempts = attempts
         self.window = window_secs
-        self.per_address = attempts * per_address_factor
-        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self.per_account = attempts * per_address_factor
+        self.max_delay = max_delay_secs
+        self._clock = clock
+        self._pairs: dict[tuple[str, str], deque[_Failure]] = {}  # (account, source)
+        self._accounts: dict[str, deque[_Failure]] = {}  # account, from addresses (not device cookies)
+        self._addresses: dict[str, deque[_Failure]] = {}  # address, any account, no device cookie
         self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str], t: float) -> deque[float]:
-        q = self._failures.setdefault(key, deque())
-        while q and q[0] < t - self.window:
+    def _recent(self, table: dict, key, t: float) -> deque[_Failure]:
+        q = table.get(key)
+        if q is None:
+            q = table[key] = deque(maxlen=self.MAX_PER_KEY)
+        while q and q[0].at < t - self.window:
             q.popleft()
         return q
 
-    def blocked(self, username: str, address: str) -> bool:
-        t = time.monotonic()
-        with self._lock:
-            return (len(self._recent((username.lower(), address), t)) >= self.attempts
-                    or len(self._recent(("", address), t)) >= self.per_address)
+    def delay_for(self, failures: int) -> float:
+        """The wait before a check from an address with this many recent failures."""
+        over = failures - self.attempts
+        return 0.0 if over < 0 else min(self.max_delay, 0.5 * 2.0 ** min(over, 30))
 
-    def failed(self, username: str, address: str) -> None:
-        t = time.monotonic()
+    def admit(self, username: str, address: str, device: str | None = None) -> Admission:
+        """Refuse this attempt, or count it as a failure now and say how long it waits before its check."""
+        username = username.lower()
+        source = f"device:{device}" if device else address
+        t = self._clock()
         with self._lock:
-            self._recent((username.lower(), address), t).append(t)
-            self._recent(("", address), t).append(t)
-            if len(self._failures) > 10000:  # forget quiet keys so a spray cannot fill memory
-                for k in [k for k, q in self._failures.items() if not q or q[-1] < t - self.window]:
-                    del self._failures[k]
+            pair = self._recent(self._pairs, (username, source), t)
+            if len(pair) >= self.attempts:
+                return Admission(True, retry_after=pair[0].at + self.window - t, why="too many failures here")
+            account = self._recent(self._accounts, username, t)
+            if not device and len(account) >= self.per_account and any(f.source == address for f in account):
+                return Admission(True, retry_after=account[0].at + self.window - t,
+                                 why="too many failures of this account")
+            at_address = self._recent(self._addresses, address, t)
+            delay = 0.0 if device else self.delay_for(len(at_address))
+            f = _Failure(t, source)
+            pair.append(f)
+            if not device:
+                account.append(f)
+                at_address.append(f)
+            self._forget_quiet(t)
+            return Admission(False, delay=delay, failures=(f,), username=username, source=source)
 
-    def succeeded(self, username: str, address: str) -> None:
+    def _remove(self, admission: Admission) -> None:
+        for f in admission.failures:
+            for q in (self._pairs.get((admission.username, admission.source)), self._accounts.get(admission.username),
+                      self._addresses.get(f.source)):
+                if q is not None and f in q:
+                    q.remove(f)
+
+    def withdraw(self, admission: Admission) -> None:
+        """The password was never checked (no free check): the attempt does not count."""
         with self._lock:
-            self._failures.pop((username.lower(), address), None)
+            self._remove(admission)
+
+    def succeeded(self, admission: Admission) -> None:
+        """The right password: this attempt does not count, and this source's failures of the account end."""
+        with self._lock:
+            self._remove(admission)
+            self._pairs.pop((admission.username, admission.source), None)
+
+    def _forget_quiet(self, t: float) -> None:
+        # Forget quiet keys so a spray of names or addresses cannot fill memory.
+        for table in (self._pairs, self._accounts, self._addresses):
+            if len(table) > self.MAX_KEYS:
+                for k in [k for k, q in table.items() if not q or q[-1].at < t - self.window]:
+                    del table[k]
+
+
+class PasswordChecks:
+    """At most ``limit`` password checks at once in all (each argon2id check holds 64 MiB), and at most
+    ``per_address`` of them for one client address, so one address cannot take every check."""
+
+    def __init__(self, limit: int, per_address: int | None = None):
+        self.limit = max(1, limit)
+        self.per_address = max(1, per_address if per_address is not None else (self.limit + 1) // 2)
+        self._busy = 0
+        self._by_address: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def try_acquire(self, address: str) -> bool:
+        with self._lock:
+            if self._busy >= self.limit or self._by_address.get(address, 0) >= self.per_address:
+                return False
+            self._busy += 1
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+            return True
+
+    async def acquire(self, address: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a free check (polled: no thread is held while waiting)."""
+        deadline = time.monotonic() + timeout
+        while not self.try_acquire(address):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    def release(self, address: str) -> None:
+        with self._lock:
+            self._busy -= 1
+            left = self._by_address.get(address, 1) - 1
+            if left > 0:
+                self._by_address[address] = left
+            else:
+                self._by_address.pop(address, None)

@@ -1,4 +1,4 @@
-"""What every desk route shares: the store, the department routing, the signer, the login limiter, templates."""
+"""What every desk route shares: the store, the department routing, the signer, the login limits, templates."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from zoneinfo import ZoneInfo
 from fastapi.templating import Jinja2Templates
 from loguru import logger
 
+from bot import languages
 from bot.config import Config, Secrets
-from bot.desk.auth import LoginLimiter, Signer
+from bot.desk.auth import LoginLimiter, PasswordChecks, Signer
 from bot.desk.departments import Routing
 from bot.errors import StartupError
 from bot.privacy import mask
@@ -32,6 +33,7 @@ class DeskContext:
     routing: Routing
     signer: Signer
     limiter: LoginLimiter
+    checks: PasswordChecks
     templates: Jinja2Templates
     tz: dt.tzinfo
 
@@ -54,10 +56,13 @@ class DeskContext:
         env.filters["ms"] = lambda v: "-" if v is None else f"{v:.0f}"
         env.filters["pct"] = lambda v: "-" if v is None else f"{v * 100:.1f}%"
         env.globals.update(prefix=PREFIX, status_labels=STATUS_LABELS, role_labels=ROLE_LABELS,
-                           statuses=TICKET_STATUSES, routing=routing)
+                           statuses=TICKET_STATUSES, routing=routing,
+                           language_names={code: languages.get(code).names["ko"] for code in languages.known()})
         dc = config.desk
         return cls(config=config, store=store, routing=routing, signer=signer,
-                   limiter=LoginLimiter(dc.login_attempts, dc.login_window_minutes * 60), templates=templates, tz=tz)
+                   limiter=LoginLimiter(dc.login_attempts, dc.login_window_minutes * 60,
+                                        max_delay_secs=dc.login_max_delay_secs),
+                   checks=PasswordChecks(dc.login_checks), templates=templates, tz=tz)
 
 
 def desk_context(config: Config, secrets: Secrets, store: Store) -> DeskContext | None:

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from bot.desk.auth import Principal
 from bot.desk.departments import Routing
 from bot.store.db import Store
+from bot.store.recordings import access_log
 from bot.store.schema import callbacks, calls, ticket_audit, tickets, turns, workers
 from bot.telemetry.latency import STAGES, percentile
 
@@ -95,7 +96,8 @@ def ticket_detail(store: Store, ticket: dict[str, Any]) -> dict[str, Any]:
             sa.select(turns).where(turns.c.call_sid == sid).order_by(turns.c.idx)).mappings()] if sid else []
         cbs = [_row(r) for r in conn.execute(
             sa.select(callbacks).where(callbacks.c.call_sid == sid).order_by(callbacks.c.id)).mappings()] if sid else []
-    return {"audit": audit, "call": _row(call) if call else None, "turns": call_turns, "callbacks": cbs}
+    return {"audit": audit, "call": _row(call) if call else None, "turns": call_turns, "callbacks": cbs,
+            "recording_access": access_log(store, sid) if sid else []}
 
 
 def _turn(r) -> dict[str, Any]:

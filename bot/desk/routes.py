@@ -2,14 +2,17 @@
 
 Every route but the login page and the stylesheet needs a login: a page without one redirects to
 the login page, an API call answers 401. Forms carry a CSRF token; the session cookie is HttpOnly,
-SameSite=Strict. Endpoints are plain ``def``: FastAPI runs them (database, argon2) in its thread pool.
+SameSite=Strict. Endpoints are plain ``def``: FastAPI runs them (database, argon2) in its thread pool;
+the login post is ``async`` so that a login waiting for its delay or a free password check holds no thread.
 Every answer gets the security headers (``DeskRoute``); the URL carries no ticket data but the
 reception number (searching by location is a POST).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import math
 import re
 import secrets
 import time
@@ -20,22 +23,25 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from loguru import logger
+from starlette.concurrency import run_in_threadpool
 
 from bot.desk import queries
 from bot.desk.context import HERE, PREFIX, DeskContext
-from bot.desk.auth import (AccountError, Principal, api_token_hash, check_account, check_password, hash_password,
-                           needs_rehash, verify_password)
+from bot.desk.auth import (DEVICE_DAYS, AccountError, Principal, api_token_hash, check_account, check_password,
+                           hash_password, needs_rehash, verify_password)
 from bot.desk.charts import line_chart
+from bot.desk.recordings import add_recording_routes
 from bot.privacy import mask
 from bot.store.db import StoreError
 from bot.store.schema import STAFF_ROLES, TICKET_STATUSES
 
 SESSION_COOKIE = "desk_session"
 LOGIN_COOKIE = "desk_login"
+DEVICE_COOKIE = "desk_device"  # a browser that logged in as an account: its own login budget (docs/desk.md)
 RENEW_AFTER_SECS = 60.0  # the sliding idle timeout: a cookie older than this is signed again
 NOTE_MAX_CHARS = 2000
 RECEPTION_NO = re.compile(r"^\d{4,16}$")
-CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; media-src 'self'; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
 
 
@@ -169,13 +175,15 @@ def build_router(ctx: DeskContext) -> APIRouter:
                                               status_code=status_code)
 
     def visible_ticket(who: Principal, reception_no: str) -> dict[str, Any]:
+        """The ticket if ``who`` may see it; 404 alike for a missing one and another department's, so that
+        ticket numbers cannot be probed."""
         ticket = queries.find_ticket(store, routing, reception_no) if RECEPTION_NO.match(reception_no) else None
+        if ticket is not None and not who.sees_department(ticket["department"]):
+            logger.warning("desk: {} (department {}) asked for ticket {} of {}: answered as missing", who.username,
+                           who.department, reception_no, ticket["department"])
+            ticket = None
         if ticket is None:
             raise Refused("not_found")
-        if not who.sees_department(ticket["department"]):
-            logger.warning("desk: {} (department {}) refused ticket {} of {}", who.username, who.department,
-                           reception_no, ticket["department"])
-            raise Refused("forbidden", "다른 부서의 민원입니다.")
         return ticket
 
     # --- login ---------------------------------------------------------------------------------
@@ -194,32 +202,60 @@ def build_router(ctx: DeskContext) -> APIRouter:
             return RedirectResponse(f"{PREFIX}/tickets", status_code=303)
         return login_page(request)
 
+    def authenticate(username: str, password: str) -> dict[str, Any] | None:
+        """The account when the password is right, its login recorded (blocking: the database and argon2)."""
+        account = store.find_staff(username=username) if username else None
+        usable = account is not None and account["active"]
+        if not verify_password(account["password_hash"] if usable else None, password):
+            return None
+        extra = {"password_hash": hash_password(password)} if needs_rehash(account["password_hash"]) else {}
+        store.update_staff(username, last_login_at=dt.datetime.now(dt.timezone.utc), **extra)
+        return account
+
+    def too_many(request: Request, username: str, retry_after: float, why: str) -> Response:
+        where = address(request)
+        logger.warning("desk: login for {!r} from {} refused: {}", username, where, why)
+        response = login_page(request, error=_MESSAGES["too_many"], status_code=429, username=username)
+        response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+        return response
+
     @router.post("/login")
-    def login(request: Request, username: str = Form(""), password: str = Form(""), csrf_token: str = Form("")):
+    async def login(request: Request, username: str = Form(""), password: str = Form(""),
+                    csrf_token: str = Form("")):
         nonce = signer.read_login(request.cookies.get(LOGIN_COOKIE))
         if not signer.csrf_ok(nonce, csrf_token, "login"):
             logger.warning("desk: login form posted without a valid CSRF token (from {})", address(request))
             return login_page(request, error=_MESSAGES["csrf"], status_code=403)
         username = username.strip().lower()[:64]
         where = address(request)
-        if ctx.limiter.blocked(username, where):
-            logger.warning("desk: login for {!r} from {} refused: too many failures", username, where)
-            return login_page(request, error=_MESSAGES["too_many"], status_code=429, username=username)
-        account = store.find_staff(username=username) if username else None
-        usable = account is not None and account["active"]
-        if not verify_password(account["password_hash"] if usable else None, password):
-            ctx.limiter.failed(username, where)
+        device = signer.read_device(request.cookies.get(DEVICE_COOKIE), username)
+        # Counted as a failure before the password is checked; the right password takes it back.
+        attempt = ctx.limiter.admit(username, where, device)
+        if attempt.refused:
+            return too_many(request, username, attempt.retry_after, attempt.why)
+        if attempt.delay:
+            logger.info("desk: login for {!r} from {} waits {:.1f} s (failures from that address)", username, where,
+                        attempt.delay)
+            await asyncio.sleep(attempt.delay)
+        if not await ctx.checks.acquire(where, dc.login_queue_secs):
+            ctx.limiter.withdraw(attempt)  # never checked: it does not count
+            return too_many(request, username, 1.0, f"{ctx.checks.limit} password checks busy")
+        try:
+            account = await run_in_threadpool(authenticate, username, password)
+        finally:
+            ctx.checks.release(where)
+        if account is None:
             logger.warning("desk: login failed for {!r} from {}", username, where)
             return login_page(request, error="아이디 또는 비밀번호가 맞지 않습니다.", status_code=401,
                               username=username)
-        ctx.limiter.succeeded(username, where)
-        extra = {"password_hash": hash_password(password)} if needs_rehash(account["password_hash"]) else {}
-        store.update_staff(username, last_login_at=dt.datetime.now(dt.timezone.utc), **extra)
+        ctx.limiter.succeeded(attempt)
         logger.info("desk: {} ({}) logged in from {}", username, account["role"], where)
         response = RedirectResponse(f"{PREFIX}/tickets", status_code=303)
         set_cookie(response, SESSION_COOKIE, signer.session_cookie(
             account["id"], account["session_epoch"], secrets.token_urlsafe(18), time.time()),
             max_age=int(dc.session_hours * 3600))
+        if device is None:
+            set_cookie(response, DEVICE_COOKIE, signer.device_cookie(username), max_age=DEVICE_DAYS * 86400)
         response.delete_cookie(LOGIN_COOKIE, path=PREFIX)
         return response
 
@@ -378,6 +414,9 @@ def build_router(ctx: DeskContext) -> APIRouter:
                           for c in detail["callbacks"]],
         })
 
+    # Call recordings: a call's page and player, the audio behind this login, legal holds (bot/desk/recordings.py).
+    add_recording_routes(router, ctx, login_required=login_required, page=page, check_csrf=check_csrf,
+                         visible_ticket=visible_ticket, refused=Refused)
     return router
 
 

@@ -32,12 +32,12 @@ UNSERVED = Path(__file__).resolve().parent.parent / "data" / "unserved.toml"
 def unserved_notice(line_languages: list[str], path: Path = UNSERVED) -> tuple[str, str]:
     """What a caller heard in a language the line does not serve is told once: the Korean sentence,
     then the English one (``tagged``: the TTS reads it with the English tag), each naming the line's
-    languages in its own words (``bot/data/unserved.toml``)."""
+    languages in its own words (``bot/data/unserved.toml``; the names are each language's ``names``)."""
     source = DataFile.read(path, LanguageError, "unserved-language file")
     said = []
     for code in ("ko", "en"):
         template = source.text_value((code,))
-        names = [source.value(("names", code, lang), str, "a language name") for lang in line_languages]
+        names = [languages.get(lang).names[code] for lang in line_languages]
         listed = ", ".join(names) if code == "ko" or len(names) < 2 else f"{', '.join(names[:-1])} and {names[-1]}"
         said.append(template.format(languages=listed))
     return said[0], languages.tagged(said[1], "en")

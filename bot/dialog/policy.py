@@ -177,7 +177,8 @@ class DialogPolicy:
         self.siblings: dict[str, DialogPolicy] = {}
         self.language = "ko"  # the words' language (a sibling's code): the calendar speaks it too
         self.instruction = ""  # asks the model to reply in this language ("" for Korean)
-        self.menu: tuple[str, str, str, str] | None = None  # (key, language, its "switched" sentence, the menu line)
+        # The keypad menu: key -> (language, its "switched" sentence, its menu line after the greeting).
+        self.menu: dict[str, tuple[str, str, str]] = {}
         # Said once to a caller heard in a language the line does not serve (Korean, then English).
         self.unserved: tuple[str, ...] = ()
 
@@ -350,8 +351,8 @@ class DialogPolicy:
 
     def keypad(self, keys: str, state: DialogState) -> Decision | None:
         """A complete key entry ("0", "1"/"2" during a read-back, the language key, or digits before '#')."""
-        if self.menu is not None and keys == self.menu[0]:
-            _key, language, switched, _line = self.menu
+        if keys in self.menu:
+            language, switched, _line = self.menu[keys]
             return Speak((switched,), "rule", "other", change=Change(language=language))
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
@@ -464,7 +465,8 @@ class DialogPolicy:
             category = self.intake.label(slots.get("category")) if self.intake else slots.get("category")
             details.append(self.canned.whisper_complaint.format(category=category or "-",
                                                                 location=slots.get("location") or "-"))
-        details += [self.canned.whisper_ticket.format(number=read_digits(n)) for n in state.tickets]
+        read = self.intake.read_number if self.intake is not None else read_digits  # in the call's language
+        details += [self.canned.whisper_ticket.format(number=read(n)) for n in state.tickets]
         template = self.canned.whisper_after_errors if state.transfer_reason == "errors" else self.canned.whisper
         return template.format(details=" ".join(details)).strip()
 
@@ -524,7 +526,7 @@ class KeyBuffer:
         """The complete entry this key makes, or None while it is still being keyed."""
         if state.awaiting in YES_NO_KEYS and not self.keys and key in ("1", "2"):
             return key
-        if key == state.language_key and not self.keys and state.language != state.language_key_target:
+        if key in state.language_keys and not self.keys and state.language != state.language_keys[key]:
             return key  # the language menu: at once
         if key == "*":
             self.keys = ""

@@ -100,8 +100,7 @@ class DialogState:
     # = "auto"), the keypad menu at once. ``language_key``: the menu's key while it is offered.
     language: str = "ko"
     switcher: LanguageSwitcher | None = None
-    language_key: str = ""
-    language_key_target: str = ""
+    language_keys: dict[str, str] = field(default_factory=dict)  # the menu's key -> its language
     # Whisper heard a language the line does not serve (bot/languages/ has no voice for it, or the
     # line does not list it): the caller is told once, in Korean and English, where to call (1345).
     heard_unserved: str | None = None

@@ -18,8 +18,9 @@ class Language(ABC):
     """One language; subclasses fill the class attributes and the small hooks below."""
 
     code: ClassVar[str]  # ISO 639-1, as Whisper and line.languages write it
-    name: ClassVar[str]  # its own name ("Tiếng Việt"), for logs and the desk
+    name: ClassVar[str]  # its own name ("Tiếng Việt"), for logs
     label: ClassVar[str]  # the desk's short label ("VI")
+    names: ClassVar[dict[str, str]]  # its name in Korean and in English (the desk; the 1345 notice)
     tag: ClassVar[str | None]  # Supertonic's language tag; None: the voice cannot speak it
     say_voice: ClassVar[str]  # Twilio <Say language=...> for an answering machine
     holiday_locale: ClassVar[str | None] = None  # the `holidays` package's language for KR, if it has one

@@ -163,6 +163,11 @@ def purge_tokens(store: Store, older_than_secs: float = PURGE_AFTER_SECS) -> int
         return conn.execute(stream_tokens.delete().where(stream_tokens.c.expires_at < cutoff)).rowcount or 0
 
 
+def _count_now(store: Store, lease_secs: float) -> tuple[int, int]:
+    with store.engine.connect() as conn:
+        return count_line_calls(conn, now(), lease_secs)
+
+
 def line_figures(store: Store, lease_secs: float) -> dict[str, Any]:
     t = now()
     with store.engine.connect() as conn:
@@ -220,6 +225,20 @@ class Line:
             logger.error("call {}: admitted WITHOUT the line-wide count and without its caller's number "
                          "(records database unreachable)", mask(issued.call_sid))
             return None
+
+    async def full(self) -> str | None:
+        """For a call that starts on this worker without a webhook (the QA page): the line-limit
+        reason when the line is full, else None (also with no line limit, or the database down)."""
+        if self.line_max_calls <= 0:
+            return None
+        try:
+            active, reserved = await self._db("the line's count", _count_now, self.lease_secs)
+        except Exception:  # noqa: BLE001 - logged in _db; this worker's own limits still hold
+            return None
+        if active + reserved >= self.line_max_calls:
+            return (f"line_max_calls ({active} calls in progress and {reserved} reserved on the line, "
+                    f"server.line_max_calls {self.line_max_calls})")
+        return None
 
     async def redeem(self, issued: IssuedToken) -> tuple[str | None, str | None, str | None]:
         """At the media stream: (problem or None, caller's number, issuing worker)."""

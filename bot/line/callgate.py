@@ -8,6 +8,13 @@
 * Drain (SIGTERM): new calls get the busy message and /healthz says "draining" (503); calls in
   progress go on for up to ``server.drain_secs``; those still up then hear a goodbye sentence and
   are hung up; then the server exits 0 (``DrainingServer``).
+* The QA page (``transports/webrtc.py``): its calls take the same slots as phone calls (in
+  progress in ``calls.active``, an offer being answered in ``calls.reserved``, keys ``qa-...``),
+  and at most ``server.qa_max_calls`` of them, kept below ``max_calls``, so QA can never take
+  every citizen's line.
+* Media sockets before their ``start`` (``PrestartSockets``): at most ``server.media_prestart_per_client``
+  per client address and ``server.media_prestart_max`` in all; the route refuses the rest before
+  accepting them.
 * Process figures for the soak: resident memory and open file descriptors.
 """
 
@@ -15,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import time
+from collections import Counter as Tally
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qsl
@@ -33,6 +42,7 @@ WS_MAX_BYTES = 1024 * 1024  # a WebSocket frame larger than this closes the stre
 REPLAY_WINDOW_SECS = 3600.0
 REPLAY_MAX_ENTRIES = 100_000
 GOODBYE_WAIT_SECS = 20.0  # after the goodbye sentence: longest wait for the calls to hang up
+QA_PREFIX = "qa-"  # the QA page's calls and offers in the CallRegistry
 
 
 class FormTooLarge(ValueError):
@@ -95,6 +105,42 @@ class CallGate:
     def refuse(self, reason: str) -> None:
         self.rejected.labels(reason).inc()
 
+    # --- the QA page --------------------------------------------------------------------------
+
+    @staticmethod
+    def qa_limit(max_calls: int, qa_max_calls: int) -> int:
+        """QA calls allowed at once: ``qa_max_calls``, and always at least one slot fewer than ``max_calls``."""
+        return max(0, min(qa_max_calls, max_calls - 1))
+
+    def qa_calls(self) -> int:
+        """QA calls here: in progress, and offers being answered."""
+        len(self.calls)  # drops expired reservations
+        return sum(k.startswith(QA_PREFIX) for k in (*self.calls.active, *self.calls.reserved))
+
+    def reserve_qa(self, qa_max_calls: int, hold_secs: float) -> tuple[str | None, str | None]:
+        """A call slot for a QA offer, taken with no await in between: ``(its key, None)`` or ``(None, why not)``.
+
+        The key is a reservation in ``calls.reserved`` (the phone webhook counts it too) until the
+        call starts (``qa_started``) or ``release``; it expires by itself after ``hold_secs``.
+        """
+        busy = self.busy_reason()
+        if busy is None and self.qa_calls() >= self.qa_limit(self.max_calls, qa_max_calls):
+            busy = "qa_max_calls"
+        if busy:
+            return None, busy
+        key = f"{QA_PREFIX}offer-{secrets.token_hex(8)}"
+        self.calls.reserved[key] = time.monotonic() + hold_secs
+        return key, None
+
+    def qa_started(self, key: str, call_id: str) -> None:
+        """The offer's reservation becomes the call in progress ``call_id`` (``qa-...``)."""
+        self.calls.reserved.pop(key, None)
+        self.calls.active[call_id] = time.time()
+
+    def release(self, key: str | None) -> None:
+        if key is not None:
+            self.calls.reserved.pop(key, None)
+
     # --- the media stream ---------------------------------------------------------------------
 
     def count_ignored(self, call_sid: str, ignored: dict[str, int]) -> None:
@@ -130,6 +176,37 @@ class CallGate:
         while self.calls.active and time.monotonic() < deadline:  # noqa: ASYNC110 - QA calls end with the lifespan
             await asyncio.sleep(0.1)
         logger.warning("drain done in {:.1f} s; exiting", time.monotonic() - t0)
+
+
+class PrestartSockets:
+    """Media sockets that have not sent a valid ``start`` yet, per client address and in all.
+
+    ``enter`` before accepting a socket (None: go on; else why not), ``leave`` once its start was
+    read or it was refused. Behind a proxy every socket has the proxy's address unless uvicorn
+    trusts its forwarded headers: then the per-client cap is the total.
+    """
+
+    def __init__(self, *, per_client: int, total: int):
+        self.per_client = per_client
+        self.total = total
+        self.by_client: Tally[str] = Tally()
+        self.open = 0
+
+    def enter(self, client: str) -> str | None:
+        if self.open >= self.total:
+            return f"{self.open} media sockets wait for their start (server.media_prestart_max {self.total})"
+        if self.by_client[client] >= self.per_client:
+            return (f"{self.by_client[client]} media sockets from this address wait for their start "
+                    f"(server.media_prestart_per_client {self.per_client})")
+        self.by_client[client] += 1
+        self.open += 1
+        return None
+
+    def leave(self, client: str) -> None:
+        self.open -= 1
+        self.by_client[client] -= 1
+        if self.by_client[client] <= 0:
+            del self.by_client[client]
 
 
 class DrainingServer(uvicorn.Server):

@@ -14,6 +14,8 @@ Rows (each ``ok``, ``FAIL``, ``warn``, ``no GPU``, ``skip`` or ``hatch``):
   when ``stt.device = "cuda"``.
 * **LLM**: the server at ``llm.base_url`` answers, ``/v1/models`` lists ``llm.model``, one
   structured request with the real dialog schema returns schema-valid JSON (first-token time).
+* **Models**: every STT and TTS file against ``models.toml`` (missing, partial or altered: FAIL with the
+  file and both digests; NOT PINNED rows warn and say how to pin), and whether the LLM's revision is pinned.
 * **Escape hatches** in effect (``bot/hatches.py``).
 
 ``serve`` runs the same check at startup (with the models it loaded) and refuses to start on a
@@ -34,6 +36,7 @@ from bot.preflight.gpu import (BOT_CONTEXT_BYTES, BYTES_PER_PARAM, GB, KV_BYTES,
                                WHISPER_WORK_BYTES, LLMSize, budget_rows, card_memory, hf_snapshot, kv_cache_bytes,
                                llm_size, needs_gpu, safetensors_bytes, tts_gpu_bytes, weight_bytes,
                                whisper_gpu_bytes)  # fmt: skip
+from bot.preflight.models import model_rows
 from bot.preflight.probes import PROBE_CALLER_LINE, llm_rows, probe_llm, ways_out
 from bot.preflight.report import FAIL, HATCH, NO_GPU, OK, SKIP, WARN, CheckReport, Probe, Row
 from bot.preflight.runtime import ctranslate2_row, installed_onnxruntime_wheels, provider_rows, wheel_rows
@@ -47,7 +50,7 @@ __all__ = [
     "SKIP", "VLLM_IMAGE", "VLLM_RUNTIME_BYTES", "VLLM_VENV", "VLLM_VERSION", "WARN", "WHISPER_PARAMS",
     "WHISPER_WORK_BYTES", "CheckReport", "LLMSize", "Probe", "Row", "access_rows", "budget_rows", "card_memory",
     "cmd_check", "ctranslate2_row", "hf_snapshot", "installed_onnxruntime_wheels", "installed_vllm", "kv_cache_bytes",
-    "line_rows", "llm_command", "llm_command_line", "llm_rows", "llm_size", "needs_gpu", "probe_llm", "provider_rows",
+    "line_rows", "llm_command", "llm_command_line", "llm_rows", "llm_size", "model_rows", "needs_gpu", "probe_llm", "provider_rows",
     "run_check", "safetensors_bytes", "startup_check", "timing_row", "tts_gpu_bytes", "vllm_cmdlines", "vllm_launch",
     "vllm_process_row", "vllm_processes", "vllm_server_version", "vllm_source_row", "ways_out", "weight_bytes",
     "wheel_rows", "whisper_gpu_bytes",
@@ -66,6 +69,7 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     report = CheckReport()
     budget_rows(report, config, card_memory() if card is None else card)
     wheel_rows(report, config, wheels)
+    model_rows(report, config)
     tts_engine = provider_rows(report, config, tts_engine, vad_session)
     ctranslate2_row(report, config)
     probe = llm_rows(report, config, secrets.llm_api_key, probe)

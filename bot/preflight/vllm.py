@@ -46,7 +46,22 @@ def llm_command(config: Config) -> list[str]:
         cmd += ["--kv-cache-dtype", llm.kv_cache_dtype]
     if llm.server_enforce_eager:
         cmd.append("--enforce-eager")  # declared escape hatch: CUDA graphs off
+    cmd += _revision_flags(config)
     return cmd
+
+
+def _revision_flags(config: Config) -> list[str]:
+    """``--revision`` and ``--tokenizer-revision`` of the commit models.toml pins for ``llm.model`` (none when
+    it is not pinned: `run_bot.py check` says so)."""
+    from bot.models import llm_entry
+
+    try:
+        entry = llm_entry(config)
+    except Exception:  # noqa: BLE001 - a broken manifest is check's row, not llm-command's crash
+        return []
+    if entry is None or not entry.revision:
+        return []
+    return ["--revision", entry.revision, "--tokenizer-revision", entry.revision]
 
 
 def llm_command_line(config: Config, *, docker: bool = False, venv: Path | None = None) -> str:

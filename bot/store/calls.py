@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
 from bot.config import Config, Secrets
-from bot.privacy import mask
+from bot.errors import StartupError
+from bot.privacy import mask, mask_turn
+from bot.recording import files
 from bot.store.db import Store, now, open_store
+from bot.store.recordings import fill_cut_off_lengths, purge_recordings, set_recording
 from bot.store.writer import RecordWriter
 
 ANSWER_TIMEOUT_SECS = 2.0  # the caller is waiting on the line for these
@@ -33,6 +37,9 @@ class CallLog:
         self.writer = RecordWriter(store, max_pending=max_pending)
         self._retention_task: asyncio.Task | None = None
         self.on_ticket: Callable[[], None] = lambda: None  # the SMS sender looks at once (bot/notify.py)
+        # Call recordings (bot/recording/): their directory and retention ([recording]; 0 keeps them).
+        self.recordings_dir: Path | None = None
+        self.recording_retention_days = 0.0
 
     @classmethod
     def open(cls, config: Config, secrets: Secrets | None = None) -> "CallLog":
@@ -42,13 +49,25 @@ class CallLog:
         worker = rc.worker or f"{socket.gethostname()}:{config.server.port}"
         log = cls(store, worker=worker, write_turns=rc.enabled, retention_days=rc.retention_days,
                   max_pending=rc.max_pending)
+        log.recordings_dir = config.path(config.recording.dir)
+        log.recording_retention_days = config.recording.retention_days
+        if config.recording.enabled:
+            try:
+                files.check_writable(log.recordings_dir)
+            except OSError as e:
+                raise StartupError(f"recording.dir: cannot write call recordings to {log.recordings_dir}: {e}") from e
+            logger.info("recording every call ({}, both voices) into {} (recording.retention_days = {}; 0 keeps them)",
+                        config.recording.format, log.recordings_dir, config.recording.retention_days)
         aborted = store.abort_unfinished(worker)
         if aborted:
             logger.warning("records: {} call(s) of worker {} were cut off by a crash; marked aborted", aborted, worker)
+            fill_cut_off_lengths(store, log.recordings_dir)  # their recordings play up to the last flush
         log.apply_retention()
         return log
 
     def apply_retention(self) -> None:
+        if self.recording_retention_days > 0 and self.recordings_dir is not None:
+            purge_recordings(self.store, self.recordings_dir, self.recording_retention_days)
         if self.retention_days > 0:
             n = self.store.purge_turns(self.retention_days)
             if n:
@@ -66,7 +85,7 @@ class CallLog:
                 await asyncio.sleep(RETENTION_EVERY_SECS)
                 self.writer.submit("retention", lambda s: self.apply_retention())
 
-        if self.retention_days > 0 and self._retention_task is None:
+        if (self.retention_days > 0 or self.recording_retention_days > 0) and self._retention_task is None:
             self._retention_task = asyncio.create_task(daily())
 
     async def aclose(self) -> None:
@@ -83,6 +102,10 @@ class CallLog:
         t = now()
         self.writer.submit(f"call {mask(call_sid)} start",
                            lambda s: s.start_call(call_sid, caller=caller, worker=self.worker, qa=qa, started_at=t))
+
+    def recording(self, call_sid: str, path: str, secs: float | None = None) -> None:
+        """The call's recording (relative to recording.dir): at its first audio, then with its length."""
+        self.writer.submit(f"call {mask(call_sid)} recording", lambda s: set_recording(s, call_sid, path, secs))
 
     def turn(self, call_sid: str, record: dict[str, Any]) -> None:
         if self.write_turns:
@@ -133,4 +156,5 @@ class CallLog:
         return await asyncio.wait_for(asyncio.to_thread(self.store.find_ticket, reception_no), ANSWER_TIMEOUT_SECS)
 
     async def finished_turns(self, since: float) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.store.finished_turns, since)
+        """Finished calls' turns after ``since`` (epoch seconds), their words masked as in the logs (``mask_turn``)."""
+        return [mask_turn(t) for t in await asyncio.to_thread(self.store.finished_turns, since)]

@@ -20,6 +20,11 @@ calls = sa.Table(
     sa.Column("qa", sa.Boolean, nullable=False, default=False),
     # What the person taking a warm transfer hears first (bot/server.py /twilio/whisper).
     sa.Column("transfer_note", sa.Text),
+    # The call's recording (bot/recording/): its file relative to recording.dir, set at its first audio;
+    # its length once closed (NULL: cut off by a crash, read from the file); when retention deleted it.
+    sa.Column("recording_path", sa.String(255)),
+    sa.Column("recording_secs", sa.Float),
+    sa.Column("recording_deleted_at", sa.DateTime(timezone=True)),
 )
 
 # One row per turn, upserted when the answer is decided and again when the turn closes.
@@ -62,6 +67,8 @@ tickets = sa.Table(
     # The caller's language when the ticket was taken (a code of line.languages): texts and status
     # sentences about it are in this language.
     sa.Column("language", sa.String(8), nullable=False, default="ko", server_default="ko"),
+    # Set by an admin on the desk (audited): the call's recording is kept past retention until lifted.
+    sa.Column("legal_hold", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )
 
 TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
@@ -190,3 +197,18 @@ ticket_audit = sa.Table(
     sa.Column("to_status", sa.String(16), nullable=False),
     sa.Column("note", sa.Text),
 )
+
+# Every playback, download and export of a call's recording: who, when, which call, how (append only).
+# A player's range requests within RECORDING_ACCESS_WINDOW_SECS of the same person's row are that playback.
+recording_access = sa.Table(
+    "recording_access",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("call_sid", sa.String(64), nullable=False, index=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, or "cli"
+    sa.Column("action", sa.String(16), nullable=False),  # play | download | export
+    sa.Column("reception_no", sa.String(16)),  # the ticket page it was played from, if any
+)
+
+RECORDING_ACTIONS = ("play", "download", "export")

@@ -28,6 +28,10 @@ STAGES: tuple[tuple[str, str, str, str | None], ...] = (
 
 _CALLER_MARKS = ("speech_end", "vad_stop", "stt_done")
 
+# The greeting's own stage (greeting records only, so not in STAGES, whose tables are the caller's
+# turns): media stream start -> the greeting's first audio out.
+GREETING_STAGE = "greeting"
+
 
 @dataclass
 class TurnRecord:
@@ -46,6 +50,9 @@ class TurnRecord:
     first_sentence: float | None = None  # first reply sentence ready for TTS
     tts_first_audio: float | None = None
     first_audio_out: float | None = None  # first audio frame written to the transport
+    # The greeting's record only: the call's media stream started (its pipeline was built, right after
+    # Twilio's `start` and the stream token's check). Greeting time = this -> first_audio_out.
+    stream_start: float | None = None
     llm_calls: int = 0
     llm_cancelled_calls: int = 0  # speculative calls withdrawn because the caller kept talking
     endpoint_kind: str | None = None  # final | continuing | default: how the turn-stop wait was chosen
@@ -102,6 +109,8 @@ class TurnRecord:
             a, b = getattr(self, start), getattr(self, end)
             if a is not None and b is not None:
                 out[name] = round((b - a) * 1000.0, 1)
+        if self.stream_start is not None and self.first_audio_out is not None:
+            out[GREETING_STAGE] = round((self.first_audio_out - self.stream_start) * 1000.0, 1)
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections import deque
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.config import LatencyConfig
-from bot.telemetry.latency import STAGES, TurnRecord, summarize
+from bot.telemetry.latency import GREETING_STAGE, STAGES, TurnRecord, summarize
 
 BUCKETS_MS = (25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 5000, 10000)
 DEAD_AIR_MS = 2000.0  # first audio later than this after the caller went quiet: dead air on the line
@@ -99,6 +99,9 @@ class ProcessMetrics:
         budgets = {name: getattr(self._budgets, key) for name, _, _, key in STAGES if key}
         for rec in records:
             self.backchannels.inc(rec.backchannels)  # the greeting's too
+            if rec.route == "greeting" and GREETING_STAGE in rec.stages_ms():
+                # Media stream start -> the greeting's first audio: voice_stage_latency_ms{stage="greeting"}.
+                self.stage_ms.labels(GREETING_STAGE).observe(rec.stages_ms()[GREETING_STAGE])
             if rec.route in ("greeting", "pending"):
                 continue
             self._recent.append(rec)

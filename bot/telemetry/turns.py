@@ -61,6 +61,7 @@ class CallRecorder:
         self.records: list[TurnRecord] = []
         self.bot_speaking = False
         self.current = self._new("greeting")
+        self.current.mark("stream_start", self.started)  # built when the media stream starts
 
     def _new(self, route: str) -> TurnRecord:
         rec = TurnRecord(call_id=self.call_id, index=len(self.records), route=route, qa=self.qa)

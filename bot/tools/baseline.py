@@ -10,10 +10,16 @@ machine class (figures in docs/regressions.md): a stage counts as slower only wh
 more than ``ratio`` times the baseline's AND more than ``min_ms`` slower; its p90 is judged the
 same way only when both runs have ``p90_min_n`` turns (the p90 of 10 turns is one turn, and it
 moved x1.7 between two runs of one config). Either test alone flakes: a ratio on a 30 ms stage
-moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real loss. Stages with
-fewer than ``min_n`` turns on either side are reported, not judged. The default (x1.6 and +100 ms)
-is for two runs on one machine; ``scripts/perf_gate.sh`` holds another machine of the class, under
-CI's load, to x2.5 and +300 ms.
+moves with one scheduler hiccup, a fixed margin on a 1.5 s stage hides a real loss. The default
+(x1.6 and +100 ms) is for two runs on one machine; ``scripts/perf_gate.sh`` holds another machine
+of the class, under CI's load, to x2.5 and +300 ms.
+
+Few turns. A run with fewer than ``min_n`` turns of a stage (one call plays one or two model
+turns) has no p50 worth the name, but a large change still shows: when the baseline has
+``min_n`` turns and EVERY new sample is beyond the baseline's p90 x ``ratio``, its p90 +
+``min_ms`` and the slowest turn the baseline ever saw, the stage is slower (a 900 ms first token
+against a 150 ms baseline, from one turn). Otherwise the stage is "not judged", and the compare
+fails on it unless ``--allow-unjudged`` is given: the guard never says ok about what it skipped.
 
 LLM calls are judged per model turn (calls / turns that made one) and by their maximum: the mean
 over all turns moves with how Whisper cut the caller's speech into turns (0.55 and 0.64 in two
@@ -144,6 +150,29 @@ class Finding:
     what: str  # stage name, or llm_calls / provider / escape_hatches / failed_turns
     detail: str
     regression: bool  # False: shown, not failing
+    unjudged: bool = False  # a stage with too few turns to judge: fails unless --allow-unjudged
+
+
+def failed(findings: list[Finding], *, allow_unjudged: bool = False) -> bool:
+    """The compare's verdict: a regression, or a stage not judged (unless allowed)."""
+    return any(f.regression or (f.unjudged and not allow_unjudged) for f in findings)
+
+
+def _few_samples(name: str, b: dict, n: dict, rule: NoiseRule) -> Finding:
+    """A stage with fewer than ``min_n`` new turns against a baseline that has them (module doc)."""
+    values = [float(v) for v in n.get("values") or [] if v is not None]
+    p90, base_values = _num(b.get("p90")), [float(v) for v in b.get("values") or [] if v is not None]
+    if math.isnan(p90) or not values:
+        return Finding(name, f"not judged: {n.get('n', 0)} turn(s) now, {b.get('n', 0)} in the baseline "
+                       f"(fewer than {rule.min_n})", False, unjudged=True)
+    line = max(p90 * rule.ratio, p90 + rule.min_ms, max(base_values, default=p90))
+    shown = ", ".join(f"{v:.0f}" for v in values)
+    if min(values) > line:
+        return Finding(name, f"every one of {len(values)} turn(s) ({shown} ms) beyond {line:.0f} ms (the baseline's "
+                       f"p90 {p90:.0f} ms x{rule.ratio}, +{rule.min_ms:.0f} ms, and its slowest turn); "
+                       f"too few turns for a p50", True)
+    return Finding(name, f"not judged: {len(values)} turn(s) now ({shown} ms), fewer than {rule.min_n}, and not all "
+                   f"beyond {line:.0f} ms", False, unjudged=True)
 
 
 def _num(v) -> float:
@@ -165,6 +194,11 @@ def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Findin
         if min(b.get("n", 0), n.get("n", 0)) < rule.min_n:
             if b.get("n", 0) >= rule.min_n and n.get("n", 0) == 0:
                 out.append(Finding(name, f"no turn reached this stage (baseline: {b['n']})", True))
+            elif b.get("n", 0) >= rule.min_n:
+                out.append(_few_samples(name, b, n, rule))
+            else:
+                out.append(Finding(name, f"not judged: {b.get('n', 0)} turn(s) in the baseline, {n.get('n', 0)} now "
+                                   f"(fewer than {rule.min_n})", False, unjudged=True))
             continue
         judged = ("p50", "p90") if min(b.get("n", 0), n.get("n", 0)) >= rule.p90_min_n else ("p50",)
         for q in judged:
@@ -198,25 +232,46 @@ def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Findin
     return out
 
 
-def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, base_path: str) -> str:
+def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, base_path: str,
+           allow_unjudged: bool = False) -> str:
     """The comparison table (every stage, ours vs baseline) and the verdict."""
     lines = [f"# Bench vs baseline {base_path}", "",
              f"Baseline from {base.get('date')} on {base.get('machine', {}).get('cpu')} "
              f"({base.get('machine', {}).get('cpus')} CPUs, git {base.get('machine', {}).get('git')}); "
              f"rule: slower = p50 (and p90 where both have >= {rule.p90_min_n} turns) > x{rule.ratio} and "
-             f"> +{rule.min_ms:.0f} ms (stages with n >= {rule.min_n}).",
+             f"> +{rule.min_ms:.0f} ms (stages with n >= {rule.min_n}); with fewer turns now, slower = every turn "
+             f"beyond the baseline's p90 x{rule.ratio}, its p90 +{rule.min_ms:.0f} ms and its slowest turn, "
+             "else not judged.",
              "", "| stage | n base/now | p50 base | p50 now | p90 base | p90 now | verdict |", "|---|---|---|---|---|---|---|"]
     bad = {f.what for f in findings if f.regression}
+    unjudged = [f.what for f in findings if f.unjudged]
     for name, *_ in STAGES:
         b, n = base["stages"].get(name) or {}, new["stages"].get(name) or {}
 
         def f(v):
             return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}"
         lines.append(f"| {name} | {b.get('n', 0)}/{n.get('n', 0)} | {f(b.get('p50'))} | {f(n.get('p50'))} | "
-                     f"{f(b.get('p90'))} | {f(n.get('p90'))} | {'**SLOWER**' if name in bad else 'ok'} |")
+                     f"{f(b.get('p90'))} | {f(n.get('p90'))} | "
+                     f"{'**SLOWER**' if name in bad else '**not judged**' if name in unjudged else 'ok'} |")
     lines.append("")
-    lines += [f"- {'**REGRESSION**' if x.regression else 'note'} {x.what}: {x.detail}" for x in findings]
-    regressions = [x for x in findings if x.regression]
-    lines += ["", f"Verdict: **FAIL**, {len(regressions)} regression(s): {', '.join(x.what for x in regressions)}"
-              if regressions else "Verdict: ok, within noise of the baseline.", ""]
+    lines += [f"- {'**REGRESSION**' if x.regression else '**NOT JUDGED**' if x.unjudged else 'note'} {x.what}: "
+              f"{x.detail}" for x in findings]
+    regressions = [x.what for x in findings if x.regression]
+    judged = [name for name, *_ in STAGES if name not in unjudged]
+    if regressions:
+        verdict = f"Verdict: **FAIL**, {len(regressions)} regression(s): {', '.join(regressions)}"
+        if unjudged:
+            verdict += f"; not judged (too few turns): {', '.join(unjudged)}"
+    elif unjudged and not allow_unjudged:
+        verdict = (f"Verdict: **FAIL**, not judged (too few turns): {', '.join(unjudged)}. Play more turns "
+                   "(--calls, --rounds), or pass --allow-unjudged to accept a verdict on the other stages only")
+    elif unjudged and not judged:
+        verdict = (f"Verdict: no stage judged (too few turns): {', '.join(unjudged)}; passed only because of "
+                   "--allow-unjudged")
+    elif unjudged:
+        verdict = (f"Verdict: ok for {', '.join(judged)} (within noise of the baseline); "
+                   f"NOT judged (too few turns, --allow-unjudged): {', '.join(unjudged)}")
+    else:
+        verdict = "Verdict: ok, every stage within noise of the baseline."
+    lines += ["", verdict, ""]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from bot.config import Config
+from bot.tools.table import clean
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
 
@@ -105,12 +106,13 @@ async def _print_turns(base: str, call_sid: str, since: float, out, records_toke
                 break
             await asyncio.sleep(0.25)
     for t in sorted(turns, key=lambda t: t["index"]):
+        # A server's words, printed to a terminal: no escape sequence gets through (bot/tools/table.py).
         if t.get("transcript"):
-            out.write(f"  caller: {t['transcript']}\n")
+            out.write(f"  caller: {clean(t['transcript'])}\n")
         if t.get("reply"):
             v2v = (t.get("stages_ms") or {}).get("voice_to_voice")
-            extra = f"  ({t['route']}, {t['llm_calls']} LLM call(s)" + (f", {v2v:.0f} ms" if v2v else "") + ")"
-            out.write(f"  bot:    {t['reply']}{extra if t['route'] != 'greeting' else ''}\n")
+            extra = f"  ({clean(t['route'])}, {clean(t['llm_calls'])} LLM call(s)" + (f", {v2v:.0f} ms" if v2v else "") + ")"
+            out.write(f"  bot:    {clean(t['reply'])}{extra if t['route'] != 'greeting' else ''}\n")
 
 
 def run_call(config: Config, args) -> int:

@@ -6,12 +6,12 @@
     run_bot.py callbacks [--status all] [--place]      # --place: call the due ones now (bot/callbacks.py)
 
 Caller numbers are shown masked; ``calls --json`` exports them whole (it is the records export).
+Every table cell goes through ``bot.tools.table.cell``: no escape sequence in a record reaches the terminal.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 from typing import TextIO
 from zoneinfo import ZoneInfo
@@ -20,6 +20,7 @@ from bot.config import Config
 from bot.privacy import mask
 from bot.store.db import StoreError, open_store
 from bot.store.schema import CALLBACK_STATUSES, TICKET_STATUSES
+from bot.tools.table import safe_json, table
 
 
 def _store(config: Config):
@@ -48,23 +49,31 @@ def list_calls(config: Config, since: str | None, as_json: bool, out: TextIO = s
         store.close()
     if as_json:
         for c in calls:
-            out.write(json.dumps({k: _iso(v) for k, v in c.items()}, ensure_ascii=False) + "\n")
+            out.write(safe_json({k: _iso(v) for k, v in c.items()}) + "\n")
         return 0
-    out.write("| call | caller | started (UTC) | ended | turns | routes | voice-to-voice p50 ms | qa |\n")
-    out.write("|---|---|---|---|---|---|---|---|\n")
+    rows = []
     for c in calls:
         said = [t for t in c["turns"] if t.get("route") != "greeting"]
         routes: dict[str, int] = {}
         for t in said:
             routes[t.get("route") or "?"] = routes.get(t.get("route") or "?", 0) + 1
         v2v = sorted(t["stages_ms"]["voice_to_voice"] for t in said if (t.get("stages_ms") or {}).get("voice_to_voice"))
-        p50 = f"{v2v[len(v2v) // 2]:.0f}" if v2v else "-"
-        ended = c["end_reason"] or "(running)"
-        out.write(f"| {mask(c['call_sid'])} | {mask(c['caller'] or '-')} | {c['started_at']:%Y-%m-%d %H:%M:%S} | "
-                  f"{ended} | {len(said)} | {' '.join(f'{k}:{v}' for k, v in sorted(routes.items()))} | {p50} | "
-                  f"{'yes' if c['qa'] else ''} |\n")
+        rows.append([mask(c["call_sid"]), mask(c["caller"] or "-"), f"{c['started_at']:%Y-%m-%d %H:%M:%S}",
+                     c["end_reason"] or "(running)", len(said), " ".join(f"{k}:{v}" for k, v in sorted(routes.items())),
+                     f"{v2v[len(v2v) // 2]:.0f}" if v2v else "-", "yes" if c["qa"] else None, _recording(c)])
+    out.write(table(["call", "caller", "started (UTC)", "ended", "turns", "routes", "voice-to-voice p50 ms", "qa",
+                     "recording"], rows))
     out.write(f"{len(calls)} call(s)\n")
     return 0
+
+
+def _recording(c: dict) -> str:
+    """Whether the call has a recording: its length, "yes" while it runs or after a crash, or when it was deleted."""
+    if c.get("recording_path"):
+        return f"{c['recording_secs']:.1f} s" if c.get("recording_secs") is not None else "yes"
+    if c.get("recording_deleted_at"):
+        return f"deleted {c['recording_deleted_at']:%Y-%m-%d}"
+    return "-"
 
 
 def list_tickets(config: Config, status: str | None, out: TextIO = sys.stdout) -> int:
@@ -75,11 +84,9 @@ def list_tickets(config: Config, status: str | None, out: TextIO = sys.stdout) -
         tickets = store.list_tickets(status)
     finally:
         store.close()
-    out.write("| reception no | status | category | location | time | created (UTC) | updated (UTC) |\n")
-    out.write("|---|---|---|---|---|---|---|\n")
-    for t in tickets:
-        out.write(f"| {t['reception_no']} | {t['status']} | {t['category']} | {t['location'] or '-'} | "
-                  f"{t['time'] or '-'} | {t['created_at']:%Y-%m-%d %H:%M} | {t['updated_at']:%Y-%m-%d %H:%M} |\n")
+    out.write(table(["reception no", "status", "category", "location", "time", "created (UTC)", "updated (UTC)"],
+                    ([t["reception_no"], t["status"], t["category"], t["location"], t["time"],
+                      f"{t['created_at']:%Y-%m-%d %H:%M}", f"{t['updated_at']:%Y-%m-%d %H:%M}"] for t in tickets)))
     out.write(f"{len(tickets)} ticket(s)\n")
     return 0
 
@@ -94,12 +101,11 @@ def list_callbacks(config: Config, status: str | None, out: TextIO = sys.stdout)
     finally:
         store.close()
     seoul = ZoneInfo(config.line.timezone)
-    out.write(f"| id | status | call after ({config.line.timezone}) | caller | reception no | reason | attempts | "
-              "answered by | requested (UTC) |\n|---|---|---|---|---|---|---|---|---|\n")
-    for r in rows:
-        out.write(f"| {r['id']} | {r['status']} | {r['call_after'].astimezone(seoul):%Y-%m-%d %H:%M} | "
-                  f"{r['caller'] or '-'} | {r['reception_no'] or '-'} | {r['reason']} | {r['attempts']} | "
-                  f"{r['answered_by'] or '-'} | {r['requested_at']:%Y-%m-%d %H:%M} |\n")
+    out.write(table(["id", "status", f"call after ({config.line.timezone})", "caller", "reception no", "reason",
+                     "attempts", "answered by", "requested (UTC)"],
+                    ([r["id"], r["status"], f"{r['call_after'].astimezone(seoul):%Y-%m-%d %H:%M}", r["caller"],
+                      r["reception_no"], r["reason"], r["attempts"], r["answered_by"],
+                      f"{r['requested_at']:%Y-%m-%d %H:%M}"] for r in rows)))
     out.write(f"{len(rows)} callback(s)\n")
     return 0
 
@@ -112,7 +118,7 @@ def update_ticket(config: Config, number: str, status: str | None, out: TextIO =
         store.close()
     if ticket is None:
         raise StoreError(f"no ticket with reception number {number}")
-    out.write(json.dumps({k: _iso(v) for k, v in ticket.items()}, ensure_ascii=False) + "\n")
+    out.write(safe_json({k: _iso(v) for k, v in ticket.items()}) + "\n")
     return 0
 
 
@@ -137,8 +143,7 @@ def place_callbacks(config: Config, out: TextIO = sys.stdout) -> int:
         placed = asyncio.run(placer.place_due())
     finally:
         store.close()
-    out.write("| id | call | status | error |\n|---|---|---|---|\n")
-    for p in placed:
-        out.write(f"| {p.callback_id} | {mask(p.call_sid) if p.call_sid else '-'} | {p.status} | {p.error or '-'} |\n")
+    out.write(table(["id", "call", "status", "error"],
+                    ([p.callback_id, mask(p.call_sid) if p.call_sid else None, p.status, p.error] for p in placed)))
     out.write(f"{sum(p.call_sid is not None for p in placed)} of {len(placed)} due callback(s) placed\n")
     return 0

@@ -50,6 +50,7 @@ def run_staff(config: Config, args, stdin: TextIO = sys.stdin, out: TextIO = sys
     from bot.desk.auth import AccountError, check_account, check_password, hash_password, new_api_token
     from bot.desk.departments import Routing
     from bot.store.db import StoreError, open_store
+    from bot.tools.table import table
 
     if args.action != "list" and not args.name:
         err.write(f"error: staff {args.action} needs the account's username\n")
@@ -58,12 +59,11 @@ def run_staff(config: Config, args, stdin: TextIO = sys.stdin, out: TextIO = sys
     store = open_store(config)
     try:
         if args.action == "list":
-            out.write("| username | role | department | active | API token | last login (UTC) |\n|---|---|---|---|---|---|\n")
             rows = store.list_staff()
-            for a in rows:
-                last = f"{a['last_login_at']:%Y-%m-%d %H:%M}" if a["last_login_at"] else "-"
-                out.write(f"| {a['username']} | {a['role']} | {a['department'] or '-'} | "
-                          f"{'yes' if a['active'] else 'no'} | {'yes' if a['api_token_hash'] else '-'} | {last} |\n")
+            out.write(table(["username", "role", "department", "active", "API token", "last login (UTC)"],
+                            ([a["username"], a["role"], a["department"], "yes" if a["active"] else "no",
+                              "yes" if a["api_token_hash"] else None,
+                              f"{a['last_login_at']:%Y-%m-%d %H:%M}" if a["last_login_at"] else None] for a in rows)))
             out.write(f"{len(rows)} account(s)\n")
         elif args.action == "add":
             routing = Routing.load(config)
@@ -98,18 +98,24 @@ def run_staff(config: Config, args, stdin: TextIO = sys.stdin, out: TextIO = sys
 
 
 def serve_desk(config: Config, port: int, host: str) -> int:
-    """The desk alone (uvicorn): the same pages on the same records database as the bot's workers."""
+    """The desk alone (uvicorn): the same pages on the same records database as the bot's workers.
+
+    Behind a proxy on another host, list it in ``server.forwarded_allow_ips`` (the login limits key on
+    the client address); uvicorn's log lines are masked like every other (``bot.privacy``).
+    """
     import uvicorn
 
     from bot.config import Secrets
     from bot.desk.app import desk_app
+    from bot.serve import trusted_proxies, uvicorn_config
     from bot.store.db import open_store
 
+    trusted_proxies(config)
     secrets = Secrets.from_env(config)
     store = open_store(config, secrets)
     try:
         app = desk_app(config, secrets, store)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.Server(uvicorn_config(app, config, host=host, port=port)).run()
     finally:
         store.close()
     return 0

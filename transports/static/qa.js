@@ -118,7 +118,7 @@
       });
       if (!resp.ok) {
         const reason = resp.status === 503 ? "통화 수 한도 초과"
-          : resp.status === 401 ? "QA 토큰이 필요합니다 (?token=...)" : `HTTP ${resp.status}`;
+          : resp.status === 401 ? "QA 토큰이 필요합니다 (QA 토큰 칸에 입력)" : `HTTP ${resp.status}`;
         throw new Error(reason);
       }
       const answer = await resp.json();
@@ -133,11 +133,12 @@
     }
   }
 
-  // The server may require a QA token (env QA_ACCESS_TOKEN): open the page as /?token=...
+  // The server may require a QA token (env QA_ACCESS_TOKEN): typed into the page, sent as a
+  // header, never put in the URL (browser history, proxy logs) nor stored by the page.
   function apiHeaders() {
     const headers = { "Content-Type": "application/json" };
-    const token = new URLSearchParams(location.search).get("token");
-    if (token) headers["X-QA-Token"] = token;
+    const token = $("token").value.trim();
+    if (token) headers["Authorization"] = `Bearer ${token}`;
     return headers;
   }
 
@@ -350,6 +351,9 @@
   }
 
   $("connect").addEventListener("click", connect);
+  $("token").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !$("connect").disabled) connect();
+  });
   $("hangup").addEventListener("click", hangup);
   window.addEventListener("pagehide", () => teardown("ended"));
   setState("idle");

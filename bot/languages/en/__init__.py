@@ -31,6 +31,7 @@ class English(Language):
     code = "en"
     name = "English"
     label = "EN"
+    names = {"ko": "영어", "en": "English"}
     tag = "en"
     say_voice = "en-US"
     holiday_locale = "en_US"

@@ -35,6 +35,7 @@ class Korean(Language):
     code = "ko"
     name = "한국어"
     label = "KO"
+    names = {"ko": "한국어", "en": "Korean"}
     tag = "ko"
     say_voice = "ko-KR"
     holiday_locale = "ko"

@@ -30,6 +30,7 @@ class Vietnamese(Language):
     code = "vi"
     name = "Tiếng Việt"
     label = "VI"
+    names = {"ko": "베트남어", "en": "Vietnamese"}
     tag = "vi"
     say_voice = "vi-VN"
     holiday_locale = None  # the `holidays` package's KR calendar speaks ko, en_US and th only

@@ -48,7 +48,7 @@ from bot.config import Config
 from bot.tools import baseline
 from bot.tools.bench.caller import CallerTurn, CallResult, Target, run_call
 from bot.tools.bench.plot import plot_cdfs
-from bot.tools.bench.report import FEATURES_OFF, machine_meta, render_report, write_outputs
+from bot.tools.bench.report import FEATURES_OFF, bench_problems, machine_meta, render_report, write_outputs
 from bot.tools.bench.runner import RunResult, ServerProcess, bench_responder, records_token, run_bench_calls
 from bot.tools.bench.stats import RunStats, calls_per_worker
 from bot.tools.bench.turnset import DEFAULT_TURNS, ROOT, ROUTES, BenchError, Turn, TurnSet, load_turn_set, speech_bounds
@@ -68,6 +68,7 @@ __all__ = [
     "Target",
     "Turn",
     "TurnSet",
+    "bench_problems",
     "bench_responder",
     "calls_per_worker",
     "load_turn_set",
@@ -169,24 +170,35 @@ def run_bench(config: Config, args) -> int:
     paths = write_outputs(out, runs, meta, config.latency, turn_set)
     print(paths["report"].read_text(encoding="utf-8"))
     print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)
+    problems = bench_problems([RunStats.of(r) for r in runs], config.latency)
+    for problem in problems:
+        print(f"bench FAILED: {problem}", file=sys.stderr)
+    failed = BENCH_FAILED if problems else 0
     if not (getattr(args, "save_baseline", None) or base):
-        return 0
+        return failed
     set_path = Path(turn_set.path).resolve()
     settings = {"calls": n, "rounds": args.rounds, "overrides": list(args.overrides),
                 "turn_set": str(set_path.relative_to(ROOT) if set_path.is_relative_to(ROOT) else set_path),
                 "fake_llm": {"first_token_ms": first_token_ms, "char_ms": char_ms} if fake else None}
     now = baseline.summarize_run(RunStats.of(runs[0]), meta=meta, settings=settings)
-    if args.save_baseline:
+    if args.save_baseline and problems:
+        print(f"baseline NOT saved to {args.save_baseline}: the run failed (above)", file=sys.stderr)
+    elif args.save_baseline:
         print(f"wrote baseline {baseline.save(args.save_baseline, now)}", file=sys.stderr)
     if base is None:
-        return 0
+        return failed
     rule = baseline.NoiseRule.from_args(args)
+    allow = bool(getattr(args, "allow_unjudged", False))
     findings = baseline.compare(base, now, rule)
-    text = baseline.render(base, now, findings, rule, base_path=str(compare_to))
+    text = baseline.render(base, now, findings, rule, base_path=str(compare_to), allow_unjudged=allow)
     (out / "compare.md").write_text(text, encoding="utf-8")
     print(text)
-    return 1 if any(f.regression for f in findings) else 0
+    return failed or (1 if baseline.failed(findings, allow_unjudged=allow) else 0)
 
+
+# Exit status when a call of any server errored or an ours/stock ratio could not be computed
+# (1 is --compare's "slower than the baseline" or "not judged", 2 a bench error before any call).
+BENCH_FAILED = 3
 
 # The bench's fake LLM streams its reply in chunks of this many characters.
 FAKE_CHUNK_CHARS = 3

@@ -71,6 +71,13 @@ def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
     over = sum(v > budgets.total_ms for v in st.v2v)
     lines += [f"Turns over the {budgets.total_ms} ms voice-to-voice budget: **{over}/{len(st.v2v)}**.", ""]
 
+    gs, gc = _dist(st.greeting_server()), _dist(st.greeting_caller())
+    lines += ["### Greeting", "", "| measure | n | p50 ms | p90 ms | p99 ms | max ms |", "|---|---|---|---|---|---|",
+              f"| server: media stream start -> greeting's first audio out | {gs['n']} | {_f(gs['p50'])} | "
+              f"{_f(gs['p90'])} | {_f(gs['p99'])} | {_f(gs['max'])} |",
+              f"| caller: stream opened -> first audible greeting audio | {gc['n']} | {_f(gc['p50'])} | "
+              f"{_f(gc['p90'])} | {_f(gc['p99'])} | {_f(gc['max'])} |", ""]
+
     ca, sv = _dist(st.caller_ttfa), _dist(st.v2v)
     lines += ["### Caller-side time to first audio vs the server's voice_to_voice", "",
               "| measure | n | p50 ms | p90 ms | p99 ms | max ms |", "|---|---|---|---|---|---|",
@@ -137,23 +144,48 @@ def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
     return lines
 
 
-def _ratio_section(ours: RunStats, stock: RunStats, budgets: LatencyConfig) -> list[str]:
+def _ratio(x: float, y: float) -> float:
+    return math.nan if math.isnan(x) or math.isnan(y) or y == 0 else x / y
+
+
+def stock_ratios(ours: RunStats, stock: RunStats, budgets: LatencyConfig) -> list[tuple[str, dict, dict]]:
+    """(measure, ours {p50, p90}, stock {p50, p90}) for every stage and the caller's TTFA."""
     a = {r.stage: r for r in summarize(ours.records, budgets)}
     b = {r.stage: r for r in summarize(stock.records, budgets)}
+    rows = [(name, {"p50": a[name].p50, "p90": a[name].p90}, {"p50": b[name].p50, "p90": b[name].p90})
+            for name, *_ in STAGES]
+    return [*rows, ("caller TTFA", _dist(ours.caller_ttfa), _dist(stock.caller_ttfa))]
 
+
+def bench_problems(stats: list[RunStats], budgets: LatencyConfig) -> list[str]:
+    """Why this run's figures cannot be trusted (empty: none): a call of any server that errored (no
+    greeting, a stream closed early, a rejected call) or an ours/stock ratio that could not be
+    computed. ``run_bench`` exits 3 on any of them: a broken comparison is never a quiet empty table."""
+    problems = [f"{st.run.system}: call {c.call_id[:10]}… {c.ended_by}: {c.error}"
+                for st in stats for c in st.run.calls if c.error]
+    problems += [f"{st.run.system}: no call was placed" for st in stats if not st.run.calls]
+    by = {st.run.system: st for st in stats}
+    if "ours" in by and "stock" in by:
+        for name, x, y in stock_ratios(by["ours"], by["stock"], budgets):
+            missing = [q for q in ("p50", "p90") if math.isnan(_ratio(x[q], y[q]))]
+            if missing:
+                why = "; ".join(f"{system} {_f(v[missing[0]])}" for system, v in (("ours", x), ("stock", y)))
+                problems.append(f"ours/stock ratio of {name} {'/'.join(missing)} could not be computed ({why})")
+    return problems
+
+
+def _ratio_section(ours: RunStats, stock: RunStats, budgets: LatencyConfig) -> list[str]:
     def ratio(x: float, y: float) -> str:
-        return "-" if math.isnan(x) or math.isnan(y) or y == 0 else f"{x / y:.2f}"
+        r = _ratio(x, y)
+        return "-" if math.isnan(r) else f"{r:.2f}"
 
     lines = ["## Ours vs stock Pipecat (ratio = ours / stock; below 1 = ours faster)", "",
              "| stage | ours p50 | stock p50 | p50 ratio | ours p90 | stock p90 | p90 ratio |",
              "|---|---|---|---|---|---|---|"]
-    for name, *_ in STAGES:
-        x, y = a[name], b[name]
-        lines.append(f"| {name} | {_f(x.p50)} | {_f(y.p50)} | {ratio(x.p50, y.p50)} | {_f(x.p90)} | {_f(y.p90)} | "
-                     f"{ratio(x.p90, y.p90)} |")
-    ca, cb = _dist(ours.caller_ttfa), _dist(stock.caller_ttfa)
-    lines.append(f"| **caller TTFA** | {_f(ca['p50'])} | {_f(cb['p50'])} | {ratio(ca['p50'], cb['p50'])} | {_f(ca['p90'])} | "
-                 f"{_f(cb['p90'])} | {ratio(ca['p90'], cb['p90'])} |")
+    for name, x, y in stock_ratios(ours, stock, budgets):
+        label = f"**{name}**" if name == "caller TTFA" else name
+        lines.append(f"| {label} | {_f(x['p50'])} | {_f(y['p50'])} | {ratio(x['p50'], y['p50'])} | {_f(x['p90'])} | "
+                     f"{_f(y['p90'])} | {ratio(x['p90'], y['p90'])} |")
     la, lb = ours.run.loop_lag_worst or {}, stock.run.loop_lag_worst or {}
     lines += ["", f"Event-loop lag, worst p99: ours {_f(la.get('p99_ms'), 1)} ms, stock {_f(lb.get('p99_ms'), 1)} ms.",
               "Stock = bot/stock.py: Pipecat WhisperSTTService (faster-whisper defaults, beam 5), default "
@@ -228,6 +260,11 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
                   for t in turn_set.turns.values()]
         lines += ["", "Calls (call i plays script i mod " + str(len(turn_set.calls)) + "): "
                   + "; ".join(" -> ".join(c) for c in turn_set.calls), ""]
+    problems = bench_problems(stats, budgets)
+    lines += (["## BENCH FAILED: these figures cannot be trusted", "", *(f"- {p}" for p in problems), ""] if problems
+              else ["Bench: every call of every server completed"
+                    + (", every ours/stock ratio computed." if any(r.system == "stock" for r in runs) else "."),
+                    ""])
     for st in stats:
         lines += _run_section(st, budgets)
     by = {st.run.system: st for st in stats}

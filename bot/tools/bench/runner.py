@@ -102,13 +102,51 @@ class RunResult:
                     if k not in used and t is not None and lo <= t < hi:
                         match = k
                         break
+                server = None
                 if match is not None:
                     used.add(match)
+                    server = recs[match]
+                    late = _late_answer(server, recs, used, lo, hi)
+                    if late is not None:
+                        used.add(late)
+                        server = _joined(server, recs[late])
                 rows.append({"system": self.system, "call_id": call.call_id, "turn": ct.turn,
-                             "server": recs[match] if match is not None else None, "caller": dataclasses.asdict(ct)})
+                             "server": server, "caller": dataclasses.asdict(ct)})
             rows += [{"system": self.system, "call_id": call.call_id, "turn": None, "server": rec, "caller": None}
                      for k, rec in enumerate(recs) if k not in used]
         return rows
+
+
+_CALLER_MARKS = ("speech_end", "vad_stop", "stt_done")
+
+
+def _late_answer(rec: dict, recs: list[dict], used: set[int], lo: float, hi: float) -> int | None:
+    """The record that answered ``rec``'s speech when its transcript came after the turn closed.
+
+    Then the turn that heard the speech closed empty (no model request, no audio: the stop timeout
+    beat the STT, as stock Pipecat's 5 s does with Whisper at beam 5 on two cores) and the late
+    transcript opened a turn of its own, without the caller's marks, that was answered. Without
+    the join that answer would have no voice_to_voice and the speech no answer.
+    """
+    if rec.get("first_audio_out") is not None or rec.get("llm_request") is not None:
+        return None
+    for k, other in enumerate(recs):
+        t = other.get("turn_end") or other.get("first_audio_out")
+        if (k not in used and t is not None and lo <= t < hi and other.get("first_audio_out") is not None
+                and all(other.get(m) is None for m in _CALLER_MARKS)):
+            return k
+    return None
+
+
+def _joined(heard: dict, answered: dict) -> dict:
+    """One record for a speech and its late answer: the caller's marks from the turn that heard it."""
+    out = dict(answered)
+    out.update({m: heard.get(m) for m in _CALLER_MARKS})
+    out["stt_audio_secs"], out["stt_ms"] = heard.get("stt_audio_secs"), heard.get("stt_ms")
+    out["joined_late_answer"] = [heard.get("index"), answered.get("index")]
+    stages = to_record(out).stages_ms()
+    out["stages_ms"] = stages
+    return out
 
 
 def records_token(args) -> str | None:
@@ -132,11 +170,13 @@ async def _fetch_turns(client: httpx.AsyncClient, target: Target, since: float) 
 
 
 async def _watch_loop_lag(client: httpx.AsyncClient, target: Target, worst: dict, every: float = 20.0) -> None:
-    """Poll the server's loop-lag window during the run (it only covers the last 60 s)."""
+    """Poll the server's loop-lag window during the run (it only covers the last 60 s).
+
+    ``since`` is now (a valid time that matches few turns): the answer's ``loop_lag`` is what is wanted."""
     while True:
         await asyncio.sleep(every)
         try:
-            lag = (await _fetch_turns(client, target, 1e12)).get("loop_lag") or {}
+            lag = (await _fetch_turns(client, target, time.time())).get("loop_lag") or {}
         except (httpx.HTTPError, ValueError, BenchError):
             continue
         for k in ("p99_ms", "max_ms"):

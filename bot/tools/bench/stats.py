@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from bot.telemetry.latency import TurnRecord, percentile
+from bot.telemetry.latency import GREETING_STAGE, TurnRecord, percentile
 from bot.tools.bench.runner import RunResult, to_record
 
 
@@ -43,6 +43,17 @@ class RunStats:
 
     def caller_turns(self) -> list[dict]:
         return [r["caller"] for r in self.rows if r["caller"] is not None]
+
+    def greeting_server(self) -> list[float]:
+        """Server side, per call: media stream start -> the greeting's first audio out (ms)."""
+        ids = {c.call_id for c in self.run.calls}
+        stages = [to_record(t).stages_ms() for t in self.run.server_turns
+                  if t.get("route") == "greeting" and t.get("call_id") in ids]
+        return [st[GREETING_STAGE] for st in stages if GREETING_STAGE in st]
+
+    def greeting_caller(self) -> list[float]:
+        """Caller side, per call: media stream opened -> the first audible greeting audio (ms)."""
+        return [c.greeting_ms for c in self.run.calls if c.greeting_ms is not None]
 
 
 

@@ -1,0 +1,142 @@
+"""A simulated phone call leaves a two-channel recording: the caller's audio, the bot's as it was sent; a kill -9
+mid-call leaves a playable file. The lab server (fixed-delay STT, stand-in TTS, fake vLLM) in its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+import soxr
+
+from bot.recording import files
+from bot.store import recordings
+from bot.store.db import Store
+from bot.testing.process import BotProcess
+from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from tests.conftest import FIXTURES, offline_bot_overrides
+
+pytestmark = pytest.mark.slow
+
+AUTH_TOKEN = "test-auth-token-0123456789"
+ACCOUNT_SID = "AC" + "1" * 32
+PUBLIC_HOST = "voice.example.org"
+PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
+NOTICE = "통화 내용이 녹음됩니다."
+SAID = FIXTURES / "en_report.wav"
+# Both channels went through μ-law (8 bits: ~38 dB SNR) and Opus; measured 0.97-0.99 here. Audio that is not
+# the caller's (another clip, the bot's, noise) peaks below 0.3 against it; a threshold of 0.9 tells them
+# apart with room for the codecs.
+MATCH = 0.9
+
+
+def xcorr(recorded: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
+    """Where ``reference`` sits in ``recorded`` (FFT cross-correlation) and the normalized correlation there."""
+    n = len(recorded) + len(reference)
+    size = 1 << (n - 1).bit_length()
+    c = np.fft.irfft(np.fft.rfft(recorded, size) * np.conj(np.fft.rfft(reference, size)), size)[: len(recorded)]
+    lag = int(np.argmax(c))
+    seg = recorded[lag : lag + len(reference)]
+    ref = reference[: len(seg)]
+    return float(np.dot(seg, ref) / (np.linalg.norm(seg) * np.linalg.norm(ref) + 1e-12)), lag
+
+
+@pytest.fixture(scope="module")
+def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
+    tmp = tmp_path_factory.mktemp("bot")
+    proc = BotProcess(
+        [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+         f"server.public_host='{PUBLIC_HOST}'", f"twilio.api_base_url='{twilio_api.base_url}'",
+         "recording.enabled=true", f"recording.dir='{tmp / 'recordings'}'", f"call.recording_notice='{NOTICE}'"],
+        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
+        log_path=tmp / "bot.log",
+        entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200"),
+    )
+    try:
+        proc.wait_ready()
+        proc.records_url = f"sqlite:///{tmp / 'records' / 'calls.db'}"
+        proc.recordings = tmp / "recordings"
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def open_call(bot: BotProcess) -> TwilioCallSimulator:
+    sid = new_sid("CA")
+    resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, voice_webhook_params(sid, account_sid=ACCOUNT_SID),
+                                    AUTH_TOKEN)
+    assert resp.status_code == 200, resp.text
+    _, params = parse_twiml_stream(resp.text)
+    return TwilioCallSimulator(bot.ws_url, call_sid=sid, custom_parameters=params, account_sid=ACCOUNT_SID)
+
+
+async def wait_until(predicate, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = predicate()
+        if got:
+            return got
+        await asyncio.sleep(0.2)
+    raise TimeoutError
+
+
+def pcm(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.int16).astype(np.float32) / 32768
+
+
+async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
+    call = await open_call(bot)
+    async with call:
+        await call.wait_for_media(timeout=15)
+        await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+        greeting = pcm(call.media_audio())  # what the caller got: greeting and notice
+        await call.send_wav(SAID)
+        await call.wait_for_media(timeout=20, after=time.monotonic())
+        await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+        assert await call.stop() is True
+    store = Store(bot.records_url)
+    rec = await wait_until(lambda: (r := recordings.find_recording(store, call.call_sid)) and r["secs"] and r)
+    path = files.resolve(bot.recordings, rec["path"])
+    audio, rate = sf.read(path, dtype="float32")
+    assert rate == 8000 and audio.shape[1] == 2 and path.suffix == ".opus"
+    assert abs(len(audio) / rate - rec["secs"]) < 0.05
+
+    a, r = sf.read(SAID, dtype="float32")
+    sent = soxr.resample(a, r, 8000).astype(np.float32)
+    corr, _ = xcorr(audio[:, 0], sent)
+    assert corr > MATCH, corr  # the caller's channel holds what the caller sent
+    assert xcorr(audio[:, 1], sent)[0] < 0.5  # and the bot's channel does not
+
+    corr, lag = xcorr(audio[:, 1], greeting[: 8000 * 2])
+    assert corr > MATCH and lag < 8000, (corr, lag)  # the greeting, from the call's first second
+    turns = await wait_until(lambda: [t for t in bot.turns() if t["call_id"] == call.call_sid] or None)
+    assert "recording_notice" in turns[0]["heard"]  # recording on: the notice was said
+    store.close()
+
+
+async def test_a_kill_9_mid_call_leaves_a_playable_recording(bot):
+    """Last in this module: it kills the module's bot."""
+    call = await open_call(bot)
+    await call.connect()
+    started = time.monotonic()
+    await call.wait_for_media(timeout=15)
+    await call.send_wav(SAID)
+    await asyncio.sleep(1.5)
+    lived = time.monotonic() - started
+    bot.kill()
+    await call.aclose()
+    store = Store(bot.records_url)
+    rec = recordings.find_recording(store, call.call_sid)
+    assert rec["path"] and rec["secs"] is None  # noted at its first audio; never closed
+    path = files.resolve(bot.recordings, rec["path"])
+    audio, rate = sf.read(path, dtype="float32")
+    got = len(audio) / rate
+    # Everything up to the last flush (1 s), less the call's start before its first audio (the handshake).
+    assert lived - 1.0 - 0.6 <= got <= lived + 0.2, (got, lived)
+    a, r = sf.read(SAID, dtype="float32")
+    heard = soxr.resample(a, r, 8000).astype(np.float32)[: int(8000 * max(0.5, got - 1.5 - (lived - got)))]
+    assert xcorr(audio[:, 0], heard)[0] > MATCH
+    store.close()
