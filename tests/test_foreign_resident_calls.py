@@ -120,3 +120,66 @@ async def test_a_caller_is_answered_in_their_language_by_key_then_speech(lab, co
     assert languages.get(code).read_digits(ticket["reception_no"]) in turns[2]["reply"]
     # The language's fixed sentences were synthesized at startup with its tag.
     assert f"language {code})" in bot.log()
+
+
+@pytest.fixture(scope="module")
+def auto_lab(tmp_path_factory, whisper_dir, standin_tts_dir):
+    """The same line on ``stt.language = "auto"``: the language follows what Whisper hears, here the
+    fixed-answer STT's probabilities (``stt_script`` items carry them)."""
+    tmp = tmp_path_factory.mktemp("foreign-auto")
+    with FakeLLM(first_token_delay=0.05, token_delay=0.002) as fake_llm:
+        overrides = [o for o in offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records")
+                     if not o.startswith("stt.language")]
+        bot = BotProcess([*overrides, "stt.language='auto'", "line.languages=['ko','en','vi','ru']",
+                          "line.language_keys={ vi = '7', ru = '6' }", f"server.public_host='{PUBLIC_HOST}'"],
+                         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None}, log_path=tmp / "bot.log",
+                         entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200"))
+        store = Store(f"sqlite:///{tmp / 'records' / 'calls.db'}")
+        try:
+            bot.wait_ready()
+            yield bot, fake_llm, store
+        finally:
+            bot.stop()
+            store.close()
+
+
+async def _speak_turns(bot, store, script: list[dict]) -> list[dict]:
+    sid = new_sid("CA")
+    resp = await post_voice_webhook(bot.base_url, f"https://{PUBLIC_HOST}/twilio/voice",
+                                    voice_webhook_params(sid, account_sid=ACCOUNT_SID), AUTH_TOKEN)
+    _, params = parse_twiml_stream(resp.text)
+    call = TwilioCallSimulator(bot.ws_url, call_sid=sid, account_sid=ACCOUNT_SID,
+                               custom_parameters=params | {"stt_script": json.dumps(script)})
+    async with call:
+        await call.wait_for_media(timeout=20)
+        await call.wait_for_silence_from_bot(gap=0.8, timeout=30)
+        for n in range(1, len(script) + 1):
+            await call.send_wav(SPEECH)
+            await _answered(store, sid, n)
+        await call.stop()
+    row = next(c for c in store.list_calls() if c["call_sid"] == sid)
+    return [t for t in row["turns"] if t["route"] != "greeting"]
+
+
+async def test_a_vietnamese_caller_is_switched_by_speech(auto_lab):
+    bot, fake_llm, store = auto_lab
+    fake_llm.reset()
+    fake_llm.script({"emergency": "none", "reply": "Vâng, quý vị cần giúp gì ạ?", "intent": "other", "category": "none",
+                     "location": None, "time": None, "flow": "continue"})
+    turns = await _speak_turns(bot, store, [{"text": "Xin chào, tôi muốn hỏi về rác thải", "language": "vi", "p": 0.93}])
+    assert [(t["route"], t["language"], t["language_p"]) for t in turns] == [("llm", "vi", 0.93)]  # one turn to switch
+    system = " ".join(m["content"] for m in fake_llm.requests[0]["messages"] if m["role"] == "system")
+    assert "The caller speaks Vietnamese" in system
+
+
+async def test_a_caller_heard_in_chinese_is_told_once_where_to_call(auto_lab):
+    bot, fake_llm, store = auto_lab
+    fake_llm.reset()
+    said = {"text": "你好 我想投诉 路灯坏了", "language": "zh", "p": 0.97}
+    fake_llm.script({"emergency": "none", "reply": "죄송합니다.", "intent": "other", "category": "none",
+                     "location": None, "time": None, "flow": "continue"})
+    turns = await _speak_turns(bot, store, [said, said])
+    assert [t["route"] for t in turns] == ["rule", "llm"], turns  # told once; then the dialog goes on
+    assert turns[0]["language"] == "zh" and turns[1]["language"] == "ko"
+    assert "일삼사오" in turns[0]["reply"] and "one three four five" in turns[0]["reply"]
+    assert "a language this line does not serve" in bot.log()

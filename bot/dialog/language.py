@@ -61,6 +61,13 @@ class LanguageSwitcher:
             self._pending = lang
         return self.current
 
+    def unserved(self, guess: LanguageGuess) -> bool:
+        """Whisper's most probable language of all is one the line does not serve, as surely as a
+        switch would need (the caller is told where to call instead: never on one word)."""
+        rule = self.rule
+        return (guess.language not in self.languages and guess.p >= rule.switch_p
+                and guess.words >= rule.min_words and guess.audio_secs >= rule.min_secs)
+
     def force(self, language: str) -> None:
         """The caller chose (the keypad menu): at once, no evidence needed."""
         if language not in self.languages:

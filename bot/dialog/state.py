@@ -113,6 +113,14 @@ class DialogState:
         before, self.language = self.language, self.switcher.observe(guess)
         return self.language != before
 
+    def observe_heard(self, guess: LanguageGuess) -> bool:
+        """Whisper's most probable language over all it knows; True when it is one the line does not
+        serve and the caller has not been told yet (the policy then tells them, once)."""
+        if self.switcher is None or self.unserved_told or not self.switcher.unserved(guess):
+            return False
+        self.heard_unserved = guess.language
+        return True
+
     def set_language(self, language: str) -> None:
         if self.switcher is not None:
             self.switcher.force(language)

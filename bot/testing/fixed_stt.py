@@ -34,14 +34,17 @@ class FixedDelayEngine:
             reject a click), so a stray VAD blip does not open a turn.
         cfg: The ``[stt]`` section (the processor reads its language from it).
         script: Texts for the accepted segments, one each in order (a scripted call: "네" over the
-            reply, then "아니요 잠깐만요"); ``text`` once they are used up.
+            reply, then "아니요 잠깐만요"); ``text`` once they are used up. An item may also be
+            ``{"text": ..., "language": "vi", "p": 0.93}``: on a line with auto detection, what
+            Whisper's language probabilities would say of that segment (robot voices of vi, ru and
+            zh are not recognized by Whisper base, so tests of detection fix its answer here).
     """
 
     device = "fixed-delay"
     is_fixed_delay = True
 
     def __init__(self, text: str, delay_s: float, *, min_speech_s: float = 0.25, cfg: STTConfig | None = None,
-                 script: Iterable[str] = ()):
+                 script: Iterable[str | dict] = ()):
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s}")
         if not text.strip():
@@ -53,11 +56,12 @@ class FixedDelayEngine:
         self.model_path = f"fixed-delay-{round(delay_s * 1000)}ms"
         self.warmup_ms = delay_s * 1000
         self.calls = 0
-        self.script = collections.deque(t.strip() for t in script)
-        if any(not t for t in self.script):
+        self.script = collections.deque(
+            ({"text": t.strip()} if isinstance(t, str) else {**t, "text": str(t.get("text", "")).strip()}) for t in script)
+        if any(not t["text"] for t in self.script):
             raise ValueError("script texts must not be empty")
 
-    def scripted(self, script: Iterable[str]) -> "FixedDelayEngine":
+    def scripted(self, script: Iterable[str | dict]) -> "FixedDelayEngine":
         """A copy for one call whose segments say ``script`` in order (the engine is shared by calls)."""
         return FixedDelayEngine(self.text, self.delay_s, min_speech_s=self.min_speech_s, cfg=self.cfg, script=script)
 
@@ -69,11 +73,13 @@ class FixedDelayEngine:
         time.sleep(self.delay_s)
         return self._result(pcm16, sample_rate, language)
 
-    async def transcribe_async(self, pcm16: bytes, sample_rate: int, *, language: str | None = None) -> TranscriptResult:
+    async def transcribe_async(self, pcm16: bytes, sample_rate: int, *, language: str | None = None,
+                               detect: tuple[str, ...] | None = None, decode_p: float = 0.5) -> TranscriptResult:
         await asyncio.sleep(self.delay_s)
-        return self._result(pcm16, sample_rate, language)
+        return self._result(pcm16, sample_rate, language, detect, decode_p)
 
-    def _result(self, pcm16: bytes, sample_rate: int, language: str | None) -> TranscriptResult:
+    def _result(self, pcm16: bytes, sample_rate: int, language: str | None,
+                detect: tuple[str, ...] | None = None, decode_p: float = 0.5) -> TranscriptResult:
         self.calls += 1
         secs = len(pcm16) / 2 / sample_rate if sample_rate else 0.0
         ms = self.delay_s * 1000
@@ -81,8 +87,16 @@ class FixedDelayEngine:
         lang = language or self.cfg.language
         if secs < self.min_speech_s:
             return TranscriptResult("", secs, ms, rtf, "empty", lang)
-        text = self.script.popleft() if self.script else self.text
-        return TranscriptResult(text, secs, ms, rtf, None, lang, avg_logprob=-0.1, no_speech_prob=0.0)
+        item = self.script.popleft() if self.script else {"text": self.text}
+        if not detect:
+            return TranscriptResult(item["text"], secs, ms, rtf, None, lang, avg_logprob=-0.1, no_speech_prob=0.0)
+        # Whisper's language probabilities, as the item fixes them (the current language, sure, by default).
+        heard, p = item.get("language", lang), float(item.get("p", 1.0))
+        served = heard in detect
+        detected, language_p = (heard, p) if served else (lang, round(1.0 - p, 3))
+        decoded = heard if served and p >= decode_p else lang
+        return TranscriptResult(item["text"], secs, ms, rtf, None, decoded, avg_logprob=-0.1, no_speech_prob=0.0,
+                                detected=detected, language_p=language_p, heard=heard, heard_p=p)
 
     def close(self) -> None:
         pass
@@ -96,9 +110,17 @@ class FixedDelaySTTService(WhisperSTTProcessor):
         super().__init__(engine=self.fixed_engine, language=language, **kwargs)
 
 
-def parse_script(value: str) -> list[str]:
-    """A stream's ``stt_script`` custom parameter: a JSON list of texts."""
-    texts = json.loads(value)
-    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise ValueError("stt_script must be a JSON list of non-empty strings")
-    return texts
+def parse_script(value: str) -> list[str | dict]:
+    """A stream's ``stt_script`` custom parameter: a JSON list of texts, or of
+    ``{"text": ..., "language": ..., "p": ...}`` objects (the language Whisper would hear)."""
+    items = json.loads(value)
+
+    def ok(t) -> bool:
+        if isinstance(t, str):
+            return bool(t.strip())
+        return (isinstance(t, dict) and isinstance(t.get("text"), str) and bool(t["text"].strip())
+                and isinstance(t.get("language", ""), str) and isinstance(t.get("p", 1.0), (int, float)))
+
+    if not isinstance(items, list) or not all(ok(t) for t in items):
+        raise ValueError("stt_script must be a JSON list of non-empty strings or {text, language, p} objects")
+    return items
