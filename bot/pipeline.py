@@ -333,9 +333,13 @@ def build_call(
     def on_stt(result):
         """Auto detection: the call's language follows what Whisper heard (the record is the observer's)."""
         if result.detected is not None and result.accepted:
-            guess = LanguageGuess(result.detected, result.language_p, len(result.text.split()), result.audio_secs)
+            words = len(result.text.split())
+            guess = LanguageGuess(result.detected, result.language_p, words, result.audio_secs)
             if dialog.observe_language(guess):
                 logger.info("call language -> {} (Whisper p={:.2f})", dialog.language, result.language_p)
+            if result.heard and dialog.observe_heard(LanguageGuess(result.heard, result.heard_p, words, result.audio_secs)):
+                logger.warning("caller heard in {} (Whisper p={:.2f}), a language this line does not serve: "
+                               "telling them where to call", result.heard, result.heard_p)
 
     auto = config.stt.language == "auto"
     stt = WhisperSTTProcessor(engine=models.whisper, language=config.line.languages[0] if auto else config.stt.language,

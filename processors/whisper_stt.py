@@ -160,6 +160,9 @@ class TranscriptResult:
     # from the same encoder pass as the transcript (None when the language was forced).
     detected: str | None = None
     language_p: float | None = None
+    # ... and the most probable language over all of Whisper's (a caller the line does not serve).
+    heard: str | None = None
+    heard_p: float | None = None
 
     @property
     def accepted(self) -> bool:
@@ -292,6 +295,7 @@ class WhisperEngine:
         language = language or (cfg.language if cfg.language != "auto" else "ko")
         detected: str | None = None
         language_p: float | None = None
+        heard: tuple[str, float] | None = None
         audio_secs = (len(pcm16) // 2) / sample_rate if sample_rate > 0 else 0.0
 
         def done(reason: RejectReason | None, text: str = "", seg: Any = None) -> TranscriptResult:
@@ -307,6 +311,8 @@ class WhisperEngine:
                 no_speech_prob=seg.no_speech_prob if seg is not None else None,
                 detected=detected,
                 language_p=language_p,
+                heard=heard[0] if heard else None,
+                heard_p=heard[1] if heard else None,
             )
 
         if audio_secs <= 0:
@@ -340,8 +346,8 @@ class WhisperEngine:
         if detect or self.window_frames(len(audio)) < self.model.feature_extractor.nb_max_frames:
             # Nothing is decoded yet (the generator is lazy): decode from our own encoder pass instead,
             # over the window sized to the speech (``stt.window_s``), with the language read from it.
-            detected, language_p, segments = self._encode_and_decode(audio, detect, language, decode_p,
-                                                                     _info.transcription_options)
+            detected, language_p, segments, heard = self._encode_and_decode(audio, detect, language, decode_p,
+                                                                            _info.transcription_options)
             if detect:
                 language = detected if language_p >= decode_p else language
             else:
@@ -381,15 +387,16 @@ class WhisperEngine:
         return min(fe.nb_max_frames, frames + frames % 2)
 
     def _encode_and_decode(self, audio: np.ndarray, allowed: tuple[str, ...] | None, fallback: str,
-                           decode_p: float, options: Any) -> tuple[str, float, Any]:
+                           decode_p: float, options: Any) -> tuple[str, float, Any, tuple[str, float] | None]:
         """One encoder pass over the window sized to the speech; language probabilities from it
         (``allowed``: auto detection) and the segments decoded from it.
 
         faster-whisper's own ``language=None`` encodes twice (detection, then decoding) and decodes
         in whatever language won, Thai included; here the winner is restricted to ``allowed``. Its
         decoding always encodes 30 s (the segment padded to 3000 frames): here the padding stops at
-        ``window_frames``. Returns (best allowed language, its probability, segments); without
-        ``allowed``, (``fallback``, 1.0, segments).
+        ``window_frames``. Returns (best allowed language, its probability, segments, the most
+        probable language of all with its probability); without ``allowed``, (``fallback``, 1.0,
+        segments, None).
         """
         from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
@@ -398,14 +405,16 @@ class WhisperEngine:
         features = model.feature_extractor(audio)
         frames = self.window_frames(len(audio))
         encoder_output = model.encode(pad_or_trim(features[..., :frames], frames))
-        best, p = fallback, 1.0
+        best, p, heard = fallback, 1.0, None
         if allowed:
             probs = {tok[2:-2]: p for tok, p in model.model.detect_language(encoder_output)[0]}
             best = max(allowed, key=lambda lang: probs.get(lang, 0.0))
             p = float(probs.get(best, 0.0))
+            top = max(probs, key=probs.__getitem__)
+            heard = (top, float(probs[top]))
         lang = best if p >= decode_p else fallback
         tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=lang)
-        return best, p, model.generate_segments(features, tokenizer, options, False, encoder_output)
+        return best, p, model.generate_segments(features, tokenizer, options, False, encoder_output), heard
 
     def _segment_reject_reason(self, seg: Any) -> RejectReason | None:
         cfg = self.cfg

@@ -99,6 +99,7 @@ def _turn(call_id: str, index: int, route: str, t0: float, *, llm_calls: int | N
     rec.first_sentence = t0 + (0.88 if route == "llm" else 0.8)
     rec.tts_first_audio = t0 + v2v - 0.01
     rec.first_audio_out = t0 + v2v
+    rec.tts_first_audible, rec.lead_silence_ms = rec.tts_first_audio, 30.0  # 30 ms of leading silence
     rec.llm_calls = (1 if route == "llm" else 0) if llm_calls is None else llm_calls
     rec.interrupted = interrupted
     return rec.to_dict()
@@ -159,6 +160,7 @@ def test_report_has_the_table_llm_calls_shortcut_share_and_escape_hatches():
     assert "p99 3.5 ms" in text and "max 41.0 ms" in text
     assert "Turns with missing marks: none" in text
     assert "| server: media stream start -> greeting's first audio out | 2 | 100 | 100 |" in text
+    assert "leading silence added) | 5 | 980 |" in text  # voice_to_voice 950 + 30 ms before the first sample
     assert "| caller: stream opened -> first audible greeting audio | 2 | 150 | 150 |" in text
 
 

@@ -78,3 +78,33 @@ def test_the_greeting_is_timed_from_the_media_stream_start_and_exported_to_metri
     assert 'voice_stage_latency_ms_count{stage="greeting"} 1.0' in text
     assert 'voice_stage_latency_ms_bucket{le="100.0",stage="greeting"} 1.0' in text
     assert 'voice_turns_total{route="llm"} 1.0' in text and 'route="greeting"' not in text
+
+
+async def test_audible_time_to_first_audio_adds_the_tts_leading_silence():
+    import numpy as np
+    from pipecat.frames.frames import BotStartedSpeakingFrame, TTSAudioRawFrame
+    from pipecat.observers.base_observer import FramePushed
+    from pipecat.processors.frame_processor import FrameDirection
+
+    from bot.telemetry.turns import CallRecorder, TurnObserver
+
+    rec = CallRecorder("CAaudible")
+    observer = TurnObserver(rec)
+    turn = rec.next_turn()
+    turn.speech_end = 1000.0
+    turn.first_sentence = 1000.5
+
+    def frame(pcm) -> TTSAudioRawFrame:
+        return TTSAudioRawFrame(np.asarray(pcm, dtype="<i2").tobytes(), 8000, 1)
+
+    silent, quiet = frame(np.zeros(160)), frame(np.full(160, 200))  # 20 ms each; 200 is below -40 dBFS
+    loud = frame(np.concatenate([np.zeros(40), np.full(120, 3000)]))  # 5 ms more of silence, then speech
+    for f in (silent, quiet, loud, frame(np.zeros(160)), BotStartedSpeakingFrame()):
+        await observer.on_push_frame(FramePushed(source=object(), destination=object(), frame=f,
+                                                 direction=FrameDirection.DOWNSTREAM, timestamp=0))
+    assert turn.lead_silence_ms == pytest.approx(45.0) and turn.tts_first_audible is not None
+    stages = turn.stages_ms()
+    assert stages["voice_to_audible"] == pytest.approx(stages["voice_to_voice"] + 45.0, abs=0.1)
+    never = TurnRecord(call_id="c", index=2, speech_end=1.0, first_sentence=1.5, first_audio_out=2.0,
+                       lead_silence_ms=400.0)  # an all-silent answer: no audible figure at all
+    assert "voice_to_audible" not in never.stages_ms() and "voice_to_voice" in never.stages_ms()

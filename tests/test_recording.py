@@ -5,6 +5,7 @@ The phone call end to end is tests/test_recording_phone.py; the desk's player te
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import signal
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import soxr
-from pipecat.frames.frames import InputAudioRawFrame, InterruptionFrame, TTSAudioRawFrame
+from pipecat.frames.frames import DataFrame, InputAudioRawFrame, InterruptionFrame, TTSAudioRawFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transports.base_input import BaseInputTransport
@@ -151,10 +152,23 @@ def test_a_kill_9_mid_call_leaves_a_playable_file_up_to_the_last_second(tmp_path
     assert files.duration_secs(path) == pytest.approx(got, abs=0.05)
 
 
+@dataclasses.dataclass
+class _Feed(DataFrame):
+    """What the line brings: the input transport makes its own audio frame of it, as a real one does."""
+
+    audio: bytes = b""
+
+
 class _Input(BaseInputTransport):
     async def start(self, frame):
         await super().start(frame)
         await self.set_transport_ready(frame)
+
+    async def process_frame(self, frame, direction):
+        if isinstance(frame, _Feed):
+            await self.push_audio_frame(InputAudioRawFrame(frame.audio, 16000, 1))
+            return
+        await super().process_frame(frame, direction)
 
 
 class _Output(BaseOutputTransport):
@@ -171,7 +185,7 @@ async def test_the_observer_records_the_input_transport_and_what_the_output_tran
     rec = CallRecording(tmp_path / "c.opus", rate=RATE, flush_secs=0.2)
     caller = speech("ko_trash", 16000)
     reply = speech("ko_greeting", RATE)
-    sent = [InputAudioRawFrame(f, 16000, 1) for f in frames(caller, 16000)]
+    sent = [_Feed(audio=f) for f in frames(caller, 16000)]
     said = [TTSAudioRawFrame(f, RATE, 1) for f in frames(reply, RATE)]
     await run_test(Pipeline([_Input(params), _Output(params)]),
                    frames_to_send=[*said, SleepFrame(0.3), *sent, SleepFrame(0.5), InterruptionFrame()],
@@ -181,6 +195,20 @@ async def test_the_observer_records_the_input_transport_and_what_the_output_tran
     corr, _ = peak_correlation(audio[:, 0], soxr.resample(caller, 16000, RATE).astype(np.float32), max_lag=RATE)
     assert corr > MATCH, corr
     assert np.abs(audio[:, 1]).max() > 0.1  # the output transport's audio, on the bot's channel
+
+
+async def test_a_goodbye_sent_just_before_the_call_ends_is_in_the_recording(tmp_path):
+    params = TransportParams(audio_in_enabled=True, audio_out_enabled=True, audio_out_sample_rate=RATE)
+    rec = CallRecording(tmp_path / "bye.opus", rate=RATE, flush_secs=0.2)
+    goodbye = speech("ko_greeting", RATE)
+    line = [_Feed(audio=f) for f in frames(np.zeros(16000), 16000)]
+    await run_test(Pipeline([_Input(params), _Output(params)]),
+                   frames_to_send=[*line, SleepFrame(0.3), *[TTSAudioRawFrame(f, RATE, 1) for f in frames(goodbye, RATE)]],
+                   expected_down_frames=None, observers=[RecordingObserver(rec)])  # then the EndFrame
+    audio, _ = finish(rec)
+    corr, _ = peak_correlation(audio[:, 1], np.concatenate([np.zeros(RATE), goodbye, np.zeros(RATE)])[: len(audio)],
+                               max_lag=RATE)
+    assert corr > MATCH and len(audio) >= len(goodbye), (corr, len(audio))  # played out, not cut at the end
 
 
 def test_a_qa_page_call_is_recorded_at_16_khz_with_the_bots_24_khz_audio_resampled(tmp_path):

@@ -23,8 +23,8 @@ process killed mid-call leaves a file that plays up to its last flush.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -152,7 +152,8 @@ class CallRecording:
         self._heard = 0.0  # the caller's line clock: samples (at ``rate``) of the call so far
         self._bot_end = 0.0  # where the bot's audio sent so far ends
         self._closed = False
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: collections.deque = collections.deque()  # appends from the loop, pops by the writer (atomic)
+        self._wake = threading.Event()  # set at close: the writer finishes without waiting for its next flush
         self.done = threading.Event()
         self.result: RecordingDone | None = None
         # Started at the first audio: a call that never ran leaves no file and no thread.
@@ -175,7 +176,7 @@ class CallRecording:
         n = len(pcm) // 2 * self.rate / sample_rate
         if wall - n - self._heard > GAP_SECS * self.rate:
             self._heard = wall - n
-        self._queue.put(("audio", CALLER, self._heard, pcm, sample_rate))
+        self._queue.append(("audio", CALLER, self._heard, pcm, sample_rate))
         self._heard += n
 
     def bot(self, pcm: bytes, sample_rate: int) -> None:
@@ -183,7 +184,7 @@ class CallRecording:
             return
         start = max(self._bot_end, self._line_now())
         self._bot_end = start + len(pcm) // 2 * self.rate / sample_rate
-        self._queue.put(("audio", BOT, start, pcm, sample_rate))
+        self._queue.append(("audio", BOT, start, pcm, sample_rate))
 
     def interrupted(self) -> None:
         """The line was cleared: bot audio not played yet is not heard."""
@@ -192,7 +193,7 @@ class CallRecording:
         now = self._line_now()
         if self._bot_end > now:
             self._bot_end = now
-            self._queue.put(("cut", round(now)))
+            self._queue.append(("cut", round(now)))
 
     def close(self, *, cut: bool = False) -> None:
         """Finish the file (on the writer thread). ``cut``: the caller left, so bot audio not yet
@@ -206,7 +207,8 @@ class CallRecording:
         if cut:
             self.interrupted()
         self._closed = True
-        self._queue.put(("close",))
+        self._queue.append(("close",))
+        self._wake.set()
 
     # --- the writer thread --------------------------------------------------------------------------
 
@@ -220,17 +222,16 @@ class CallRecording:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             f = sf.SoundFile(self.path, "w", samplerate=self.rate, channels=2, format=container, subtype=subtype)
-            while True:
-                timeout = max(0.0, self.flush_secs - (time.monotonic() - last_flush))
-                try:
-                    item = self._queue.get(timeout=timeout)
-                except queue.Empty:
-                    item = None
-                if item is not None and item[0] == "close":
-                    end = written + max(len(c.pending) for c in chans)
-                    written = self._write(f, chans, written, max(end, heard))
-                    break
-                if item is not None:
+            closing = False
+            while not closing:
+                # Once per flush (or at close): a thread that woke for every 20 ms frame would take the GIL
+                # from the event loop 100 times a second per call; this takes it once, for a batch.
+                self._wake.wait(timeout=max(0.0, self.flush_secs - (time.monotonic() - last_flush)))
+                while True:
+                    try:
+                        item = self._queue.popleft()
+                    except IndexError:
+                        break
                     if item[0] == "audio":
                         _, ch, pos, pcm, in_rate = item
                         chans[ch].place(written, pos, pcm, in_rate)
@@ -238,7 +239,13 @@ class CallRecording:
                             heard = max(heard, round(pos + len(pcm) // 2 * self.rate / in_rate))
                     elif item[0] == "cut":
                         chans[BOT].cut(written, item[1])
-                if time.monotonic() - last_flush >= self.flush_secs:
+                    elif item[0] == "close":
+                        closing = True
+                        break
+                if closing:
+                    end = written + max(len(c.pending) for c in chans)
+                    written = self._write(f, chans, written, max(end, heard))
+                elif time.monotonic() - last_flush >= self.flush_secs:
                     # Up to the line's now: bot audio queued beyond it has not been heard yet.
                     written = self._write(f, chans, written, heard)
                     f.flush()
@@ -272,9 +279,12 @@ class RecordingObserver(BaseObserver):
     """Feeds a ``CallRecording`` from the call's transports (see the module's docstring)."""
 
     def __init__(self, recording: CallRecording, *, on_start: Callable[[Path], None] | None = None, **kwargs):
-        super().__init__(**kwargs)
+        # First pushes only: a frame passed on by every stage reaches us once (the output transport's audio
+        # chunks are its own new frames), about a tenth of the event loop's hand-offs of every push.
+        super().__init__(observe_every_push=False, **kwargs)
         self.recording = recording
         self._on_start = on_start  # at the first audio (the call's row exists by then)
+        self._ending = False  # an EndFrame is on its way: the output transport plays out what it holds
 
     def _started(self) -> None:
         if self._on_start is not None:
@@ -285,24 +295,26 @@ class RecordingObserver(BaseObserver):
         frame, src = data.frame, data.source
         if data.direction != FrameDirection.DOWNSTREAM:
             return
-        if isinstance(src, BaseInputTransport):
-            if isinstance(frame, InputAudioRawFrame):
+        if isinstance(frame, InputAudioRawFrame):
+            if isinstance(src, BaseInputTransport):
                 self._started()
                 self.recording.caller(frame.audio, frame.sample_rate)
-        elif isinstance(src, BaseOutputTransport):
-            if isinstance(frame, OutputAudioRawFrame):
+        elif isinstance(frame, OutputAudioRawFrame):
+            if isinstance(src, BaseOutputTransport):  # written to the line, then pushed on
                 self._started()
                 self.recording.bot(frame.audio, frame.sample_rate)
-            elif isinstance(frame, InterruptionFrame):
-                self.recording.interrupted()
-            elif isinstance(frame, EndFrame):
-                self.recording.close()
-            elif isinstance(frame, CancelFrame):
-                self.recording.close(cut=True)
+        elif isinstance(frame, InterruptionFrame):
+            # On its way to the output transport, which clears the line (Twilio's clear) a few stages later.
+            self.recording.interrupted()
+        elif isinstance(frame, EndFrame):
+            self._ending = True  # the output transport sends what it holds first: closed at cleanup
+        elif isinstance(frame, CancelFrame):
+            self.recording.close(cut=True)  # the caller left: what was not played was not heard
 
     async def cleanup(self):
         await super().cleanup()
-        self.recording.close(cut=True)  # the worker ended without an end frame reaching us
+        # The worker is over: an ended call played out its last words; anything else was cut off.
+        self.recording.close(cut=not self._ending)
 
 
 def recording_path(directory: Path, call_id: str, fmt: str, *, when: float | None = None) -> Path:

@@ -31,6 +31,10 @@ _CALLER_MARKS = ("speech_end", "vad_stop", "stt_done")
 # The greeting's own stage (greeting records only, so not in STAGES, whose tables are the caller's
 # turns): media stream start -> the greeting's first audio out.
 GREETING_STAGE = "greeting"
+# Speech end -> the answer's first audible sample on the line (voice_to_voice counts the first byte,
+# silent or not). Audible: a 16-bit sample at or above -40 dBFS.
+AUDIBLE_STAGE = "voice_to_audible"
+AUDIBLE_PEAK = 328
 
 
 @dataclass
@@ -53,6 +57,11 @@ class TurnRecord:
     # The greeting's record only: the call's media stream started (its pipeline was built, right after
     # Twilio's `start` and the stream token's check). Greeting time = this -> first_audio_out.
     stream_start: float | None = None
+    # The answer's first TTS frame with a sample at or above ``AUDIBLE_PEAK``, and the audio before
+    # that sample (the TTS's leading silence, ms of audio): the caller hears the answer that much after
+    # first_audio_out, so voice_to_audible = voice_to_voice + lead_silence_ms.
+    tts_first_audible: float | None = None
+    lead_silence_ms: float | None = None
     llm_calls: int = 0
     llm_cancelled_calls: int = 0  # speculative calls withdrawn because the caller kept talking
     endpoint_kind: str | None = None  # final | continuing | default: how the turn-stop wait was chosen
@@ -111,6 +120,8 @@ class TurnRecord:
                 out[name] = round((b - a) * 1000.0, 1)
         if self.stream_start is not None and self.first_audio_out is not None:
             out[GREETING_STAGE] = round((self.first_audio_out - self.stream_start) * 1000.0, 1)
+        if "voice_to_voice" in out and self.tts_first_audible is not None and self.lead_silence_ms is not None:
+            out[AUDIBLE_STAGE] = round(out["voice_to_voice"] + self.lead_silence_ms, 1)
         return out
 
     def to_dict(self) -> dict[str, Any]:

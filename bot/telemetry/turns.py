@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+import numpy as np
 from loguru import logger
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -30,7 +31,7 @@ from pipecat.frames.frames import (
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameDirection
 
-from bot.telemetry.latency import TurnRecord
+from bot.telemetry.latency import AUDIBLE_PEAK, TurnRecord
 from bot.telemetry.turn_facts import (
     AsksToRepeat,
     DialogTurnFrame,
@@ -111,6 +112,20 @@ class CallRecorder:
         self._finish(self.current)
 
 
+def _hear(rec: TurnRecord, frame: TTSAudioRawFrame, now: float) -> None:
+    """Until the answer's first audible sample: add this frame's silence to its lead, or mark it."""
+    if rec.tts_first_audible is not None:
+        return
+    channels = max(1, frame.num_channels)
+    samples = np.frombuffer(frame.audio[: len(frame.audio) // 2 * 2], dtype="<i2")
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= AUDIBLE_PEAK)
+    before = loud[0] if loud.size else samples.size
+    rec.lead_silence_ms = (rec.lead_silence_ms or 0.0) + before / channels / frame.sample_rate * 1000.0
+    if loud.size:
+        rec.lead_silence_ms = round(rec.lead_silence_ms, 1)
+        rec.mark("tts_first_audible", now)
+
+
 class TurnObserver(BaseObserver):
     """Fills the call's turn records from the frames it sees (first push of each frame only).
 
@@ -178,6 +193,7 @@ class TurnObserver(BaseObserver):
             # Only this turn's answer: the tail of an interrupted reply can still be in flight.
             if rec.current.first_sentence is not None:
                 rec.current.mark("tts_first_audio", now)
+                _hear(rec.current, frame, now)
         elif isinstance(frame, BotStartedSpeakingFrame):
             rec.bot_speaking = True
             if rec.current.first_sentence is not None:

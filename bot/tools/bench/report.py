@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from bot.config import LatencyConfig
-from bot.telemetry.latency import STAGES, format_table, percentile, summarize
+from bot.telemetry.latency import AUDIBLE_STAGE, STAGES, format_table, percentile, summarize
 from bot.tools.bench.caller import BOT_QUIET_GAP
 from bot.tools.bench.plot import plot_cdfs
 from bot.tools.bench.runner import EXPECTED_MARKS, RunResult, to_record
@@ -85,6 +85,9 @@ def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
               f"{_f(ca['p90'])} | {_f(ca['p99'])} | {_f(ca['max'])} |",
               f"| server voice_to_voice (speech_end -> first audio out) | {sv['n']} | {_f(sv['p50'])} | {_f(sv['p90'])} | "
               f"{_f(sv['p99'])} | {_f(sv['max'])} |"]
+    au = _dist([rec.stages_ms()[AUDIBLE_STAGE] for rec in recs if AUDIBLE_STAGE in rec.stages_ms()])
+    lines.append(f"| server voice_to_audible (speech_end -> first sample above -40 dBFS out: the TTS's leading "
+                 f"silence added) | {au['n']} | {_f(au['p50'])} | {_f(au['p90'])} | {_f(au['p99'])} | {_f(au['max'])} |")
     diffs = [r["caller"]["caller_ttfa_ms"] - to_record(r["server"]).stages_ms()["voice_to_voice"] for r in st.rows
              if r["caller"] and r["server"] and r["caller"]["caller_ttfa_ms"] is not None
              and not r["caller"]["cut_off_early"] and "voice_to_voice" in to_record(r["server"]).stages_ms()]
