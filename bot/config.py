@@ -282,7 +282,7 @@ class STTConfig:
     # The encoder's window floor, seconds: each segment is encoded padded to max(window_s, its length
     # + 1 s), at most Whisper's 30 s (30 = faster-whisper's own padding). Shorter is faster (the
     # encoder's work scales with it); a window cut to the speech alone made Whisper loop (docs/production.md).
-    window_s: float = 10.0
+    window_s: float = 30.0
     # A rejected segment at least this long (with ~1.5 s of padding) is unclear speech: the bot asks
     # the caller to say it again instead of staying silent.
     unclear_min_segment_secs: float = 2.0

@@ -107,6 +107,7 @@ class DialogAssets:
         ids = {s.reply.strip(): f"shortcut:{s.name}" for s in pack.shortcuts.shortcuts if s.reply}
         ids |= {pack.intake.text("ask_correction").strip(): "ask_correction", pack.switched.strip(): "language_switched"}
         ids |= {self.menu_lines[code]: "language_menu"} if code in self.menu_lines else {}
+        ids |= {pack.recording_notice.strip(): "recording_notice"} if pack.recording_notice.strip() else {}
         return ids | {text: name for text, name in pack.canned.ids().items() if name != "busy"}
 
     def fixed_sentences(self, greeting: str, notice: str = "") -> list[str]:
@@ -179,6 +180,8 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
     for code, pack in assets.languages.items():
         sibling = policy(pack.shortcuts, pack.canned, pack.intake)
         sibling.instruction, sibling.language = pack.instruction, code
+        if config.recording.enabled and config.call.recording_notice:
+            sibling.recording_notice = pack.recording_notice
         main.siblings[code] = sibling
     main.siblings |= {"ko": main}
     for sibling in main.siblings.values():

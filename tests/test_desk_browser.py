@@ -76,7 +76,10 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm):
     overrides = [o for o in offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records")
                  if not o.startswith("records.url")]
     proc = BotProcess(
-        [*overrides, f"records.url='{db_url}'", f"server.public_host='{PUBLIC_HOST}'", "desk.cookie_secure=false"],
+        # No speculative answers: a speculative request withdrawn when "Hello?" turns out to go on would
+        # take the next scripted answer (the fake answers in queue order, not by what was said).
+        [*overrides, f"records.url='{db_url}'", f"server.public_host='{PUBLIC_HOST}'", "desk.cookie_secure=false",
+         "turn.speculative_reply=false"],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None, "DESK_SECRET_KEY": DESK_KEY},
         log_path=tmp / "bot.log",
     )

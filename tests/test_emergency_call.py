@@ -36,6 +36,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
             f"twilio.api_base_url='{twilio_api.base_url}'",
             f"call.emergency_transfer={{ fire = '{FIRE_LINE}' }}",
             f"call.recording_notice='{NOTICE}'",
+            "recording.enabled=true", f"recording.dir='{tmp / 'recordings'}'",  # the notice must be true
         ],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
         log_path=tmp / "bot.log",

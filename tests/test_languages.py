@@ -131,3 +131,14 @@ def test_whisper_decodes_in_a_forced_language_until_the_call_switches():
     assert decode_in() == "ko"
     state.observe_language(LanguageGuess("en", 0.95, 5, 2.0))
     assert decode_in() == "en"
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_switch_by_key_says_the_recording_notice_in_the_new_language_only_when_recording(recorded, tmp_path):
+    extra = [f"recording.enabled={str(recorded).lower()}", f"recording.dir='{tmp_path}'",
+             f"call.recording_notice='{'민원 처리를 위해 통화 내용이 녹음되고 기록됩니다.' if recorded else ''}'"]
+    config = _config("stt.language='auto'", *extra)
+    assets = DialogAssets.load(config)
+    answer = make_policy(config, assets).keypad("9", new_dialog_state(config, assets))
+    notice = assets.languages["en"].recording_notice
+    assert answer.sentences == ((assets.languages["en"].switched, notice) if recorded else (assets.languages["en"].switched,))

@@ -181,6 +181,8 @@ class DialogPolicy:
         self.menu: dict[str, tuple[str, str, str]] = {}
         # Said once to a caller heard in a language the line does not serve (Korean, then English).
         self.unserved: tuple[str, ...] = ()
+        # This language's recording notice, said after a switch to it ("" when calls are not recorded).
+        self.recording_notice = ""
 
     def for_language(self, language: str) -> "DialogPolicy":
         """This line's rules in the caller's language (itself when it has no other)."""
@@ -353,7 +355,8 @@ class DialogPolicy:
         """A complete key entry ("0", "1"/"2" during a read-back, the language key, or digits before '#')."""
         if keys in self.menu:
             language, switched, _line = self.menu[keys]
-            return Speak((switched,), "rule", "other", change=Change(language=language))
+            notice = self.for_language(language).recording_notice  # the greeting's notice was Korean's
+            return Speak((switched, *((notice,) if notice else ())), "rule", "other", change=Change(language=language))
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
         if state.awaiting == SMS_OFFER and keys in ("1", "2") and state.tickets:
