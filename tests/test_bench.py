@@ -271,3 +271,27 @@ def test_bench_places_concurrent_calls_and_writes_the_report(tmp_path, whisper_d
         # The caller's figure includes what the server's cannot see (socket, serializer): never much less.
         assert r["caller"]["caller_ttfa_ms"] > r["server"]["stages_ms"]["voice_to_voice"] - 100
     assert not math.isnan(json.loads(json.dumps(rows))[0]["caller"]["speech_end"])
+
+
+def test_the_recording_cost_comes_from_the_recorders_own_log_lines():
+    from bot.tools.bench.report import recording_cost
+
+    log = ("2026-12-04 | INFO | bot.recording.recorder:close:349 - recording of call CA12…: 30.5 s in "
+           "2026/12/04/CA12.opus (1200 kB, 0.40 s CPU)\n"
+           "noise\nrecording of call CA34…: 29.5 s in 2026/12/04/CA34.opus (1100 kB, 0.30 s CPU)\n")
+    cost = recording_cost(log)
+    assert cost["calls"] == 2 and cost["secs"] == 60.0 and cost["kb"] == 2300 and round(cost["cpu_s"], 2) == 0.7
+    assert recording_cost("nothing")["calls"] == 0
+
+
+@pytest.mark.parametrize("off, on, calls, verdict", [
+    ((6, 800.0, 4.0), (6, 820.0, 5.0), 2, "no growth"),
+    ((6, 800.0, 4.0), (6, 1500.0, 5.0), 2, "GROWTH with recording on: voice-to-voice p50"),
+    ((6, 800.0, 4.0), (6, 810.0, 12.0), 2, "GROWTH with recording on: loop-lag p99"),
+    ((2, 800.0, 4.0), (6, 810.0, 4.0), 2, "not judged"),
+    ((6, 800.0, 4.0), (6, 810.0, 4.0), 0, "not judged"),
+])
+def test_recording_on_vs_off_is_judged_only_with_enough_turns(off, on, calls, verdict):
+    from bot.tools.bench.report import recording_verdict
+
+    assert recording_verdict(off, on, calls).startswith(verdict)

@@ -48,7 +48,15 @@ from bot.config import Config
 from bot.tools import baseline
 from bot.tools.bench.caller import CallerTurn, CallResult, Target, run_call
 from bot.tools.bench.plot import plot_cdfs
-from bot.tools.bench.report import FEATURES_OFF, bench_problems, machine_meta, render_report, write_outputs
+from bot.tools.bench.report import (
+    FEATURES_OFF,
+    RECORDING_ON,
+    bench_problems,
+    machine_meta,
+    recording_cost,
+    render_report,
+    write_outputs,
+)
 from bot.tools.bench.runner import RunResult, ServerProcess, bench_responder, records_token, run_bench_calls
 from bot.tools.bench.stats import RunStats, calls_per_worker
 from bot.tools.bench.turnset import DEFAULT_TURNS, ROOT, ROUTES, BenchError, Turn, TurnSet, load_turn_set, speech_bounds
@@ -107,9 +115,11 @@ def run_bench(config: Config, args) -> int:
     if not args.url and n > config.server.max_calls:
         raise BenchError(f"--calls {n} > server.max_calls {config.server.max_calls}: the server would reject calls "
                          f"(add --set server.max_calls={n})")
-    systems = ["ours"] + (["ours-basic"] if args.features_off else []) + (["stock"] if args.baseline else [])
-    if args.url and args.features_off:
-        raise BenchError("--features-off needs the bench to start the servers (no --url)")
+    recording = getattr(args, "recording", False)
+    systems = (["ours"] + (["ours-basic"] if args.features_off else []) + (["ours-recording"] if recording else [])
+               + (["stock"] if args.baseline else []))
+    if args.url and (args.features_off or recording):
+        raise BenchError("--features-off and --recording need the bench to start the servers (no --url)")
     auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
     compare_to = getattr(args, "compare", None)
     try:
@@ -147,6 +157,8 @@ def run_bench(config: Config, args) -> int:
             overrides = list(args.overrides)
             if system == "ours-basic":
                 overrides += list(FEATURES_OFF)
+            if system == "ours-recording":
+                overrides += [*RECORDING_ON, f"recording.dir='{(out / 'recordings').resolve()}'"]
             if fake_llm is not None:
                 overrides.append(f"llm.base_url='{fake_llm.base_url}'")
             overrides.append(f"records.url='sqlite:///{(out / 'records' / system / 'calls.db').resolve()}'")
@@ -167,7 +179,10 @@ def run_bench(config: Config, args) -> int:
     if fake:
         meta["LLM"] = (f"fake vLLM (bot/testing/fake_llm.py): first token {first_token_ms:g} ms, "
                        f"{char_ms:g} ms per character")
-    paths = write_outputs(out, runs, meta, config.latency, turn_set)
+    cost = None
+    if recording and (out / "server-ours-recording.log").exists():
+        cost = recording_cost((out / "server-ours-recording.log").read_text(encoding="utf-8", errors="replace"))
+    paths = write_outputs(out, runs, meta, config.latency, turn_set, recording=cost)
     print(paths["report"].read_text(encoding="utf-8"))
     print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)
     problems = bench_problems([RunStats.of(r) for r in runs], config.latency)

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import time
 from collections import Counter
@@ -197,6 +198,54 @@ def _ratio_section(ours: RunStats, stock: RunStats, budgets: LatencyConfig) -> l
     return lines
 
 
+# The "ours-recording" run: the same server recording every call (bot/recording/).
+RECORDING_ON = ("recording.enabled=true",)
+_RECORDED = re.compile(r"recording of call \S+: ([\d.]+) s in \S+ \((\d+) kB, ([\d.]+) s CPU\)")
+MIN_JUDGED_TURNS = 3  # fewer voice-to-voice turns a run: the comparison says "not judged"
+
+
+def recording_cost(log_text: str) -> dict[str, float]:
+    """The recorder's own per-call log lines: calls, seconds recorded, kB written, CPU seconds."""
+    rows = [tuple(float(x) for x in m.groups()) for m in _RECORDED.finditer(log_text)]
+    return {"calls": len(rows), "secs": sum(r[0] for r in rows), "kb": sum(r[1] for r in rows),
+            "cpu_s": sum(r[2] for r in rows), "cpu_max_s": max((r[2] for r in rows), default=math.nan)}
+
+
+def _recording_section(off: RunStats, on: RunStats, budgets: LatencyConfig, cost: dict[str, float]) -> list[str]:
+    """Recording on vs off in the same run: the recorder's cost, and whether the call got slower."""
+    a = {r.stage: r for r in summarize(off.records, budgets)}["voice_to_voice"]
+    b = {r.stage: r for r in summarize(on.records, budgets)}["voice_to_voice"]
+    la = (off.run.loop_lag_worst or {}).get("p99_ms", math.nan)
+    lb = (on.run.loop_lag_worst or {}).get("p99_ms", math.nan)
+    calls, secs = cost.get("calls", 0), cost.get("secs", 0.0)
+    lines = ["## Recording on vs off (the same calls, two configs)", "",
+             "| run | voice-to-voice n | p50 ms | p90 ms | loop lag worst p99 ms |", "|---|---|---|---|---|",
+             f"| ours (recording off) | {a.n} | {_f(a.p50)} | {_f(a.p90)} | {_f(la, 1)} |",
+             f"| ours-recording | {b.n} | {_f(b.p50)} | {_f(b.p90)} | {_f(lb, 1)} |", ""]
+    if calls:
+        lines += [f"Recorder: {calls} calls, {secs:.0f} s recorded, CPU per call {cost['cpu_s'] / calls:.2f} s "
+                  f"(max {cost['cpu_max_s']:.2f} s), disk {cost['kb'] / 1000 / secs * 3600:.1f} MB per hour of calls."
+                  if secs else f"Recorder: {calls} calls, nothing recorded."]
+    else:
+        lines += ["Recorder: NO recording log lines in the recording server's log: cost not measured."]
+    verdict = recording_verdict((a.n, a.p50, la), (b.n, b.p50, lb), calls)
+    return [*lines, f"Verdict: {verdict}.", ""]
+
+
+def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float], calls: int) -> str:
+    """(turns, voice-to-voice p50, loop-lag p99) off and on: growth, none, or "not judged"."""
+    (n_off, v_off, lag_off), (n_on, v_on, lag_on) = off, on
+    if min(n_off, n_on) < MIN_JUDGED_TURNS or not calls or math.isnan(v_off) or math.isnan(v_on):
+        return f"not judged (fewer than {MIN_JUDGED_TURNS} turns a run, or no recorder figures)"
+    # The bench's own noise rule for a stage (x 1.6 and + 100 ms), and 5 ms of loop-lag p99.
+    slower = v_on > v_off * 1.6 and v_on > v_off + 100
+    lag = not math.isnan(lag_off) and not math.isnan(lag_on) and lag_on > lag_off + 5
+    if slower or lag:
+        return "GROWTH with recording on: " + ", ".join(
+            x for x, bad in (("voice-to-voice p50", slower), ("loop-lag p99", lag)) if bad)
+    return "no growth beyond noise (voice-to-voice p50 within x1.6 / +100 ms, loop-lag p99 within +5 ms)"
+
+
 # The turn-taking features of bot/pipeline.py, switched off for the "ours-basic" run.
 FEATURES_OFF = ("turn.korean_endpointing=false", "turn.speculative_reply=false", "tts.canned_audio=false")
 
@@ -249,7 +298,8 @@ def machine_meta(n_calls: int, turn_set: TurnSet | None, argv: list[str] | None 
     return meta
 
 
-def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, turn_set: TurnSet | None = None) -> str:
+def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, turn_set: TurnSet | None = None,
+                  recording: dict[str, float] | None = None) -> str:
     """The markdown report: machine and environment header, then one section per run, then ratios."""
     stats = [RunStats.of(r) for r in runs]
     first_env = runs[0].environment if runs else {}
@@ -273,6 +323,8 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
     by = {st.run.system: st for st in stats}
     if "ours" in by and "stock" in by:
         lines += _ratio_section(by["ours"], by["stock"], budgets)
+    if "ours" in by and "ours-recording" in by:
+        lines += _recording_section(by["ours"], by["ours-recording"], budgets, recording or {})
     if len(by) > 1:
         lines += _ttfa_section(stats)
     lines += ["---", "", "Definitions: caller TTFA runs from the moment the caller's last speech frame was sent (the "
@@ -287,12 +339,12 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
 
 
 def write_outputs(out_dir: str | Path, runs: list[RunResult], meta: dict, budgets: LatencyConfig,
-                  turn_set: TurnSet | None = None) -> dict[str, Path]:
+                  turn_set: TurnSet | None = None, recording: dict[str, float] | None = None) -> dict[str, Path]:
     """Write report.md, latency.png and turns.jsonl; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"report": out / "report.md", "plot": out / "latency.png", "turns": out / "turns.jsonl"}
-    paths["report"].write_text(render_report(runs, meta, budgets, turn_set), encoding="utf-8")
+    paths["report"].write_text(render_report(runs, meta, budgets, turn_set, recording), encoding="utf-8")
     plot_cdfs(runs, paths["plot"])
     with paths["turns"].open("w", encoding="utf-8") as f:
         for run in runs:
