@@ -217,6 +217,14 @@ class LineConfig:
     # Keys for the line's further languages, each announced after the greeting: { vi = "7", ru = "6" }.
     language_keys: dict[str, str] = field(default_factory=dict)
 
+    def menu_keys(self) -> dict[str, str]:
+        """The keypad menu, language -> key, in the line's order: the second language's
+        ``language_key`` and each of ``language_keys`` (which wins for the same language)."""
+        keys = dict(self.language_keys)
+        if self.language_key and len(self.languages) > 1:
+            keys.setdefault(self.languages[1], self.language_key)
+        return {code: keys[code] for code in self.languages[1:] if code in keys}
+
 
 @dataclass(frozen=True)
 class AudioConfig:
@@ -667,11 +675,10 @@ def _check_languages(config: Config) -> None:
         raise ConfigError(f"line.languages must start with \"ko\" (the line's default), got {langs}")
     if len(set(langs)) != len(langs):
         raise ConfigError(f"line.languages has a language twice: {langs}")
-    keys = {langs[1]: config.line.language_key} if len(langs) > 1 and config.line.language_key else {}
-    for code, key in config.line.language_keys.items():
+    for code in config.line.language_keys:
         if code not in langs[1:]:
             raise ConfigError(f"line.language_keys: {code!r} is not one of line.languages after \"ko\" ({langs})")
-        keys[code] = key
+    keys = config.line.menu_keys()
     if any(k not in "123456789" or len(k) != 1 for k in keys.values()) or len(set(keys.values())) != len(keys):
         raise ConfigError(f"line.language_keys: one distinct key from 1 to 9 per language (0 is a person), got {keys}")
     for code in langs:

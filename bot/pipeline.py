@@ -195,11 +195,8 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
 def language_menu(config: Config, assets: DialogAssets) -> list[tuple[str, str, str]]:
     """The keypad menu: (key, language, its line said after the greeting) for the line's second
     language (``line.language_key``) and each of ``line.language_keys``, in the line's order."""
-    keys = {code: key for code, key in config.line.language_keys.items()}
-    if config.line.language_key and len(config.line.languages) > 1:
-        keys.setdefault(config.line.languages[1], config.line.language_key)
-    return [(keys[code], code, assets.languages[code].menu.format(key=keys[code]))
-            for code in config.line.languages[1:] if code in keys]
+    return [(key, code, assets.languages[code].menu.format(key=key))
+            for code, key in config.line.menu_keys().items()]
 
 
 def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:

@@ -21,7 +21,7 @@ from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
-from tests.conftest import FIXTURES, offline_bot_overrides
+from tests.conftest import FIXTURES, ROOT, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets
 
@@ -37,16 +37,19 @@ CALLERS = {
 
 
 def languages_pack_switched(code: str) -> str:
-    import tomllib
+    from bot.dialog.domain import load_domain
+    from bot.dialog.languages import load_language
 
-    return tomllib.loads((languages.get(code).folder / "language.toml").read_text(encoding="utf-8"))["language"]["switched"]
+    return load_language(code, load_domain(ROOT / "bot" / "data" / "domain.toml")).switched
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
-    tmp = tmp_path_factory.mktemp("foreign")
+def _line(tmp, whisper_dir, standin_tts_dir, stt_language: str | None = None):
+    """The ko/en/vi/ru line in the test lab, its fake LLM and its records; ``stt_language`` replaces
+    the offline overrides' forced English."""
     with FakeLLM(first_token_delay=0.05, token_delay=0.002) as fake_llm:
         overrides = offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records")
+        if stt_language:
+            overrides = [*(o for o in overrides if not o.startswith("stt.language")), f"stt.language='{stt_language}'"]
         bot = BotProcess([*overrides, "line.languages=['ko','en','vi','ru']", "line.language_keys={ vi = '7', ru = '6' }",
                           f"server.public_host='{PUBLIC_HOST}'"],
                          env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None}, log_path=tmp / "bot.log",
@@ -58,6 +61,11 @@ def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
         finally:
             bot.stop()
             store.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
+    yield from _line(tmp_path_factory.mktemp("foreign"), whisper_dir, standin_tts_dir)
 
 
 async def _answered(store: Store, sid: str, n: int) -> None:
@@ -126,21 +134,7 @@ async def test_a_caller_is_answered_in_their_language_by_key_then_speech(lab, co
 def auto_lab(tmp_path_factory, whisper_dir, standin_tts_dir):
     """The same line on ``stt.language = "auto"``: the language follows what Whisper hears, here the
     fixed-answer STT's probabilities (``stt_script`` items carry them)."""
-    tmp = tmp_path_factory.mktemp("foreign-auto")
-    with FakeLLM(first_token_delay=0.05, token_delay=0.002) as fake_llm:
-        overrides = [o for o in offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records")
-                     if not o.startswith("stt.language")]
-        bot = BotProcess([*overrides, "stt.language='auto'", "line.languages=['ko','en','vi','ru']",
-                          "line.language_keys={ vi = '7', ru = '6' }", f"server.public_host='{PUBLIC_HOST}'"],
-                         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None}, log_path=tmp / "bot.log",
-                         entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200"))
-        store = Store(f"sqlite:///{tmp / 'records' / 'calls.db'}")
-        try:
-            bot.wait_ready()
-            yield bot, fake_llm, store
-        finally:
-            bot.stop()
-            store.close()
+    yield from _line(tmp_path_factory.mktemp("foreign-auto"), whisper_dir, standin_tts_dir, "auto")
 
 
 async def _speak_turns(bot, store, script: list[dict]) -> list[dict]:

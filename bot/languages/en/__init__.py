@@ -57,9 +57,6 @@ class English(Language):
     def span(self, start: str, end: str) -> str:
         return f"from {start} to {end}"
 
-    def shift(self, days: str, span: str) -> str:
-        return f"{days} {span}"
-
     def pause(self, span: str, lunch: bool) -> str:
         return f"with a {'lunch ' if lunch else ''}break {span}"
 

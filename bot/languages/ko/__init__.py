@@ -61,9 +61,6 @@ class Korean(Language):
     def span(self, start: str, end: str) -> str:
         return f"{start}부터 {end}까지"
 
-    def shift(self, days: str, span: str) -> str:
-        return f"{days} {span}"
-
     def pause(self, span: str, lunch: bool) -> str:
         return f"{'점심시간' if lunch else '휴게시간'} {span}"
 

@@ -86,9 +86,6 @@ class Russian(Language):
     def span(self, start: str, end: str) -> str:
         return f"с {start} до {end}"
 
-    def shift(self, days: str, span: str) -> str:
-        return f"{days} {span}"
-
     def pause(self, span: str, lunch: bool) -> str:
         return f"с перерывом{' на обед' if lunch else ''} {span}"
 
