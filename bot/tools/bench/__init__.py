@@ -53,6 +53,7 @@ from bot.tools.bench.report import (
     RECORDING_ON,
     bench_problems,
     machine_meta,
+    recording_comparison,
     recording_cost,
     render_report,
     write_outputs,
@@ -189,6 +190,12 @@ def run_bench(config: Config, args) -> int:
     for problem in problems:
         print(f"bench FAILED: {problem}", file=sys.stderr)
     failed = BENCH_FAILED if problems else 0
+    if recording and not problems:
+        by = {r.system: RunStats.of(r) for r in runs}
+        _, verdict = recording_comparison(by["ours"], by["ours-recording"], config.latency, cost or {})
+        if not verdict.startswith("no growth"):  # growth, or a comparison it could not judge
+            print(f"bench FAILED: recording on vs off: {verdict}", file=sys.stderr)
+            failed = 1
     if not (getattr(args, "save_baseline", None) or base):
         return failed
     set_path = Path(turn_set.path).resolve()
@@ -212,7 +219,8 @@ def run_bench(config: Config, args) -> int:
 
 
 # Exit status when a call of any server errored or an ours/stock ratio could not be computed
-# (1 is --compare's "slower than the baseline" or "not judged", 2 a bench error before any call).
+# (1 is --compare's "slower than the baseline" or "not judged", or --recording's growth or "not judged";
+# 2 a bench error before any call).
 BENCH_FAILED = 3
 
 # The bench's fake LLM streams its reply in chunks of this many characters.

@@ -212,7 +212,14 @@ def recording_cost(log_text: str) -> dict[str, float]:
 
 
 def _recording_section(off: RunStats, on: RunStats, budgets: LatencyConfig, cost: dict[str, float]) -> list[str]:
-    """Recording on vs off in the same run: the recorder's cost, and whether the call got slower."""
+    lines, verdict = recording_comparison(off, on, budgets, cost)
+    return [*lines, f"Verdict: {verdict}.", ""]
+
+
+def recording_comparison(off: RunStats, on: RunStats, budgets: LatencyConfig,
+                         cost: dict[str, float]) -> tuple[list[str], str]:
+    """Recording on vs off in the same run: the report's lines (the recorder's cost, voice-to-voice
+    and loop lag of each) and the verdict (``run_bench`` fails on anything but "no growth")."""
     a = {r.stage: r for r in summarize(off.records, budgets)}["voice_to_voice"]
     b = {r.stage: r for r in summarize(on.records, budgets)}["voice_to_voice"]
     la = (off.run.loop_lag_worst or {}).get("p99_ms", math.nan)
@@ -228,8 +235,7 @@ def _recording_section(off: RunStats, on: RunStats, budgets: LatencyConfig, cost
                   if secs else f"Recorder: {calls} calls, nothing recorded."]
     else:
         lines += ["Recorder: NO recording log lines in the recording server's log: cost not measured."]
-    verdict = recording_verdict((a.n, a.p50, la), (b.n, b.p50, lb), calls)
-    return [*lines, f"Verdict: {verdict}.", ""]
+    return lines, recording_verdict((a.n, a.p50, la), (b.n, b.p50, lb), calls)
 
 
 def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float], calls: int) -> str:
