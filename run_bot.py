@@ -81,12 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fake-llm", action=argparse.BooleanOptionalAction, default=None,
                    help="start a fake vLLM (first token 150 ms) for the server; default: on unless --url")
     p.add_argument("--baseline", choices=["stock"], default=None,
-                   help="also run the same calls through stock Pipecat parts (bot/stock.py); report ours/stock")
+                   help="also run the same calls through stock Pipecat parts (bot/app/stock.py); report ours/stock")
     p.add_argument("--features-off", action="store_true",
                    help="also run our server with Korean end-of-turn, speculation and canned audio off")
     p.add_argument("--recording", action="store_true",
                    help="also run our server recording every call: its CPU and disk, and on vs off (issue 36)")
-    p.add_argument("--baseline-url", default=None, help="with --url: a running `python -m bot.stock` server")
+    p.add_argument("--baseline-url", default=None, help="with --url: a running `python -m bot.app.stock` server")
     p.add_argument("--auth-token", default=None, help="with --url: Twilio auth token to sign webhooks "
                    "(default: env TWILIO_AUTH_TOKEN); without --url the bench sets a random one")
     p.add_argument("--records-token", default=None, help="with --url: the server's RECORDS_API_TOKEN, which "
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
-        from bot.errors import StartupError
+        from bot.core.errors import StartupError
 
         if isinstance(e, StartupError):
             print(f"error: {e}", file=sys.stderr)
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_serve(config, args) -> int:
-    from bot.local_llm import serving_llm
+    from bot.modelfiles.local_llm import serving_llm
 
     if getattr(args, "workers", 1) > 1:
         from bot.line.workers import run_workers
@@ -221,15 +221,15 @@ def cmd_serve(config, args) -> int:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
 
-    from bot.serve import serve
+    from bot.app.serve import serve
 
     with serving_llm(config) as llm_server:  # llm.backend = "local": a llama.cpp child, stopped with us
         return serve(config, llm_server)
 
 
 def cmd_models(config, args) -> int:
-    from bot.models import startup_errors
-    from bot.models import ensure_models, make_mirror, manifest_path, pin_manifest, print_verification
+    from bot.modelfiles.manifest import startup_errors
+    from bot.modelfiles.manifest import ensure_models, make_mirror, manifest_path, pin_manifest, print_verification
 
     with startup_errors():
         if args.pin is not None:
@@ -247,9 +247,9 @@ def cmd_models(config, args) -> int:
 
 
 def cmd_transcribe(config, args) -> int:
-    from bot.models import startup_errors
-    from bot.models import resolve_whisper_model
-    from processors.whisper_stt import WhisperEngine, transcribe_file
+    from bot.modelfiles.manifest import startup_errors
+    from bot.modelfiles.manifest import resolve_whisper_model
+    from bot.stages.whisper_stt import WhisperEngine, transcribe_file
 
     with startup_errors():
         engine = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir), min_avg_logprob=config.stt.min_avg_logprob)
@@ -261,8 +261,8 @@ def cmd_transcribe(config, args) -> int:
 def cmd_say(config, args) -> int:
     import wave
 
-    from bot.models import startup_errors
-    from processors.supertonic_tts import SupertonicEngine
+    from bot.modelfiles.manifest import startup_errors
+    from bot.stages.supertonic_tts import SupertonicEngine
 
     from bot import languages
 
@@ -289,7 +289,7 @@ def cmd_say(config, args) -> int:
 
 def cmd_chat(config, args) -> int:
     from bot.tools.chat import parse_at, run_chat
-    from bot.local_llm import serving_llm
+    from bot.modelfiles.local_llm import serving_llm
 
     try:
         at = parse_at(args.at, config.line.timezone) if args.at else None
@@ -386,8 +386,8 @@ COMMANDS = {"recording": cmd_recording, "call": cmd_call, "calls": cmd_calls, "t
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:
-    from bot.preflight import cmd_check as check
-    from bot.local_llm import serving_llm
+    from bot.ops.preflight import cmd_check as check
+    from bot.modelfiles.local_llm import serving_llm
 
     with serving_llm(config) as llm_server:
         return check(llm_server.ready())
@@ -396,8 +396,8 @@ def cmd_check(config, args) -> int:
 def cmd_llm_command(config, args) -> int:
     import shlex
 
-    from bot.preflight import VLLM_VENV, installed_vllm, llm_command_line
-    from bot.local_llm import local_command
+    from bot.ops.preflight import VLLM_VENV, installed_vllm, llm_command_line
+    from bot.modelfiles.local_llm import local_command
 
     if config.llm.backend == "local":
         print("# llm.backend = local: the bot starts this itself (port chosen at start)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 from bot.languages import TTS_LANGUAGES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
@@ -78,7 +78,7 @@ class TwilioConfig:
     validate_signature: bool = True
     auto_hang_up: bool = True
     # Override Twilio's REST base URL for every REST request: hang-ups, transfers, SMS, callback
-    # calls (bot/twilio_api.py; tests point it at a fake API).
+    # calls (bot/aftercall/twilio_api.py; tests point it at a fake API).
     api_base_url: str = ""
 
 
@@ -94,7 +94,7 @@ def _clock_minutes(key: str, text: str) -> int:
 
 @dataclass(frozen=True)
 class SmsConfig:
-    """Texts to callers through Twilio (bot/notify.py; wording in bot/data/sms.toml)."""
+    """Texts to callers through Twilio (bot/aftercall/notify.py; wording in bot/data/sms.toml)."""
 
     # Off by default: a city turns it on with its Twilio number (and TWILIO_* in the environment).
     enabled: bool = False
@@ -147,7 +147,7 @@ _AMD_MODES = ("Enable", "DetectMessageEnd")
 
 @dataclass(frozen=True)
 class CallbacksConfig:
-    """Placing the callbacks booked outside the desk's hours (bot/callbacks.py, `run_bot.py callbacks --place`)."""
+    """Placing the callbacks booked outside the desk's hours (bot/aftercall/callbacks.py, `run_bot.py callbacks --place`)."""
 
     # The caller ID of callback calls (E.164); "" = sms.from_number.
     from_number: str = ""
@@ -257,7 +257,7 @@ class TurnConfig:
     stop_timeout_secs: float = 5.0
     # While the bot speaks, the caller's speech this long (s) is a barge-in; shorter speech waits
     # for its words and a backchannel alone ("네", "음", "그렇죠") neither interrupts nor makes a
-    # turn (processors/backchannel_turn_start.py). 0: any speech interrupts at once.
+    # turn (bot/stages/backchannel_turn_start.py). 0: any speech interrupts at once.
     barge_in_secs: float = 0.7
     backchannels_file: str = "bot/data/backchannels.toml"
     # Resample Twilio's 8 kHz input with soxr "QQ" instead of the bursty VHQ stream resampler.
@@ -270,7 +270,7 @@ class STTConfig:
     model: str = "models/whisper-base"
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     compute_type: str = "int8"
-    # "auto": Whisper picks among line.languages on each turn (bot/dialog/language.py decides a switch).
+    # "auto": Whisper picks among line.languages on each turn (bot/dialog/language_switch.py decides a switch).
     language: str = "ko"
     language_switch_p: float = 0.8  # one turn this sure switches the call's language
     language_repeat_p: float = 0.5  # two turns in a row this sure switch; also the decode-in-it threshold
@@ -405,7 +405,7 @@ class LatencyConfig:
     llm_ms: int = 250
     tts_ms: int = 200
     total_ms: int = 1200
-    # Startup self-timing (bot/selftime.py): a stage this many times slower than this host's last
+    # Startup self-timing (bot/ops/selftime.py): a stage this many times slower than this host's last
     # good start, and at least startup_slower_ms slower, is logged loudly, in /readyz and /metrics.
     startup_slowdown: float = 1.5
     startup_slower_ms: float = 50.0

@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from bot.korean.digits import DIGIT_WORDS
+from bot.languages.ko.digits import DIGIT_WORDS
 
 # Resident registration number: 6 digits (birth date), hyphen, 7 digits.
 _RRN = re.compile(r"(?<![0-9A-Za-z])(\d{6})[- ]?([1-8])\d{6}(?![0-9A-Za-z])")

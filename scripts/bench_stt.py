@@ -39,14 +39,14 @@ import numpy as np  # noqa: E402
 from loguru import logger  # noqa: E402
 
 from bot.config import load_config  # noqa: E402
-from bot.models import (  # noqa: E402
+from bot.modelfiles.manifest import (  # noqa: E402
     ModelMissingError,
     assemble_offline_whisper,
     resolve_whisper_model,
     whisper_model_dir,
 )
-from bot.wav import read_wav, ulaw_round_trip  # noqa: E402
-from processors.whisper_stt import WhisperEngine  # noqa: E402
+from bot.core.wav import read_wav, ulaw_round_trip  # noqa: E402
+from bot.stages.whisper_stt import WhisperEngine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CLIPS = {"en_hello": "en", "ko_trash": "ko", "ko_greeting": "ko"}

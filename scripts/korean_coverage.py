@@ -25,7 +25,7 @@ from loguru import logger  # noqa: E402
 from bot.config import LLMConfig  # noqa: E402
 from bot.dialog.domain import load_domain  # noqa: E402
 from bot.dialog.shortcuts import load_shortcuts  # noqa: E402
-from bot.korean.normalize import normalize_korean  # noqa: E402
+from bot.languages.ko.normalize import normalize_korean  # noqa: E402
 
 SHORTCUT_CASES = ROOT / "tests/data/shortcut_cases.tsv"
 NORMALIZE_CASES = ROOT / "tests/data/normalize_cases.tsv"

@@ -32,7 +32,7 @@ from pipecat.audio.filters.rnnoise_filter import RNNoiseFilter  # noqa: E402
 from pipecat.audio.vad.vad_analyzer import VADState  # noqa: E402
 
 from bot.config import VADConfig  # noqa: E402
-from processors.silero_vad import SharedSileroVADAnalyzer, load_silero_session  # noqa: E402
+from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session  # noqa: E402
 
 RATE = 8000
 FRAME = 160  # 20 ms at 8 kHz, a Twilio media frame

@@ -149,7 +149,7 @@ PY
   if [ "$local_llm" = 1 ]; then
     echo "building llama-cpp-python[server] from source (cmake, C++; about 9 min on 2 cores) ..."
     .venv/bin/pip install -r requirements-local-llm.txt
-    .venv/bin/python -c "from bot.config import load_config; from bot.local_llm import ensure_gguf; print('local LLM model (sha256 verified):', ensure_gguf(load_config()))"
+    .venv/bin/python -c "from bot.config import load_config; from bot.modelfiles.local_llm import ensure_gguf; print('local LLM model (sha256 verified):', ensure_gguf(load_config()))"
     echo "local LLM ready: .venv/bin/python run_bot.py --llm local   (or llm.backend = \"local\" in config.toml)"
   fi
 fi

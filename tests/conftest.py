@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture(scope="session")
 def whisper_dir(tmp_path_factory) -> Path:
-    from bot.models import assemble_offline_whisper, offline_whisper_ready
+    from bot.modelfiles.manifest import assemble_offline_whisper, offline_whisper_ready
 
     cached = ROOT / "models" / "whisper-base"
     if offline_whisper_ready(cached):
@@ -26,7 +26,7 @@ def whisper_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def standin_tts_dir(tmp_path_factory) -> Path:
-    from bot.supertonic_standin import build_standin_model
+    from bot.modelfiles.standin import build_standin_model
 
     path = tmp_path_factory.mktemp("supertonic") / "supertonic-standin"
     build_standin_model(path)

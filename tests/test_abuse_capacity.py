@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineWorker
 
-import transports.webrtc as webrtc
+import bot.transports.webrtc as webrtc
 from bot.config import Secrets, load_config
-from bot.server import create_app
+from bot.app.server import create_app
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 from bot.tools.abuse import qa_offer_sdp
 

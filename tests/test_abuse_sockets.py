@@ -21,10 +21,10 @@ from loguru import logger
 from starlette.websockets import WebSocketDisconnect
 
 from bot.config import Secrets, load_config
-from bot.server import create_app
+from bot.app.server import create_app
 from bot.testing.twilio_sim import new_sid
 from bot.tools.abuse import MALFORMED_STARTS, malformed_start_messages
-from transports.twilio import StreamProtocolError, parse_stream_start
+from bot.transports.twilio import StreamProtocolError, parse_stream_start
 
 MULAW = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
 

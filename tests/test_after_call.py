@@ -15,12 +15,12 @@ import pytest
 from bot.config import ConfigError, load_config
 from bot.dialog.domain import load_domain
 from bot.dialog.state import DialogState
-from bot.notify import Outbox, SmsTexts, backoff_secs, quiet_until
-from bot.pipeline import DialogAssets, make_policy
+from bot.aftercall.notify import Outbox, SmsTexts, backoff_secs, quiet_until
+from bot.call.pipeline import DialogAssets, make_policy
 from bot.store.db import Store
 from bot.testing.process import FakeTwilioAPI
-from bot.twilio_api import TwilioAPI, TwilioAPIError
-from transports.twilio import build_dial_twiml, build_whisper_twiml
+from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.transports.twilio import build_dial_twiml, build_whisper_twiml
 
 AC = "AC" + "3" * 32
 TOKEN = "after-call-token"
@@ -298,7 +298,7 @@ async def test_texts_are_in_the_language_the_ticket_was_taken_in(db_url, tmp_pat
 
 def test_a_line_language_without_sms_texts_is_named(tmp_path):
     from bot import languages
-    from bot.dialog.languages import LanguageError
+    from bot.dialog.language_packs import LanguageError
 
     folder = languages.get("en").folder
     source = (folder / "language.toml").read_text(encoding="utf-8")
@@ -365,7 +365,7 @@ def booked_callback(store: Store, caller: str | None = CALLER, *, ticket: bool =
 
 
 async def test_due_callbacks_are_placed_once_with_async_amd_and_retried_a_bounded_number_of_times(db_url, tmp_path, fake):
-    from bot.callbacks import CallbackPlacer
+    from bot.aftercall.callbacks import CallbackPlacer
 
     config = load_config(None, ["server.public_host='voice.example.org'", f"callbacks.from_number='{FROM}'",
                                 "callbacks.max_attempts=2", "callbacks.retry_after_secs=600"])
@@ -422,13 +422,13 @@ def test_a_machine_hears_who_called_and_the_number_and_no_masked_data():
     message = policy.callback_machine_message("20260007")
     assert "이, 공, 이, 육, 공, 공, 공, 칠" in message and "  " not in message
     assert "접수번호" not in policy.callback_machine_message(None)
-    from transports.twilio import build_say_twiml
+    from bot.transports.twilio import build_say_twiml
 
     assert build_say_twiml(message).endswith(f'<Say language="ko-KR">{message}</Say><Hangup /></Response>')
 
 
 async def test_a_callback_about_an_english_ticket_is_made_in_english(db_url, tmp_path):
-    from transports.twilio import build_say_twiml
+    from bot.transports.twilio import build_say_twiml
 
     config = load_config(None, ["line.languages=['ko','en']"])
     policy = make_policy(config, DialogAssets.load(config))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from twilio.request_validator import RequestValidator
 
-from bot.korean.normalize import read_digits
+from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI

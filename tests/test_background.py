@@ -2,7 +2,7 @@
 
 import asyncio
 
-from bot.background import BackgroundTask
+from bot.core.background import BackgroundTask
 
 
 async def test_started_once_and_stop_waits_until_it_has_ended():

@@ -7,8 +7,8 @@ from pipecat.tests.utils import run_test
 from pipecat.utils.text.base_text_aggregator import TextType
 
 from bot.config import TTSConfig, load_config
-from bot.pipeline import DialogAssets
-from processors.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
+from bot.call.pipeline import DialogAssets
+from bot.stages.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
 
 
 async def test_canned_sentences_play_from_memory_and_match_fresh_synthesis(standin_tts_dir):

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from bot.config import DEFAULT_CONFIG, ConfigError, load_config
-from bot.datafile import DataFile, key_path, read_toml
+from bot.core.datafile import DataFile, key_path, read_toml
 from bot.dialog.domain import DomainError, load_domain
 from bot.dialog.emergency import EmergencyDataError, EmergencyRules
 from bot.dialog.intake import Intake, IntakeError
-from bot.dialog.languages import LanguageError, load_language
+from bot.dialog.language_packs import LanguageError, load_language
 from bot.dialog.shortcuts import ShortcutError, load_shortcuts
-from processors.korean_turn_stop import EndOfTurnRules
+from bot.stages.korean_turn_stop import EndOfTurnRules
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bot" / "data"

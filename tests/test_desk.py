@@ -23,7 +23,7 @@ from bot.desk.charts import line_chart
 from bot.desk.context import desk_context
 from bot.desk.departments import Routing, RoutingError
 from bot.desk import queries
-from bot.errors import StartupError
+from bot.core.errors import StartupError
 from bot.store.db import Store, StoreError
 from tests.conftest import ROOT
 

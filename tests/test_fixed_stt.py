@@ -15,9 +15,9 @@ from pipecat.frames.frames import (
 from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import load_config
-from bot.hatches import escape_hatches
+from bot.ops.hatches import escape_hatches
 from bot.testing.fixed_stt import FixedDelayEngine, FixedDelaySTTService
-from processors.whisper_stt import WhisperSTTProcessor
+from bot.stages.whisper_stt import WhisperSTTProcessor
 
 RATE = 16000
 

@@ -38,7 +38,7 @@ CALLERS = {
 
 def languages_pack_switched(code: str) -> str:
     from bot.dialog.domain import load_domain
-    from bot.dialog.languages import load_language
+    from bot.dialog.language_packs import load_language
 
     return load_language(code, load_domain(ROOT / "bot" / "data" / "domain.toml")).switched
 

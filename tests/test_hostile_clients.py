@@ -20,10 +20,10 @@ from pipecat.frames.frames import InputAudioRawFrame, StartFrame
 
 from bot.line.callgate import WEBHOOK_MAX_BYTES
 from bot.config import Secrets, load_config
-from bot.server import create_app
+from bot.app.server import create_app
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 from bot.tools.faults import HOSTILE_KINDS, hostile_messages
-from transports.twilio import MAX_MESSAGE_CHARS, PhoneSerializer
+from bot.transports.twilio import MAX_MESSAGE_CHARS, PhoneSerializer
 
 TOKEN = "hostile-test-token"
 URL = "https://voice.example.org/twilio/voice"

@@ -16,9 +16,9 @@ import sys
 
 import pytest
 
-from bot import preflight as check
+from bot.ops import preflight as check
 from bot.config import load_config
-from bot.preflight import OK, SKIP, WARN, CheckReport, Probe
+from bot.ops.preflight import OK, SKIP, WARN, CheckReport, Probe
 from tests.conftest import ROOT
 
 _spec = importlib.util.spec_from_file_location("check_cuda_table", ROOT / "scripts" / "check_cuda_table.py")

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from bot.config import load_config
-from bot.korean.normalize import read_digits
+from bot.languages.ko.normalize import read_digits
 from bot.store.calls import CallLog
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM

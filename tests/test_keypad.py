@@ -7,7 +7,7 @@ from pipecat.frames.frames import InputDTMFFrame
 from pipecat.tests.utils import run_test
 
 from bot.dialog.state import DialogState
-from processors.keypad import KeypadEntryFrame, KeypadProcessor
+from bot.stages.keypad import KeypadEntryFrame, KeypadProcessor
 
 
 def keys(text: str) -> list[InputDTMFFrame]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.korean.normalize import COUNTERS_FILE, load_counters, normalize_korean
+from bot.languages.ko.normalize import COUNTERS_FILE, load_counters, normalize_korean
 
 NUMBERS = (1, 2, 3, 4, 10, 20, 21)
 

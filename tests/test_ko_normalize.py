@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.korean.normalize import normalize_korean, read_digits, remove_unsupported
+from bot.languages.ko.normalize import normalize_korean, read_digits, remove_unsupported
 
 CASES_FILE = Path(__file__).resolve().parent / "data" / "normalize_cases.tsv"
 # Issue 33: slash dates, 부터 … 까지 ranges of times and dates, list numbers, the copies counter 부.

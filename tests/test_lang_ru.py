@@ -13,7 +13,7 @@ import pytest
 from bot import languages
 from bot.dialog.calendar import Hours, LineCalendar
 from bot.dialog.domain import load_domain
-from bot.dialog.languages import load_language
+from bot.dialog.language_packs import load_language
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_FILE = ROOT / "tests" / "data" / "normalize_ru.tsv"

@@ -8,9 +8,9 @@ import pytest
 import soxr
 
 from bot.config import load_config
-from bot.dialog.language import LanguageGuess, LanguageSwitcher
-from bot.wav import read_wav
-from processors.whisper_stt import WhisperEngine
+from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
+from bot.core.wav import read_wav
+from bot.stages.whisper_stt import WhisperEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

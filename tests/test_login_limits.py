@@ -19,7 +19,7 @@ from argon2 import PasswordHasher
 from bot.desk import auth
 from bot.desk.app import desk_app
 from bot.desk.auth import LoginLimiter, PasswordChecks
-from bot.errors import StartupError
+from bot.core.errors import StartupError
 from tests.test_desk import PASSWORD, csrf_of, desk_config, open_db, secrets_with_key, seed
 
 CHECK_SECS = 0.1
@@ -258,7 +258,7 @@ def test_the_limiter_rules_by_the_clock():
 
 
 def _behind_uvicorn(app, config):
-    from bot.serve import uvicorn_config
+    from bot.app.serve import uvicorn_config
 
     cfg = uvicorn_config(app, config, host="127.0.0.1", port=0)
     cfg.load()
@@ -303,7 +303,7 @@ def test_without_the_proxy_listed_everyone_behind_it_shares_its_address(make_des
 
 def test_a_proxy_entry_that_is_no_address_stops_startup_naming_the_key():
     from bot.config import load_config
-    from bot.serve import trusted_proxies
+    from bot.app.serve import trusted_proxies
 
     for bad in ("'*'", "'proxy.example.org'"):
         with pytest.raises(StartupError, match="server.forwarded_allow_ips"):

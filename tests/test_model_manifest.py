@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import models
-from bot import preflight as check
+from bot.modelfiles import manifest as models
+from bot.ops import preflight as check
 from bot.config import load_config
-from bot.errors import ModelIntegrityError, ModelMissingError, StartupError
+from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
 from tests.conftest import ROOT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -72,7 +72,7 @@ def test_the_manifest_names_every_model_and_invents_no_production_digest():
 
 
 def test_the_stand_in_is_byte_identical_every_time_so_its_digests_can_be_pinned(tmp_path):
-    from bot.supertonic_standin import build_standin_model
+    from bot.modelfiles.standin import build_standin_model
 
     build_standin_model(tmp_path / "a")
     entry = models.load_manifest(ROOT / "models.toml")["supertonic-standin"]

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from bot.korean.normalize import read_digits
+from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess

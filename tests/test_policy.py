@@ -17,7 +17,7 @@ from bot.dialog.policy import (
     TextTicket,
 )
 from bot.dialog.state import DialogState
-from bot.pipeline import DialogAssets
+from bot.call.pipeline import DialogAssets
 
 ASSETS = DialogAssets.load(load_config())
 COMPLAINT = {"reply": "네, 확인했습니다.", "intent": "report_problem", "category": "streetlight",

@@ -110,7 +110,7 @@ import logging, threading, time
 import httpx, uvicorn
 from bot.config import load_config
 from bot.privacy import start_logging
-from bot.serve import uvicorn_config
+from bot.app.serve import uvicorn_config
 
 start_logging(False)
 

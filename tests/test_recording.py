@@ -381,7 +381,7 @@ def test_a_call_cut_off_by_a_crash_gets_its_length_from_the_file_when_its_worker
 
 
 def test_a_recordings_directory_that_cannot_be_written_stops_the_start_naming_the_key(tmp_path):
-    from bot.errors import StartupError
+    from bot.core.errors import StartupError
     from bot.store.calls import CallLog
 
     (tmp_path / "not-a-dir").write_text("x")

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocketDisconnect
 
 from bot.config import Secrets, load_config
-from bot.server import create_app
+from bot.app.server import create_app
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 
 DESK_LOGIN = "desk login (session cookie; the API also a bearer token)"
@@ -61,7 +61,7 @@ OPERATIONS = "operations listener only"
 PUBLIC_ROUTES = {
     ("POST", "/twilio/voice"): TWILIO,
     ("POST", "/twilio/whisper"): TWILIO,  # what the desk hears first on a warm transfer
-    ("POST", "/twilio/callback/answer"): TWILIO,  # a placed callback answered (bot/callbacks.py)
+    ("POST", "/twilio/callback/answer"): TWILIO,  # a placed callback answered (bot/aftercall/callbacks.py)
     ("POST", "/twilio/callback/amd"): TWILIO,  # its answering-machine detection
     ("POST", "/twilio/callback/status"): TWILIO,  # its end: done, or tried again
     ("WS", "/twilio/media"): STREAM,
@@ -236,7 +236,7 @@ def test_the_twilio_and_qa_routes_refuse_anonymous_callers():
         signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
         ok = client.post(url, data=whisper, headers={"X-Twilio-Signature": signed})
         assert ok.status_code == 200 and "<Say" in ok.text
-        for route in ("answer", "amd", "status"):  # a placed callback's webhooks (bot/callbacks.py)
+        for route in ("answer", "amd", "status"):  # a placed callback's webhooks (bot/aftercall/callbacks.py)
             url = f"/twilio/callback/{route}?id=1"
             assert client.post(url, data=whisper).status_code == 403
             signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
@@ -265,7 +265,7 @@ def test_the_operations_listener_is_kept_to_the_pod_network_and_the_monitoring_n
     names the LLM URL) to 0.0.0.0 with no NetworkPolicy: anyone in the cluster could read it."""
     import yaml
 
-    from bot.serve import trusted_proxies
+    from bot.app.serve import trusted_proxies
     from tests.conftest import ROOT
 
     assert load_config(ROOT / "config.gpu.toml").server.admin_host == "127.0.0.1"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.config import load_config
-from bot.selftime import SelfTiming, compare, config_key, self_time
+from bot.ops.selftime import SelfTiming, compare, config_key, self_time
 from bot.store.db import Store
 from tests.conftest import offline_bot_overrides
 
@@ -33,9 +33,9 @@ def test_the_config_key_changes_with_what_decides_the_figures():
 
 @pytest.fixture(scope="module")
 def engines(whisper_dir, standin_tts_dir, tmp_path_factory):
-    from bot.models import resolve_whisper_model
-    from processors.supertonic_tts import SupertonicEngine
-    from processors.whisper_stt import WhisperEngine
+    from bot.modelfiles.manifest import resolve_whisper_model
+    from bot.stages.supertonic_tts import SupertonicEngine
+    from bot.stages.whisper_stt import WhisperEngine
 
     config = load_config(overrides=offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1",
                                                          tmp_path_factory.mktemp("r")))

@@ -1,6 +1,6 @@
 """``run_bot.py bench --baseline stock``: the comparison with stock Pipecat runs end to end.
 
-The stock server (``python -m bot.stock``) once failed every call in its greeting handler (its plain
+The stock server (``python -m bot.app.stock``) once failed every call in its greeting handler (its plain
 ``OpenAILLMService`` has no dialog policy) and the bench still exited 0 with an empty ratio table.
 Now the stock session carries a policy of its own, and the bench exits 3 when any call of any
 server errored or a ratio could not be computed (the rule itself: ``tests/test_bench.py``).

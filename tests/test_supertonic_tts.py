@@ -1,6 +1,6 @@
 """Supertonic TTS stage, on a stand-in model loaded through the production code path.
 
-The stand-in (``bot.supertonic_standin``) has the real file layout and ONNX interface but random
+The stand-in (``bot.modelfiles.standin``) has the real file layout and ONNX interface but random
 weights, so these tests check the plumbing: providers, text preparation, the synthesis loop,
 exact trimming, resampling, framing and barge-in. They take a few seconds on two CPU cores.
 """
@@ -33,9 +33,9 @@ from pipecat.frames.frames import (
 from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import TTSConfig
-from bot.supertonic_standin import build_standin_model
+from bot.modelfiles.standin import build_standin_model
 from bot.telemetry.turn_facts import SentenceReadyFrame
-from processors.supertonic_tts import (
+from bot.stages.supertonic_tts import (
     SESSION_NAMES,
     SupertonicEngine,
     SupertonicTTSService,

@@ -189,7 +189,7 @@ def _worker_app(tmp_path, monkeypatch, name: str, *overrides: str):
     from fastapi.testclient import TestClient
 
     from bot.config import Secrets, load_config
-    from bot.server import create_app
+    from bot.app.server import create_app
 
     monkeypatch.setenv("STREAM_TOKEN_KEY", "one-key-for-the-whole-line")
     config = load_config(overrides=["server.public_host='voice.example.org'", "server.qa_page=false",

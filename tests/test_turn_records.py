@@ -26,7 +26,7 @@ from bot.telemetry.turn_facts import (
     TurnMarkFrame,
 )
 from bot.telemetry.turns import CallRecorder, TurnObserver
-from processors.whisper_stt import UnclearSpeechFrame
+from bot.stages.whisper_stt import UnclearSpeechFrame
 
 _STAGE, _NEXT = object(), object()
 

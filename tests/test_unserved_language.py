@@ -7,11 +7,11 @@ import json
 import pytest
 
 from bot.config import ConfigError, load_config
-from bot.dialog.languages import unserved_notice
+from bot.dialog.language_packs import unserved_notice
 from bot.dialog.policy import Speak
 from bot.dialog.state import DialogState
 from bot.languages import untag
-from bot.pipeline import DialogAssets, make_policy
+from bot.call.pipeline import DialogAssets, make_policy
 from bot.tools.chat import run_chat
 
 

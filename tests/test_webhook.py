@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from fastapi.testclient import TestClient
 
 from bot.config import Secrets, load_config
-from bot.server import create_app
+from bot.app.server import create_app
 from bot.testing.twilio_sim import parse_twiml_stream, sign_twilio_request, voice_webhook_params
 
 TOKEN = "webhook-test-token"
@@ -58,7 +58,7 @@ def test_signature_check_off_accepts_unsigned_webhooks_and_says_so():
     client = _client("twilio.validate_signature=false")
     resp = _post(client, voice_webhook_params(), None)
     assert resp.status_code == 200
-    from bot.hatches import escape_hatches
+    from bot.ops.hatches import escape_hatches
 
     hatches = escape_hatches(load_config(overrides=["twilio.validate_signature=false"]))
     assert any("signatures are NOT checked" in h for h in hatches)

@@ -31,19 +31,19 @@ from pipecat.frames.frames import (
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transcriptions.language import Language
 
-import bot.models as models
+import bot.modelfiles.manifest as models
 from bot.config import ConfigError, STTConfig, load_config
-from bot.errors import ModelIntegrityError, ModelMissingError
-from bot.models import (
+from bot.core.errors import ModelIntegrityError, ModelMissingError
+from bot.modelfiles.manifest import (
     assemble_offline_whisper,
     download_whisper,
     fetch_whisper,
     offline_whisper_ready,
     resolve_whisper_model,
 )
-from bot.wav import read_wav
+from bot.core.wav import read_wav
 from bot.telemetry.turn_facts import SpeechReadFrame
-from processors.whisper_stt import (
+from bot.stages.whisper_stt import (
     TranscriptResult,
     WhisperEngine,
     UnclearSpeechFrame,
@@ -408,7 +408,7 @@ async def test_a_transcript_is_final_only_when_no_later_speech_is_pending(engine
 
 
 async def test_long_unreadable_speech_is_reported_as_unclear_not_dropped(engine):
-    from processors.whisper_stt import UnclearSpeechFrame
+    from bot.stages.whisper_stt import UnclearSpeechFrame
 
     pcm, rate = fixture_pcm("noise")
     stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=0.5)

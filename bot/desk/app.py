@@ -13,7 +13,7 @@ from loguru import logger
 from bot.config import Config, Secrets
 from bot.desk.context import PREFIX, desk_context
 from bot.desk.routes import build_router
-from bot.errors import StartupError
+from bot.core.errors import StartupError
 from bot.store.db import Store
 
 

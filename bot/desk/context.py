@@ -14,7 +14,7 @@ from bot import languages
 from bot.config import Config, Secrets
 from bot.desk.auth import LoginLimiter, PasswordChecks, Signer
 from bot.desk.departments import Routing
-from bot.errors import StartupError
+from bot.core.errors import StartupError
 from bot.privacy import mask
 from bot.store.db import Store
 from bot.store.schema import TICKET_STATUSES

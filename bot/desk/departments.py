@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.config import Config
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.knowledge.data import load_directory
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 
 # Field order of a turn. The reply comes FIRST: it streams to the TTS while it is being
 # generated, so its first sentence can be spoken after a handful of tokens. Slots first would

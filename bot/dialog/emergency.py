@@ -15,7 +15,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from bot.datafile import DataFile, Keys
+from bot.core.datafile import DataFile, Keys
 from bot.dialog.shortcuts import normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "emergency.toml"

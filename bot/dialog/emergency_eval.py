@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 from bot.dialog.emergency import EmergencyDataError, EmergencyRules, Verdict
 
 NONE = "none"

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.datafile import DataFile, Keys
+from bot.core.datafile import DataFile, Keys
 from bot.dialog.domain import Domain
-from bot.korean.digits import spoken_digits
-from bot.korean.normalize import read_digits
+from bot.languages.ko.digits import spoken_digits
+from bot.languages.ko.normalize import read_digits
 
 TEXT_KEYS = ("read_back", "time_part", "confirmed", "ask_correction", "ticket_failed", "status", "status_unknown",
              "status_failed", "keypad_too_short")

@@ -35,7 +35,7 @@ from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
-from bot.korean.normalize import read_digits
+from bot.languages.ko.normalize import read_digits
 
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
@@ -173,7 +173,7 @@ class DialogPolicy:
         # (only on calls with a number to text: ``DialogState.textable``).
         self.offer_sms = offer_sms
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
-        # Other languages of the line (bot/dialog/languages.py): the same rules with their words.
+        # Other languages of the line (bot/dialog/language_packs.py): the same rules with their words.
         self.siblings: dict[str, DialogPolicy] = {}
         self.language = "ko"  # the words' language (a sibling's code): the calendar speaks it too
         self.instruction = ""  # asks the model to reply in this language ("" for Korean)
@@ -396,7 +396,7 @@ class DialogPolicy:
 
     def sms_requested(self, ok: bool) -> Speak:
         """The consent and the text were written to the outbox (``ok``), or the database failed.
-        The text goes out after the call's turn (bot/notify.py): "will send", never "sent"."""
+        The text goes out after the call's turn (bot/aftercall/notify.py): "will send", never "sent"."""
         sentence = self.canned.sms_will_send if ok else self.canned.sms_failed
         return Speak((sentence,), "rule", "report_problem", change=Change(awaiting=None))
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from loguru import logger
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from bot.dialog.domain import Domain

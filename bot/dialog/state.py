@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from bot.datafile import DataFile, Keys
-from bot.dialog.language import LanguageGuess, LanguageSwitcher
+from bot.core.datafile import DataFile, Keys
+from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 
 SLOT_NAMES = ("category", "location", "time")
 

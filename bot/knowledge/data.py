@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 
 _FAQ_ID_RE = re.compile(r"^faq-[a-z][a-z0-9]*-\d{3}$")
 _DEPT_ID_RE = re.compile(r"^dept-[a-z][a-z0-9-]*$")

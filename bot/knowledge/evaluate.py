@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 from bot.knowledge.knowledge import Knowledge
 
 NONE = "none"

@@ -186,7 +186,7 @@ class Line:
     def __init__(self, store: Store, *, worker: str, line_max_calls: int, lease_secs: float,
                  records_enabled: bool = True, is_draining=lambda: False):
         if line_max_calls > 0 and not records_enabled:
-            from bot.errors import StartupError
+            from bot.core.errors import StartupError
 
             raise StartupError("server.line_max_calls needs records.enabled = true: the line's calls are counted "
                                "in the records database's calls table")

@@ -8,7 +8,7 @@
 * Drain (SIGTERM): new calls get the busy message and /healthz says "draining" (503); calls in
   progress go on for up to ``server.drain_secs``; those still up then hear a goodbye sentence and
   are hung up; then the server exits 0 (``DrainingServer``).
-* The QA page (``transports/webrtc.py``): its calls take the same slots as phone calls (in
+* The QA page (``bot/transports/webrtc.py``): its calls take the same slots as phone calls (in
   progress in ``calls.active``, an offer being answered in ``calls.reserved``, keys ``qa-...``),
   and at most ``server.qa_max_calls`` of them, kept below ``max_calls``, so QA can never take
   every citizen's line.

@@ -166,7 +166,7 @@ class Supervisor:
 
 def run_workers(config: Config, args, n: int, command: list[str] | None = None) -> int:
     """``serve --workers N`` (see the module doc); ``command``: each worker's program (the test lab's)."""
-    from bot.local_llm import serving_llm
+    from bot.modelfiles.local_llm import serving_llm
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if not env.get(KEY_ENV):

@@ -16,7 +16,7 @@ from typing import Any
 from loguru import logger
 
 from bot.config import Config, Secrets
-from bot.errors import StartupError
+from bot.core.errors import StartupError
 from bot.privacy import mask, mask_turn
 from bot.recording import files
 from bot.store.db import Store, now, open_store
@@ -36,7 +36,7 @@ class CallLog:
         self.retention_days = retention_days
         self.writer = RecordWriter(store, max_pending=max_pending)
         self._retention_task: asyncio.Task | None = None
-        self.on_ticket: Callable[[], None] = lambda: None  # the SMS sender looks at once (bot/notify.py)
+        self.on_ticket: Callable[[], None] = lambda: None  # the SMS sender looks at once (bot/aftercall/notify.py)
         # Call recordings (bot/recording/): their directory and retention ([recording]; 0 keeps them).
         self.recordings_dir: Path | None = None
         self.recording_retention_days = 0.0

@@ -87,7 +87,7 @@ class Store:
         else:
             raise StoreError(f"records.url: unsupported database {self.backend!r} (sqlite or postgresql)")
         self.url_for_logs = parsed.render_as_string(hide_password=True)
-        # SMS to callers (bot/notify.py; set from [sms] by ``open_store``): a notice when the status
+        # SMS to callers (bot/aftercall/notify.py; set from [sms] by ``open_store``): a notice when the status
         # of a ticket whose caller opted in (``text_ticket``) becomes one of these.
         self.notify_statuses: tuple[str, ...] = ()
 
@@ -210,7 +210,7 @@ class Store:
             conn.execute(tickets.update().where(tickets.c.reception_no == reception_no).values(sms_opt_in=True))
             return self._queue_sms(conn, "ticket", reception_no, row.call_sid, None, t)
 
-    # --- SMS outbox (bot/notify.py sends) -------------------------------------------------------
+    # --- SMS outbox (bot/aftercall/notify.py sends) -------------------------------------------------------
 
     def _queue_sms(self, conn, kind: str, number: str, call_sid: str | None, ticket_status: str | None,
                    t: dt.datetime) -> bool:

@@ -18,7 +18,7 @@ calls = sa.Table(
     sa.Column("ended_at", sa.DateTime(timezone=True)),
     sa.Column("end_reason", sa.String(32)),
     sa.Column("qa", sa.Boolean, nullable=False, default=False),
-    # What the person taking a warm transfer hears first (bot/server.py /twilio/whisper).
+    # What the person taking a warm transfer hears first (bot/app/server.py /twilio/whisper).
     sa.Column("transfer_note", sa.Text),
     # The call's recording (bot/recording/): its file relative to recording.dir, set at its first audio;
     # its length once closed (NULL: cut off by a crash, read from the file); when retention deleted it.
@@ -60,7 +60,7 @@ tickets = sa.Table(
     sa.Column("status", sa.String(16), nullable=False, default="open", index=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    # The latest SMS about this ticket (bot/notify.py): pending | sent | failed | no_number; NULL: none.
+    # The latest SMS about this ticket (bot/aftercall/notify.py): pending | sent | failed | no_number; NULL: none.
     sa.Column("sms_status", sa.String(16)),
     # The caller said yes to "접수번호를 문자로 보내드릴까요?": status notices go only to these.
     sa.Column("sms_opt_in", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
@@ -97,7 +97,7 @@ callbacks = sa.Table(
 # "calling": a call is placed and its outcome not known yet.
 CALLBACK_STATUSES = ("waiting", "calling", "done", "unreachable", "cancelled")
 
-# SMS to callers (bot/notify.py), written in the same transaction as what they are about and sent
+# SMS to callers (bot/aftercall/notify.py), written in the same transaction as what they are about and sent
 # by the server's outbox sender with retries. The number is the call's (calls.caller), never
 # copied here: when retention clears it, an unsent message fails as no_number.
 outbox = sa.Table(
@@ -150,7 +150,7 @@ workers = sa.Table(
     sa.Column("draining", sa.Boolean, nullable=False, default=False),
 )
 
-# One row per server start: the stage figures on a fixed input (bot/selftime.py). A start much
+# One row per server start: the stage figures on a fixed input (bot/ops/selftime.py). A start much
 # slower than the last good one is kept with good = false and does not become the new baseline.
 self_timings = sa.Table(
     "self_timings",

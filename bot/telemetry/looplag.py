@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections import deque
 
-from bot.background import BackgroundTask
+from bot.core.background import BackgroundTask
 from bot.telemetry.latency import percentile
 
 

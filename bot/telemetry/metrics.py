@@ -16,7 +16,7 @@ from bot.telemetry.latency import GREETING_STAGE, STAGES, TurnRecord, summarize
 BUCKETS_MS = (25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 5000, 10000)
 DEAD_AIR_MS = 2000.0  # first audio later than this after the caller went quiet: dead air on the line
 
-# Short stable labels for ``voice_escape_hatch{hatch}``: the start of each description bot/hatches.py writes.
+# Short stable labels for ``voice_escape_hatch{hatch}``: the start of each description bot/ops/hatches.py writes.
 HATCH_LABELS = (
     ("twilio.validate_signature=false", "signature_check_off"),
     ("QA page open without a token", "qa_page_open"),
@@ -73,7 +73,7 @@ class ProcessMetrics:
         self.turns.labels("error")  # likewise the first apology
         self.onnx_provider_ok = Gauge("voice_onnx_provider_ok", "1 when the ONNX session runs on tts.require_provider",
                                       ["session"], registry=r)
-        self.escape_hatch = Gauge("voice_escape_hatch", "1 per escape hatch active (bot/hatches.py)", ["hatch"],
+        self.escape_hatch = Gauge("voice_escape_hatch", "1 per escape hatch active (bot/ops/hatches.py)", ["hatch"],
                                   registry=r)
         self.records_pending = Gauge("voice_records_queue_pending", "Record writes waiting for the database",
                                      registry=r)

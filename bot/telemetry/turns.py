@@ -130,7 +130,7 @@ class TurnObserver(BaseObserver):
     """Fills the call's turn records from the frames it sees (first push of each frame only).
 
     ``stock_stt`` / ``stock_llm``: stock Pipecat services, which push no turn facts; their
-    transcripts, responses and tokens time the turn instead (the bench's baseline, ``bot/stock.py``).
+    transcripts, responses and tokens time the turn instead (the bench's baseline, ``bot/app/stock.py``).
     """
 
     # How many handled frames ``caught_up`` remembers.

@@ -30,7 +30,7 @@ from pathlib import Path
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
-from bot.wav import read_wav
+from bot.core.wav import read_wav
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -429,7 +429,7 @@ def scripted_responder(path: str, fallback: Responder) -> Responder:
     For walking a dialog by hand (the README's intake walkthrough): the words the STT heard do not
     matter, the turns come in the order written.
     """
-    from bot.preflight import PROBE_CALLER_LINE
+    from bot.ops.preflight import PROBE_CALLER_LINE
 
     with open(path, encoding="utf-8") as f:
         turns = collections.deque(json.loads(line) for line in f if line.strip())

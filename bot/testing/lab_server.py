@@ -1,6 +1,6 @@
 """``python -m bot.testing.lab_server``: ``run_bot.py serve`` for the test lab (tests and benchmarks only).
 
-The product server (``bot/serve.py``) is served unchanged, with two test-side seams:
+The product server (``bot/app/serve.py``) is served unchanged, with two test-side seams:
 
 * ``--stt-text TEXT --stt-delay-ms N``: every call's STT answers each speech segment with
   ``TEXT`` after exactly N ms (``bot/testing/fixed_stt.py``), so what a test bounds is the bot's
@@ -23,7 +23,7 @@ import sys
 
 from loguru import logger
 
-from bot.pipeline import build_call
+from bot.call.pipeline import build_call
 from bot.privacy import mask
 from bot.testing.fixed_stt import FixedDelayEngine, parse_script
 from bot.testing.inject import apply_call_fault
@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--stt-text and --stt-delay-ms go together")
 
     from bot.config import load_cli_config
-    from bot.errors import StartupError
+    from bot.core.errors import StartupError
     from bot.privacy import start_logging
-    from bot.serve import serve
-    from bot.local_llm import serving_llm
+    from bot.app.serve import serve
+    from bot.modelfiles.local_llm import serving_llm
 
     start_logging(args.verbose)
     config = load_cli_config(args.config, args.overrides)

@@ -140,7 +140,7 @@ class FakeTwilioAPI:
 
 
 class BotProcess:
-    """``python run_bot.py`` (or another entry, e.g. ``-m bot.stock``) started as a separate process.
+    """``python run_bot.py`` (or another entry, e.g. ``-m bot.app.stock``) started as a separate process.
 
     Args:
         overrides: ``--set`` items (port and host are added).
@@ -196,7 +196,7 @@ class BotProcess:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        from bot.server import bearer_header
+        from bot.app.server import bearer_header
 
         return bearer_header(self.records_token)
 

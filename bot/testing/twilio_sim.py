@@ -45,7 +45,7 @@ from pipecat.audio.utils import create_file_resampler, pcm_to_ulaw, ulaw_to_pcm
 from twilio.request_validator import RequestValidator
 from websockets.asyncio.client import ClientConnection
 
-from bot.wav import read_wav
+from bot.core.wav import read_wav
 
 __all__ = [
     "CallClosed",
@@ -436,7 +436,7 @@ class TwilioCallSimulator:
         await self._enqueue(bytes([ULAW_SILENCE]) * round(secs * SAMPLE_RATE), realtime)
 
     async def send_wav(self, path: str | PathLike[str], realtime: bool = True) -> float:
-        """Send a WAV file (any rate and format ``bot.wav.read_wav`` reads); returns its duration in seconds."""
+        """Send a WAV file (any rate and format ``bot.core.wav.read_wav`` reads); returns its duration in seconds."""
         pcm, rate = read_wav(path)
         await self.send_audio(pcm, rate, realtime)
         return len(pcm) / 2 / rate

@@ -91,7 +91,7 @@ async def place_call(config: Config, url: str, steps: list[str], caller: str, au
 
 
 async def _print_turns(base: str, call_sid: str, since: float, out, records_token: str) -> None:
-    from bot.server import bearer_header
+    from bot.app.server import bearer_header
 
     headers = bearer_header(records_token)
     turns: list[dict] = []

@@ -25,8 +25,8 @@ from pipecat.workers.runner import WorkerRunner
 from bot.config import Config, Secrets
 from bot.telemetry.latency import TurnRecord
 from bot.telemetry.turns import CallRecorder, TurnObserver
-from processors.keypad import KeypadProcessor
-from bot.pipeline import DialogAssets, make_llm
+from bot.stages.keypad import KeypadProcessor
+from bot.call.pipeline import DialogAssets, make_llm
 
 
 class _ReplyCollector(FrameProcessor):

@@ -3,7 +3,7 @@
     run_bot.py calls [--since 2026-12-01] [--json]   # calls with their turns (--json: the export)
     run_bot.py tickets [--status open]
     run_bot.py ticket 20260001 --status done
-    run_bot.py callbacks [--status all] [--place]      # --place: call the due ones now (bot/callbacks.py)
+    run_bot.py callbacks [--status all] [--place]      # --place: call the due ones now (bot/aftercall/callbacks.py)
 
 Caller numbers are shown masked; ``calls --json`` exports them whole (it is the records export).
 Every table cell goes through ``bot.tools.table.cell``: no escape sequence in a record reaches the terminal.
@@ -126,9 +126,9 @@ def place_callbacks(config: Config, out: TextIO = sys.stdout) -> int:
     """Place every due callback now through Twilio (with AMD); the server's webhooks take it from there."""
     import asyncio
 
-    from bot.callbacks import CallbackPlacer
+    from bot.aftercall.callbacks import CallbackPlacer
     from bot.config import Secrets
-    from bot.twilio_api import TwilioAPI
+    from bot.aftercall.twilio_api import TwilioAPI
 
     secrets = Secrets.from_env(config)
     api = TwilioAPI.from_config(config, secrets)

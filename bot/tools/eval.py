@@ -35,7 +35,7 @@ import httpx
 from loguru import logger
 
 from bot.config import Config, Secrets
-from bot.datafile import DataFile
+from bot.core.datafile import DataFile
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TURNS = ROOT / "bench" / "eval_turns.toml"
@@ -258,8 +258,8 @@ def cer(reference: str, hypothesis: str) -> float:
 
 
 def _whisper(config: Config):
-    from bot.models import resolve_whisper_model
-    from processors.whisper_stt import WhisperEngine
+    from bot.modelfiles.manifest import resolve_whisper_model
+    from bot.stages.whisper_stt import WhisperEngine
 
     return WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir),
                          min_avg_logprob=config.stt.min_avg_logprob)  # fmt: skip
@@ -286,8 +286,8 @@ async def audio_turns(config: Config, secrets: Secrets, whisper, turn_timeout: f
 
 def tts_round_trip(config: Config, whisper, sentences: list[str]) -> dict[str, Any]:
     """Synthesize, transcribe, compare; the stand-in model gets a statement, not a number."""
-    from bot.korean.normalize import normalize_korean
-    from processors.supertonic_tts import SupertonicEngine
+    from bot.languages.ko.normalize import normalize_korean
+    from bot.stages.supertonic_tts import SupertonicEngine
 
     engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
     if engine.is_standin:
@@ -398,7 +398,7 @@ def render(config: Config, s: dict[str, Any], outcomes: list[Outcome], dialogs: 
 
 async def _run(config: Config, args, secrets: Secrets) -> int:
     from bot.dialog.domain import load_domain
-    from bot.preflight import CheckReport, llm_rows, probe_llm
+    from bot.ops.preflight import CheckReport, llm_rows, probe_llm
 
     domain = load_domain(config.path(config.llm.domain_file))
     dialogs = load_turns(Path(args.turns) if args.turns else DEFAULT_TURNS, domain)
@@ -460,7 +460,7 @@ async def _run(config: Config, args, secrets: Secrets) -> int:
 
 def run_eval(config: Config, args) -> int:
     """The command: local LLM child or in-process fake when asked, then the evaluation."""
-    from bot.local_llm import serving_llm
+    from bot.modelfiles.local_llm import serving_llm
 
     secrets = Secrets.from_env(config)
     try:

@@ -48,7 +48,7 @@ import httpx
 import websockets
 from loguru import logger
 
-from bot.wav import read_wav
+from bot.core.wav import read_wav
 from bot.config import Config
 from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM

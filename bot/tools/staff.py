@@ -107,7 +107,7 @@ def serve_desk(config: Config, port: int, host: str) -> int:
 
     from bot.config import Secrets
     from bot.desk.app import desk_app
-    from bot.serve import trusted_proxies, uvicorn_config
+    from bot.app.serve import trusted_proxies, uvicorn_config
     from bot.store.db import open_store
 
     trusted_proxies(config)

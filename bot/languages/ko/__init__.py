@@ -1,11 +1,11 @@
 """Korean: the line's first language. Its words are the line's own data (bot/data/); its normalizer
-is bot/korean/."""
+is bot/languages/ko/."""
 
 from __future__ import annotations
 
 from datetime import date
 
-from bot.korean.normalize import normalize_korean, read_digits
+from bot.languages.ko.normalize import normalize_korean, read_digits
 from bot.languages.base import Language
 
 DAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")

@@ -29,8 +29,8 @@ Without ``--url`` the bench starts the server itself (``run_bot.py`` in a subpro
 given ``--config``/``--set``, a random TWILIO_AUTH_TOKEN and no TWILIO_ACCOUNT_SID so nothing
 reaches Twilio's REST API) and, unless ``--no-fake-llm``, a fake vLLM in this process
 (``bot.testing.fake_llm.FakeLLM``, first token after 150 ms, 3 characters per 10 ms). With
-``--baseline stock`` the same calls then run against ``python -m bot.stock`` (stock Pipecat parts,
-see ``bot/stock.py``) and the report puts ours/stock ratios side by side. The servers run one
+``--baseline stock`` the same calls then run against ``python -m bot.app.stock`` (stock Pipecat parts,
+see ``bot/app/stock.py``) and the report puts ours/stock ratios side by side. The servers run one
 after the other, never at once, so they do not compete for the CPU.
 """
 
@@ -112,7 +112,7 @@ def run_bench(config: Config, args) -> int:
     if args.url and fake:
         raise BenchError("--fake-llm needs the bench to start the server (no --url): a running server has its own LLM")
     if args.url and args.baseline and not args.baseline_url:
-        raise BenchError("--baseline stock with --url needs --baseline-url (a running `python -m bot.stock` server)")
+        raise BenchError("--baseline stock with --url needs --baseline-url (a running `python -m bot.app.stock` server)")
     if not args.url and n > config.server.max_calls:
         raise BenchError(f"--calls {n} > server.max_calls {config.server.max_calls}: the server would reject calls "
                          f"(add --set server.max_calls={n})")

@@ -62,7 +62,7 @@ class Target:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        from bot.server import bearer_header
+        from bot.app.server import bearer_header
 
         return bearer_header(self.records_token)
 

@@ -192,7 +192,7 @@ def _ratio_section(ours: RunStats, stock: RunStats, budgets: LatencyConfig) -> l
                      f"{_f(y['p90'])} | {ratio(x['p90'], y['p90'])} |")
     la, lb = ours.run.loop_lag_worst or {}, stock.run.loop_lag_worst or {}
     lines += ["", f"Event-loop lag, worst p99: ours {_f(la.get('p99_ms'), 1)} ms, stock {_f(lb.get('p99_ms'), 1)} ms.",
-              "Stock = bot/stock.py: Pipecat WhisperSTTService (faster-whisper defaults, beam 5), default "
+              "Stock = bot/app/stock.py: Pipecat WhisperSTTService (faster-whisper defaults, beam 5), default "
               "UserTurnStrategies (smart-turn v3 stop), default VAD params and input resampler, plain "
               "OpenAILLMService (no shortcuts, no structured output), the same Supertonic TTS.", ""]
     return lines
@@ -252,7 +252,7 @@ def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float
     return "no growth beyond noise (voice-to-voice p50 within x1.6 / +100 ms, loop-lag p99 within +5 ms)"
 
 
-# The turn-taking features of bot/pipeline.py, switched off for the "ours-basic" run.
+# The turn-taking features of bot/call/pipeline.py, switched off for the "ours-basic" run.
 FEATURES_OFF = ("turn.korean_endpointing=false", "turn.speculative_reply=false", "tts.canned_audio=false")
 
 
@@ -271,7 +271,7 @@ def _ttfa_section(stats: list[RunStats]) -> list[str]:
         lines.append(f"| {st.run.system} | {len(st.caller_ttfa)} | {_f(d['p50'])} | {_f(d['p90'])} | {_f(d['p99'])} | "
                      f"{ratio} | {cut} | {cancelled} |")
     lines += ["", "ours = Korean end-of-turn waits + speculative reply + canned audio; ours-basic = the same server "
-              f"with {', '.join(FEATURES_OFF)}; stock = bot/stock.py.", ""]
+              f"with {', '.join(FEATURES_OFF)}; stock = bot/app/stock.py.", ""]
     return lines
 
 

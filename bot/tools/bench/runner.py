@@ -43,7 +43,7 @@ def bench_responder(body: dict[str, Any]):
 
 
 class ServerProcess(BotProcess):
-    """Our server (``run_bot.py``) or the stock one (``python -m bot.stock``) in a subprocess."""
+    """Our server (``run_bot.py``) or the stock one (``python -m bot.app.stock``) in a subprocess."""
 
     def __init__(self, system: str, config_path: str | None, overrides: list[str], log_path: Path, auth_token: str):
         sets = list(overrides)
@@ -53,7 +53,7 @@ class ServerProcess(BotProcess):
         sets.append(f"server.public_host='127.0.0.1:{port}'")
         # A random webhook token and no account SID: nothing is ever sent to Twilio's REST API.
         super().__init__(sets, {"TWILIO_AUTH_TOKEN": auth_token, "TWILIO_ACCOUNT_SID": None}, log_path,
-                         entry=("-m", "bot.stock") if system == "stock" else None, config_path=config_path, port=port)
+                         entry=("-m", "bot.app.stock") if system == "stock" else None, config_path=config_path, port=port)
         self.system = system
         self.target = Target(self.base_url, f"https://127.0.0.1:{self.port}/twilio/voice", self.ws_url, auth_token,
                              records_token=self.records_token, admin_url=self.admin_url)

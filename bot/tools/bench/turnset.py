@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.datafile import DataFile
-from bot.wav import read_wav
+from bot.core.datafile import DataFile
+from bot.core.wav import read_wav
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TURNS = ROOT / "bench" / "turns.toml"

@@ -1,4 +1,4 @@
-"""self_timings: each start's stage figures on a fixed input, per host and config (bot/selftime.py)
+"""self_timings: each start's stage figures on a fixed input, per host and config (bot/ops/selftime.py)
 
 Revision ID: 0004
 Revises: 0003

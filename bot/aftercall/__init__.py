@@ -1,0 +1,1 @@
+"""After the call: Twilio's REST API, SMS notices and callbacks."""

@@ -1,0 +1,1 @@
+"""Serving: the ASGI app and its routes, the server process, the stock-Pipecat comparison server."""

@@ -1,0 +1,1 @@
+"""Foundations: data files, errors, the background-task helper, WAV I/O. Imports nothing from bot."""

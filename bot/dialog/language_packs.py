@@ -1,0 +1,80 @@
+"""The languages a line answers in besides Korean: each one folder, bot/languages/<code>/.
+
+A pack holds everything the bot says without the model in that language (canned replies, intake
+texts, texts by SMS: the folder's language.toml), its shortcut rules (shortcuts.toml), the keypad
+menu line and the instruction that asks the model for replies in that language; its code (the
+normalizer, digits, the calendar's phrases) is the folder's ``LANGUAGE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot import DATA_DIR
+from bot import languages
+from bot.core.datafile import DataFile
+from bot.dialog.domain import Domain
+from bot.dialog.intake import Intake
+from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
+from bot.dialog.state import CannedReplies
+
+SMS_KEYS = ("ticket", "status")
+LANGUAGE_KEYS = ("name", "menu", "switched", "instruction", "recording_notice", "tag")
+
+
+class LanguageError(ValueError):
+    """A language of line.languages cannot be used (the message names it and the file)."""
+
+
+UNSERVED = DATA_DIR / "unserved.toml"
+
+
+def unserved_notice(line_languages: list[str], path: Path = UNSERVED) -> tuple[str, str]:
+    """What a caller heard in a language the line does not serve is told once: the Korean sentence,
+    then the English one (``tagged``: the TTS reads it with the English tag), each naming the line's
+    languages in its own words (``bot/data/unserved.toml``; the names are each language's ``names``)."""
+    source = DataFile.read(path, LanguageError, "unserved-language file")
+    said = []
+    for code in ("ko", "en"):
+        template = source.text_value((code,))
+        names = [languages.get(lang).names[code] for lang in line_languages]
+        listed = ", ".join(names) if code == "ko" or len(names) < 2 else f"{', '.join(names[:-1])} and {names[-1]}"
+        said.append(template.format(languages=listed))
+    return said[0], languages.tagged(said[1], "en")
+
+
+@dataclass(frozen=True)
+class LanguagePack:
+    code: str
+    name: str
+    menu: str
+    switched: str
+    instruction: str
+    recording_notice: str
+    tag: str  # the TTS language tag
+    canned: CannedReplies
+    intake: Intake
+    shortcuts: ShortcutMatcher
+    sms: dict[str, str]
+
+
+def load_language(code: str, domain: Domain, folder: Path | None = None) -> LanguagePack:
+    """A language's pack from its folder (``folder``: another copy of its data files, for tests)."""
+    try:
+        lang = languages.get(code)
+    except languages.UnknownLanguage as e:
+        raise LanguageError(f"line.languages: {code!r}: {e}") from None
+    folder = folder or lang.folder
+    path, rules = folder / "language.toml", folder / "shortcuts.toml"
+    if not path.is_file() or not rules.is_file():
+        raise LanguageError(f"line.languages: {code!r} has no replies ({path.name} and {rules.name} in {folder})")
+    source = DataFile.read(path, LanguageError, "language file")
+    for k in LANGUAGE_KEYS:
+        source.value(("language", k), str, "a text")
+    head = source.data["language"]
+    canned = CannedReplies.from_source(source, ("replies",))
+    intake = Intake.from_source(source, domain, ("intake",), read_number=lang.read_digits)
+    sms = {k: source.value(("sms", k), str, "a text") for k in SMS_KEYS}  # a ticket's texts (bot/aftercall/notify.py)
+    return LanguagePack(code=code, canned=canned, intake=intake, shortcuts=load_shortcuts(rules, domain), sms=sms,
+                        **{k: head[k] for k in LANGUAGE_KEYS})

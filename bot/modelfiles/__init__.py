@@ -1,0 +1,1 @@
+"""Model files: the manifest, downloads and checks, the stand-in TTS, the local LLM server."""

@@ -1,0 +1,1 @@
+"""Readiness: preflight checks, self-timing, hatches (flags that turn off a fast path), /ready."""

@@ -1,0 +1,626 @@
+"""Speech-to-text with faster-whisper for Korean phone audio.
+
+Three pieces:
+
+* ``WhisperEngine``: one faster-whisper model per process, shared by every call. Its
+  ``transcribe`` is blocking and guarded (forced language, a single temperature, no-speech,
+  repetition, confidence, prompt-echo and length guards); ``transcribe_async`` runs it on the engine's own
+  worker threads so the event loop (and every other call's audio) keeps flowing.
+* ``WhisperSTTProcessor``: a Pipecat ``SegmentedSTTService`` that sends each VAD segment to the
+  engine and emits a ``TranscriptionFrame`` only for an accepted, non-empty transcript.
+* ``transcribe_file``: any WAV file (``bot/core/wav.py``: PCM, float, 8 kHz mu-law or A-law, mono or
+  stereo) through the same engine, for ``run_bot.py transcribe``.
+
+Transcripts are personal data: they are logged at DEBUG only, never at INFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import soxr
+from loguru import logger
+from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
+from pipecat.services.settings import STTSettings
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.stt_service import SegmentedSTTService, STTService
+from pipecat.transcriptions.language import Language
+from pipecat.utils.time import time_now_iso8601
+
+from bot.config import STTConfig
+from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
+from bot.core.wav import read_wav
+
+WHISPER_SAMPLE_RATE = 16000
+
+RejectReason = Literal["no_speech", "repetitive", "low_confidence", "prompt_echo", "too_long", "empty"]
+
+# Decoding budget: Korean is about 1.1 Whisper tokens per syllable and fast speech about 8
+# syllables a second, so 25 tokens a second (plus a small floor) never cuts real speech short,
+# while a hallucination loop on a 1.5 s noise burst stops after ~50 tokens instead of ~220
+# (measured: 0.65 s instead of 2.3 s on 2 CPU cores; the loop is still caught as repetitive).
+_TOKENS_PER_SEC = 25
+_MIN_NEW_TOKENS = 16
+
+# The encoder window (``WhisperEngine.window_frames``) is the speech plus this much, at least
+# ``stt.window_s``: cut to the speech alone, Whisper base looped on short clips.
+WINDOW_MARGIN_S = 1.0
+
+# Prompt echo (see ``is_prompt_echo``). faster-whisper puts ``hotwords`` (and ``initial_prompt``)
+# after <|startofprev|>, where Whisper was trained to see the previous window's transcript, so once
+# the decoder has written a word of the list it tends to go on copying the list: Whisper base heard
+# "주민등록등본 떼려면 어떻게 해요" as "주민등록등본 민원 불법주차 쓰레기 수거 가로등" (avg log-prob
+# -0.25, no-speech 0.06, compression 0.88: every other guard passes it).
+_ECHO_MIN_RUN = 3  # this many prompt words in the prompt's order, one after the other
+_ECHO_MIN_WORDS = 3  # or at least this many prompt words ...
+_ECHO_MIN_SHARE = 0.8  # ... making up at least this share of the transcript's words
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words, punctuation dropped ("수거, 가로등." -> ["수거", "가로등"])."""
+    return _WORD.findall(text.lower())
+
+
+def is_prompt_echo(text: str, *prompts: str) -> bool:
+    """Whether a transcript is the decoding prompt copied back rather than what was said.
+
+    ``prompts`` are the texts Whisper was prompted with (``stt.hotwords``, ``stt.initial_prompt``);
+    their words are the "prompt words". The transcript is an echo when, punctuation and spacing
+    ignored,
+
+    * it contains ``_ECHO_MIN_RUN`` (3) or more consecutive words of one prompt, in the prompt's
+      order ("민원 불법주차 쓰레기 수거 가로등", "수거, 가로등, 상수도", the whole list, the list
+      twice, the list without its spaces); or
+    * at least ``_ECHO_MIN_WORDS`` (3) of its words are prompt words and they make up at least
+      ``_ECHO_MIN_SHARE`` (80 %) of its words (the list shuffled or repeated).
+
+    A word counts only when it IS a prompt word: "가로등이" (with a particle) is not "가로등". So a
+    caller's sentence with a hotword or two in it passes ("대형폐기물 신고하려고요", "쓰레기 수거
+    문의드리려고요", "민원 불법주차"). The price: a caller who really says three list words in the
+    list's order ("쓰레기 수거 가로등") is rejected too, and with a prompt of one or two words an
+    echo cannot be told from a caller saying those words, so it is never rejected.
+    """
+    words = _words(text)
+    if not words:
+        return False
+    lists = [w for w in (_words(p) for p in prompts) if w]
+    if not lists:
+        return False
+    compact = "".join(words)
+    for plist in lists:
+        for i in range(len(plist) - _ECHO_MIN_RUN + 1):
+            if "".join(plist[i : i + _ECHO_MIN_RUN]) in compact:
+                return True
+    vocab = {w for plist in lists for w in plist}
+    hits = sum(w in vocab for w in words)
+    return hits >= _ECHO_MIN_WORDS and hits >= _ECHO_MIN_SHARE * len(words)
+
+
+@dataclass
+class UnclearSpeechFrame(DataFrame, AsksToRepeat):
+    """A segment long enough to be speech that the guards rejected (no_speech, low_confidence,
+    repetitive, prompt_echo): the turn-stop strategy can ask the caller to say it again instead
+    of waiting.
+    """
+
+    reason: str = ""
+    audio_secs: float = 0.0
+
+
+# Rejections that are probably speech we failed to read (not silence, not an over-long segment).
+UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive", "prompt_echo")
+
+
+@dataclass(frozen=True)
+class TranscriptResult:
+    """The outcome of transcribing one segment.
+
+    Attributes:
+        text: The accepted transcript, stripped; "" when rejected.
+        audio_secs: Length of the audio given, in seconds.
+        transcribe_ms: Wall time of ``transcribe`` (resampling, features, decoding), in ms.
+        rtf: Real-time factor, ``transcribe_ms / 1000 / audio_secs`` (0 for empty audio).
+        rejected_reason: None when accepted; else why nothing was produced: ``no_speech``
+            (Whisper's no-speech rule), ``repetitive`` (compression ratio above the threshold: a
+            decoding loop), ``low_confidence`` (average log-probability below the engine's
+            ``min_avg_logprob``), ``prompt_echo`` (the transcript is the hotwords / initial
+            prompt copied back: ``is_prompt_echo``), ``too_long`` (longer than
+            ``max_segment_secs``: not transcribed), ``empty`` (no audio, or the model produced
+            no text).
+        language: The language the model was forced to (a Whisper code such as "ko").
+        avg_logprob: Average token log-probability of the first decoded segment (diagnostics).
+        no_speech_prob: No-speech probability of the first decoded segment (diagnostics).
+        queue_ms: Time ``transcribe_async`` waited for a free worker before ``transcribe``
+            started (other calls' segments ahead of it), in ms; 0 for a direct call.
+    """
+
+    text: str
+    audio_secs: float
+    transcribe_ms: float
+    rtf: float
+    rejected_reason: RejectReason | None
+    language: str
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    queue_ms: float = 0.0
+    # Auto language (``detect`` given): the most probable allowed language and its probability,
+    # from the same encoder pass as the transcript (None when the language was forced).
+    detected: str | None = None
+    language_p: float | None = None
+    # ... and the most probable language over all of Whisper's (a caller the line does not serve).
+    heard: str | None = None
+    heard_p: float | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the result carries a transcript."""
+        return self.rejected_reason is None and bool(self.text)
+
+
+def pcm16_to_float32(pcm16: bytes, sample_rate: int) -> np.ndarray:
+    """Convert mono 16-bit PCM to float32 in [-1, 1] at 16 kHz (soxr, HQ), as Whisper wants."""
+    n = len(pcm16) // 2  # a stray odd byte is dropped
+    audio = np.frombuffer(pcm16[: n * 2], dtype="<i2").astype(np.float32) / 32768.0
+    if sample_rate != WHISPER_SAMPLE_RATE and audio.size:
+        audio = soxr.resample(audio, sample_rate, WHISPER_SAMPLE_RATE, quality="HQ")
+    return np.ascontiguousarray(audio, dtype=np.float32)
+
+
+class WhisperEngine:
+    """A faster-whisper model shared by all calls in the process.
+
+    Construction loads the model and is **blocking** (about 1 s for Whisper base on 2 CPU
+    cores): do it once at startup, then call ``warmup()``, also blocking, before the first call.
+
+    Concurrency: CTranslate2 models are thread-safe, and ``transcribe`` keeps no state between
+    calls. ``transcribe_async`` runs it on a dedicated pool of ``num_workers`` threads, which is
+    also the number of CTranslate2 replicas (``WhisperModel(num_workers=...)``), so transcriptions
+    never occupy asyncio's default executor that TTS and file I/O also use. Default: 1 worker on
+    CPU (parallel decodes would split the same cores, so both calls finish later than one after
+    the other), 2 on CUDA (one call's decoding overlaps another's feature extraction and the GPU
+    has room). More calls queue in FIFO order.
+
+    Args:
+        cfg: The ``[stt]`` config section.
+        model_path: Model directory or name (``bot.modelfiles.manifest.resolve_whisper_model``).
+        num_workers: CTranslate2 replicas and transcription threads; None picks by device.
+        min_avg_logprob: Reject a segment whose average token log-probability is below this
+            (``low_confidence``); None disables the guard. Hotwords lower Whisper's no-speech
+            probability, so noise can slip past the no-speech rule as a short garbage word
+            ("아", avg log-prob about -3); real speech, even badly recognised 8 kHz Korean,
+            stayed above -2.0 with Whisper base.
+        reject_prompt_echo: Reject a transcript that is the hotword list / initial prompt
+            copied back (``prompt_echo``, see ``is_prompt_echo``). Off only to measure what the
+            guard changes (``scripts/hotword_wer.py``).
+    """
+
+    def __init__(
+        self,
+        cfg: STTConfig,
+        model_path: str,
+        *,
+        num_workers: int | None = None,
+        min_avg_logprob: float | None = None,
+        reject_prompt_echo: bool = True,
+    ):
+        from faster_whisper import WhisperModel
+
+        self.cfg = cfg
+        self.model_path = model_path
+        self.min_avg_logprob = min_avg_logprob
+        self.reject_prompt_echo = reject_prompt_echo
+        device = cfg.device
+        if device == "auto":
+            import ctranslate2
+
+            device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.device = device
+        self.num_workers = num_workers or (2 if device == "cuda" else 1)
+        # 0 lets CTranslate2 pick (4 threads), which oversubscribes a 2-core box.
+        self.cpu_threads = cfg.cpu_threads or min(4, len(os.sched_getaffinity(0)))
+        t0 = time.perf_counter()
+        self.model = WhisperModel(
+            model_path,
+            device=device,
+            compute_type=cfg.compute_type,
+            cpu_threads=self.cpu_threads,
+            num_workers=self.num_workers,
+            local_files_only=True,
+        )
+        self.load_ms = (time.perf_counter() - t0) * 1000
+        self.warmup_ms: float | None = None
+        # The encoder's window floor in seconds (``window_frames``); 30 = faster-whisper's own 30 s.
+        self.window_s = cfg.window_s
+        self._max_new_tokens_cap = self._decoding_budget()
+        self._executor = ThreadPoolExecutor(max_workers=self.num_workers, thread_name_prefix="whisper")
+        logger.info(
+            "Whisper loaded from {} in {:.0f} ms (device={}, compute_type={}, cpu_threads={}, num_workers={}, language={})", model_path, self.load_ms, device, cfg.compute_type, self.cpu_threads, self.num_workers, cfg.language
+        )
+
+    def _decoding_budget(self) -> int | None:
+        """Largest ``max_new_tokens`` that fits beside the prompt in Whisper's 448-token window."""
+        tok = self.model.hf_tokenizer
+        half = self.model.max_length // 2 - 1
+        prompt = 5  # sot_prev, sot, language, task, no_timestamps
+        for text in (self.cfg.hotwords, self.cfg.initial_prompt):
+            if text.strip():
+                prompt += min(len(tok.encode(" " + text.strip()).ids), half)
+        room = self.model.max_length - prompt - 1
+        return room if room >= _MIN_NEW_TOKENS else None
+
+    def warmup(self) -> float:
+        """Transcribe 1 s of silence so the first call doesn't pay for lazy initialisation.
+
+        Blocking. Returns the time it took in ms (also kept as ``warmup_ms``).
+        """
+        result = self.transcribe(bytes(2 * WHISPER_SAMPLE_RATE), WHISPER_SAMPLE_RATE)
+        self.warmup_ms = result.transcribe_ms
+        logger.info("Whisper warm-up: {:.0f} ms", self.warmup_ms)
+        return self.warmup_ms
+
+    def transcribe(
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None,
+        detect: tuple[str, ...] | None = None, decode_p: float = 0.5,
+    ) -> TranscriptResult:
+        """Transcribe one segment of mono 16-bit PCM. Blocking: call it from a worker thread.
+
+        The segment generator faster-whisper returns is lazy (decoding happens as it is
+        iterated), so it is exhausted here, in the calling thread.
+
+        Args:
+            pcm16: Mono 16-bit little-endian PCM.
+            sample_rate: Its rate; anything but 16 kHz is resampled.
+            language: Whisper language code; ``cfg.language`` when None.
+            detect: Allowed languages (``stt.language = "auto"``): Whisper's language probabilities
+                are read from the encoder output the transcript is decoded from (one encoder pass),
+                and the segment is decoded in the most probable allowed language when its
+                probability is at least ``decode_p``, else in ``language``. Not detected when None.
+        """
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        # "auto" decodes in the line's first language until a switch; the config makes that Korean.
+        language = language or (cfg.language if cfg.language != "auto" else "ko")
+        detected: str | None = None
+        language_p: float | None = None
+        heard: tuple[str, float] | None = None
+        audio_secs = (len(pcm16) // 2) / sample_rate if sample_rate > 0 else 0.0
+
+        def done(reason: RejectReason | None, text: str = "", seg: Any = None) -> TranscriptResult:
+            ms = (time.perf_counter() - t0) * 1000
+            return TranscriptResult(
+                text=text,
+                audio_secs=audio_secs,
+                transcribe_ms=ms,
+                rtf=(ms / 1000 / audio_secs) if audio_secs > 0 else 0.0,
+                rejected_reason=reason,
+                language=language,
+                avg_logprob=seg.avg_logprob if seg is not None else None,
+                no_speech_prob=seg.no_speech_prob if seg is not None else None,
+                detected=detected,
+                language_p=language_p,
+                heard=heard[0] if heard else None,
+                heard_p=heard[1] if heard else None,
+            )
+
+        if audio_secs <= 0:
+            return done("empty")
+        if audio_secs > cfg.max_segment_secs:
+            return done("too_long")
+
+        audio = pcm16_to_float32(pcm16, sample_rate)
+        max_new_tokens = _MIN_NEW_TOKENS + math.ceil(_TOKENS_PER_SEC * audio_secs)
+        if self._max_new_tokens_cap is not None:
+            max_new_tokens = min(max_new_tokens, self._max_new_tokens_cap)
+        segments, _info = self.model.transcribe(
+            audio,
+            language=language,
+            beam_size=cfg.beam_size,
+            # One temperature: no fallback ladder, whose retries took 15-35 s on hallucinating clips.
+            temperature=cfg.temperature,
+            hotwords=cfg.hotwords.strip() or None,
+            initial_prompt=cfg.initial_prompt.strip() or None,
+            # The no-speech rule is applied below instead, so a skipped segment has a reason
+            # (faster-whisper would drop it silently). With a single temperature this is the
+            # same decision: its fallback logic has nothing to fall back to.
+            no_speech_threshold=None,
+            log_prob_threshold=cfg.log_prob_threshold,
+            compression_ratio_threshold=cfg.compression_ratio_threshold,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            without_timestamps=True,
+            max_new_tokens=max_new_tokens,
+        )
+        if detect or self.window_frames(len(audio)) < self.model.feature_extractor.nb_max_frames:
+            # Nothing is decoded yet (the generator is lazy): decode from our own encoder pass instead,
+            # over the window sized to the speech (``stt.window_s``), with the language read from it.
+            detected, language_p, segments, heard = self._encode_and_decode(audio, detect, language, decode_p,
+                                                                            _info.transcription_options)
+            if detect:
+                language = detected if language_p >= decode_p else language
+            else:
+                detected = language_p = None
+        segments = list(segments)  # decode here, in this thread
+
+        kept: list[str] = []
+        dropped: list[RejectReason] = []
+        for seg in segments:
+            reason = self._segment_reject_reason(seg)
+            if reason is None:
+                kept.append(seg.text)
+            else:
+                dropped.append(reason)
+        first = segments[0] if segments else None
+        text = "".join(kept).strip()
+        if text and self.reject_prompt_echo and is_prompt_echo(text, cfg.hotwords, cfg.initial_prompt):
+            # The reason is logged at INFO by WhisperSTTProcessor, like the other rejections; the
+            # text (personal data if the echo carries real words too) at DEBUG only.
+            logger.debug("Whisper: transcript rejected as a prompt echo: [{}]", text)
+            return done("prompt_echo", "", first)
+        if text:
+            return done(None, text, first)
+        return done(dropped[0] if dropped else "empty", "", first)
+
+    def window_frames(self, samples: int) -> int:
+        """Mel frames the encoder sees for ``samples`` of 16 kHz audio (``stt.window_s``).
+
+        The speech plus ``WINDOW_MARGIN_S``, never less than ``stt.window_s`` and never more than
+        Whisper's 30 s (3000 frames, what faster-whisper always encodes); even, for the encoder's
+        stride-2 convolution. CTranslate2 encodes a shorter input in proportionally less time and
+        the decoder then attends over fewer positions.
+        """
+        fe = self.model.feature_extractor
+        per_sec = fe.sampling_rate // fe.hop_length
+        frames = max(round(self.window_s * per_sec), samples // fe.hop_length + round(WINDOW_MARGIN_S * per_sec))
+        return min(fe.nb_max_frames, frames + frames % 2)
+
+    def _encode_and_decode(self, audio: np.ndarray, allowed: tuple[str, ...] | None, fallback: str,
+                           decode_p: float, options: Any) -> tuple[str, float, Any, tuple[str, float] | None]:
+        """One encoder pass over the window sized to the speech; language probabilities from it
+        (``allowed``: auto detection) and the segments decoded from it.
+
+        faster-whisper's own ``language=None`` encodes twice (detection, then decoding) and decodes
+        in whatever language won, Thai included; here the winner is restricted to ``allowed``. Its
+        decoding always encodes 30 s (the segment padded to 3000 frames): here the padding stops at
+        ``window_frames``. Returns (best allowed language, its probability, segments, the most
+        probable language of all with its probability); without ``allowed``, (``fallback``, 1.0,
+        segments, None).
+        """
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+
+        model = self.model
+        features = model.feature_extractor(audio)
+        frames = self.window_frames(len(audio))
+        encoder_output = model.encode(pad_or_trim(features[..., :frames], frames))
+        best, p, heard = fallback, 1.0, None
+        if allowed:
+            probs = {tok[2:-2]: p for tok, p in model.model.detect_language(encoder_output)[0]}
+            best = max(allowed, key=lambda lang: probs.get(lang, 0.0))
+            p = float(probs.get(best, 0.0))
+            top = max(probs, key=probs.__getitem__)
+            heard = (top, float(probs[top]))
+        lang = best if p >= decode_p else fallback
+        tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=lang)
+        return best, p, model.generate_segments(features, tokenizer, options, False, encoder_output), heard
+
+    def _segment_reject_reason(self, seg: Any) -> RejectReason | None:
+        cfg = self.cfg
+        # Whisper's rule: likely silence, unless the decoder was confident anyway.
+        if (
+            cfg.no_speech_threshold is not None
+            and seg.no_speech_prob > cfg.no_speech_threshold
+            and seg.avg_logprob < cfg.log_prob_threshold
+        ):
+            return "no_speech"
+        if seg.compression_ratio > cfg.compression_ratio_threshold:
+            return "repetitive"
+        if self.min_avg_logprob is not None and seg.avg_logprob < self.min_avg_logprob:
+            return "low_confidence"
+        return None
+
+    async def transcribe_async(
+        self, pcm16: bytes, sample_rate: int, *, language: str | None = None,
+        detect: tuple[str, ...] | None = None, decode_p: float = 0.5,
+    ) -> TranscriptResult:
+        """``transcribe`` on the engine's worker threads; the event loop stays free."""
+        loop = asyncio.get_running_loop()
+        submitted = time.perf_counter()
+
+        def run() -> TranscriptResult:
+            queue_ms = (time.perf_counter() - submitted) * 1000
+            result = self.transcribe(pcm16, sample_rate, language=language, detect=detect, decode_p=decode_p)
+            return dataclasses.replace(result, queue_ms=queue_ms)
+
+        return await loop.run_in_executor(self._executor, run)
+
+    def close(self) -> None:
+        """Stop the worker threads (waits for running transcriptions)."""
+        self._executor.shutdown(wait=True)
+
+
+def _whisper_language(language: Language | str) -> str:
+    """``Language.KO`` / "ko-KR" / "ko" -> "ko" (Whisper takes base codes only)."""
+    return str(language.value if isinstance(language, Language) else language).split("-")[0].lower()
+
+
+class WhisperSTTProcessor(SegmentedSTTService):
+    """Segmented STT on a shared ``WhisperEngine``.
+
+    Each VAD segment arrives as raw 16-bit PCM at ``self.sample_rate`` and is transcribed on
+    the engine's worker threads, so this call's audio (and every other call's) keeps flowing.
+    A ``TranscriptionFrame`` is pushed only for an accepted, non-empty transcript; rejected
+    segments are logged at INFO with their reason (never their text) and counted in
+    ``rejected_counts``. A failed transcription becomes a non-fatal ``ErrorFrame``.
+
+    Args:
+        engine: The process-wide engine (already loaded and warmed up).
+        language: Language to force, e.g. "ko".
+        on_result: Called on the event loop with every ``TranscriptResult``, accepted or not
+            (latency records hook in here). Its exceptions are logged, not raised.
+        ttfs_p99_latency: Seconds from speech end to final transcript, broadcast to the turn
+            stop strategies (their wait for a late transcript). Default: VAD ``stop_secs``
+            (0.2) plus twice the engine's measured warm-up time, at least 0.5 s; 1.5 s when
+            the engine was not warmed up.
+        **kwargs: Passed to ``SegmentedSTTService`` (``sample_rate``, ``trailing_silence_secs``...).
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: WhisperEngine,
+        language: str,
+        on_result: Callable[[TranscriptResult], None] | None = None,
+        ttfs_p99_latency: float | None = None,
+        unclear_min_segment_secs: float = 2.0,
+        detect: tuple[str, ...] | None = None,
+        decode_p: float = 0.5,
+        language_of: Callable[[], str] | None = None,
+        **kwargs,
+    ):
+        if ttfs_p99_latency is None:
+            if engine.warmup_ms is None:
+                ttfs_p99_latency = 1.5
+            else:
+                ttfs_p99_latency = max(0.5, round(0.2 + 2 * engine.warmup_ms / 1000, 2))
+        try:
+            lang: Language | str = Language(language)
+        except ValueError:
+            lang = language
+        super().__init__(
+            settings=STTSettings(model=engine.model_path, language=lang),
+            ttfs_p99_latency=ttfs_p99_latency,
+            **kwargs,
+        )
+        self._engine = engine
+        self._on_result = on_result
+        self._unclear_min_secs = unclear_min_segment_secs
+        # stt.language = "auto": the languages Whisper may pick; ``language_of`` gives the call's current one.
+        self._detect = detect
+        self._decode_p = decode_p
+        self._language_of = language_of
+        self.rejected_counts: Counter[str] = Counter()
+        # VAD segments queued behind the one being transcribed (see push_frame).
+        self._segments_waiting = 0
+
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
+        """Mark a transcript final only when no later speech is pending.
+
+        Stock ``SegmentedSTTService`` marks every segment's transcript final. When the caller
+        pauses mid-sentence, segment 1's transcript arrives after segment 2 has started; the
+        speech-timeout strategy then takes it as "STT has nothing more to send" and ends the
+        turn before segment 2 is transcribed, so the caller's last words leak into the next turn.
+        """
+        if isinstance(frame, TranscriptionFrame):
+            frame.finalized = not self._user_speaking and self._segments_waiting == 0
+            await STTService.push_frame(self, frame, direction)
+            return
+        await super().push_frame(frame, direction)
+
+    @property
+    def wants_wav_segments(self) -> bool:
+        """Segments come as raw PCM16 at ``self.sample_rate`` (no WAV header)."""
+        return False
+
+    def can_generate_metrics(self) -> bool:
+        """Processing-time metrics are reported for each segment."""
+        return True
+
+    def language_to_service_language(self, language: Language) -> str | None:
+        """Whisper takes base language codes: ``Language.KO_KR`` -> "ko"."""
+        return _whisper_language(language)
+
+    def _frame_language(self, code: str) -> Language | None:
+        try:
+            return Language(code)
+        except ValueError:
+            return None
+
+    async def _handle_user_stopped_speaking(self, frame):
+        queued = self._segment_queue.qsize()
+        await super()._handle_user_stopped_speaking(frame)
+        self._segments_waiting += self._segment_queue.qsize() - queued
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
+        """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
+        self._segments_waiting = max(0, self._segments_waiting - 1)
+        if self._language_of is not None:
+            language = self._language_of()
+        else:
+            language = _whisper_language(self._settings.language or self._engine.cfg.language)
+        await self.start_processing_metrics()
+        try:
+            # Forced language: the call is the same as before auto detection existed.
+            auto = {"detect": self._detect, "decode_p": self._decode_p} if self._detect else {}
+            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language, **auto)
+        except Exception as e:
+            # No traceback: loguru's would print local variables (the audio) into the log.
+            logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)
+            yield ErrorFrame(error=f"Whisper transcription failed: {type(e).__name__}: {e}", exception=e)
+            return
+        finally:
+            await self.stop_processing_metrics()
+
+        # The turn's record: this segment times the turn's STT (bot/telemetry/turns.py).
+        detected = result.detected is not None and result.accepted
+        await self.push_frame(SpeechReadFrame(audio_secs=result.audio_secs, transcribe_ms=result.transcribe_ms,
+                                              rtf=result.rtf, language_p=result.language_p if detected else None))
+        if self._on_result is not None:
+            try:
+                self._on_result(result)
+            except Exception as e:
+                logger.error("{}: on_result callback failed: {}: {}", self, type(e).__name__, e)
+
+        if not result.accepted:
+            reason = result.rejected_reason or "empty"
+            self.rejected_counts[reason] += 1
+            logger.info(
+                "{}: segment rejected ({}): {:.2f} s of audio, {:.0f} ms; rejected so far: {}", self, reason, result.audio_secs, result.transcribe_ms, dict(self.rejected_counts)
+            )
+            if reason in UNCLEAR_REASONS and result.audio_secs >= self._unclear_min_secs:
+                yield UnclearSpeechFrame(reason=reason, audio_secs=result.audio_secs)
+            return
+        logger.debug(
+            "{}: transcript in {:.0f} ms (rtf {:.2f}): [{}]", self, result.transcribe_ms, result.rtf, result.text
+        )
+        yield TranscriptionFrame(
+            result.text, self._user_id, time_now_iso8601(), self._frame_language(result.language)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+async def transcribe_file(
+    engine: WhisperEngine, path: str | Path, *, language: str | None = None
+) -> dict[str, Any]:
+    """Transcribe a WAV file with the engine (for ``run_bot.py transcribe FILE.wav``).
+
+    The whole file is one segment, so the engine's guards apply: a file longer than
+    ``stt.max_segment_secs`` comes back rejected as ``too_long``.
+
+    Args:
+        engine: A loaded engine.
+        path: Any WAV file ``read_wav`` decodes.
+        language: Whisper language code; the engine's ``stt.language`` when None.
+
+    Returns:
+        ``{"text", "audio_secs", "transcribe_ms", "rtf", "rejected_reason"}``.
+    """
+    pcm, rate = await asyncio.to_thread(read_wav, path)
+    result = await engine.transcribe_async(pcm, rate, language=language)
+    d = asdict(result)
+    return {k: d[k] for k in ("text", "audio_secs", "transcribe_ms", "rtf", "rejected_reason")}

@@ -1,0 +1,436 @@
+"""WebRTC QA page: QA staff talk in a browser to exactly the bot that answers the phone.
+
+``mount_webrtc`` adds to the one FastAPI app:
+
+* ``GET /``: the QA page (``bot/transports/static/qa.html``, ``qa.js``, ``qa.css``; no CDN assets), with
+  the staff desk's security headers (CSP, X-Frame-Options, Referrer-Policy, ...). It holds no token:
+  the tester types the QA token into the page, which sends it as ``Authorization: Bearer``.
+* ``POST /api/offer`` and ``PATCH /api/offer`` (trickle ICE): Pipecat's SmallWebRTC signalling.
+  Every offer that would start a call takes one of the phone line's call slots first, within the
+  QA page's own cap (``mount_webrtc``).
+
+Each peer connection runs one call through ``build_call`` with ``qa=True``: the same processors,
+config and records as a phone call; only the transport and the audio rates differ. The browser
+sends 48 kHz Opus, which the transport resamples to 16 kHz (Whisper and Silero need 16 kHz); the
+bot speaks at 24 kHz, Pipecat's default output rate: full-band for speech, half the bytes of 48 kHz
+through the pipeline, and aiortc's Opus encoder resamples to 48 kHz whatever we give it. (The phone
+path speaks at 8 kHz because Twilio is 8 kHz mu-law; a QA caller hears the wideband voice.)
+
+Live data for the page rides the WebRTC data channel as RTVI ``server-message``s (the worker has
+RTVI on when ``qa=True``)::
+
+    {"label": "rtvi-ai", "type": "server-message", "data": {"qa": KIND, ...}}
+
+    {"qa": "call", "call_id": "qa-…"}                                  on connect
+    {"qa": "transcript", "turn": N, "text": "…"}                       each final STT segment
+    {"qa": "reply", "turn": N, "text": "…"}                            each sentence, once played
+    {"qa": "turn", "turn": N, "route": "llm", "intent": …, "flow": …,  when turn N's first audio
+     "slots": {…}, "interrupted": false, "error": null,                goes out, and again each time
+     "voice_to_voice_ms": 812.0, "stages_ms": {…},                     it changed (LLM answer done,
+     "record": {TurnRecord.to_dict()}}                                 bot stopped, caller spoke)
+
+Turn N is the index of the ``TurnRecord`` (0 is the greeting; a caller's turn and the bot's answer
+share one record); the page updates its row in place. The route is often still "pending" at first
+audio: the LLM stage sets route, intent and slots when its JSON is complete, after the first
+sentence is already playing, hence the updates. The page also shows Pipecat's standard RTVI
+speaking events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, Callable
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from loguru import logger
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    LLMFullResponseEndFrame,
+    TranscriptionFrame,
+    TTSTextFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+)
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.transports.base_output import BaseOutputTransport
+from pipecat.transports.base_transport import TransportParams
+from pipecat.transports.smallwebrtc.connection import SmallWebRTCConnection
+from pipecat.transports.smallwebrtc.request_handler import (
+    IceCandidate,
+    SmallWebRTCPatchRequest,
+    SmallWebRTCRequest,
+    SmallWebRTCRequestHandler,
+)
+from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
+from pipecat.workers.runner import WorkerRunner
+
+from bot.desk.routes import CSP as DESK_CSP
+from bot.line.admission import Line
+from bot.line.callgate import CallGate
+from bot.call.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+QA_IN_RATE = 16000  # Whisper and Silero
+QA_OUT_RATE = 24000  # see the module docstring
+# The staff desk's security headers (bot/desk/routes.py), with what the page needs on top: its script,
+# its signalling requests and the microphone (the desk forbids all three).
+QA_CSP = f"{DESK_CSP}; script-src 'self'; connect-src 'self'; media-src 'self' blob: mediastream:"
+QA_HEADERS = {
+    "Content-Security-Policy": QA_CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(self), geolocation=()",
+    "Cache-Control": "no-store",
+}
+# Frames after which a turn record may have changed (route and slots come with the LLM's end).
+_TURN_EVENTS = (LLMFullResponseEndFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
+
+
+class QALiveObserver(BaseObserver):
+    """Sends the caller's transcript, the bot's sentences and per-turn records to the QA page.
+
+    Created before the call's worker exists (``build_call`` takes observers); ``attach`` it to the
+    session once built. Reads the call's ``CallRecorder``; writes nothing to it except
+    ``first_audio_out`` (set-once, the same instant ``TurnObserver`` stamps), because observers
+    run in separate tasks and this one must not read the turn before that mark is there.
+    """
+
+    def __init__(self):
+        # Every push, not only the first: a sentence counts as spoken when the output transport
+        # passes its TTSTextFrame on, after the sentence's audio (the TTS runs ahead of playout,
+        # and the sentences an interruption drops are never played).
+        super().__init__(observe_every_push=True)
+        self._session: CallSession | None = None
+        self._sent: dict[int, str] = {}
+
+    def attach(self, session: CallSession) -> None:
+        self._session = session
+
+    async def send(self, data: dict[str, Any]) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            payload = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+            await session.worker.rtvi.send_server_message(payload)
+        except Exception as e:  # the page is a view: never let it break the call
+            logger.debug("QA page message not sent: {}", e)
+
+    async def on_push_frame(self, data: FramePushed):
+        if self._session is None:
+            return
+        frame = data.frame
+        if isinstance(frame, TTSTextFrame):
+            if isinstance(data.source, BaseOutputTransport) and frame.text.strip():
+                rec = self._session.recorder
+                await self.send({"qa": "reply", "turn": rec.current.index, "text": frame.text.strip()})
+            return
+        if not data.first_push:
+            return
+        # Broadcast frames (BotStarted/StoppedSpeaking) come in pairs: report the downstream one.
+        if frame.broadcast_sibling_id is not None and data.direction != FrameDirection.DOWNSTREAM:
+            return
+        rec = self._session.recorder
+        if isinstance(frame, TranscriptionFrame):
+            # The caller's turn opened its record when it started (CallRecorder.user_turn_started).
+            if frame.text.strip():
+                await self.send({"qa": "transcript", "turn": rec.current.index, "text": frame.text.strip()})
+        elif isinstance(frame, BotStartedSpeakingFrame):
+            if rec.current.first_sentence is not None:  # same rule as TurnObserver
+                rec.current.mark("first_audio_out", time.time())
+            await self.send_turns()
+        elif isinstance(frame, _TURN_EVENTS):
+            await self.send_turns()
+
+    async def send_turns(self) -> None:
+        """The last two turn records, each when it changed since it was last sent.
+
+        The previous one too: a barge-in marks it interrupted just as the next turn opens.
+        """
+        for rec in self._session.recorder.records[-2:]:
+            await self._send_turn(rec)
+
+    async def _send_turn(self, rec) -> None:
+        stages = rec.stages_ms()
+        msg = {
+            "qa": "turn",
+            "turn": rec.index,
+            "route": rec.route,
+            "intent": rec.intent,
+            "flow": rec.flow,
+            "slots": dict(rec.slots),
+            "interrupted": rec.interrupted,
+            "error": rec.error,
+            "voice_to_voice_ms": stages.get("voice_to_voice"),
+            "stages_ms": stages,
+            "record": rec.to_dict(),  # everything else the record holds (timestamps, STT, endpointing)
+        }
+        key = json.dumps(msg, sort_keys=True, default=str)
+        if self._sent.get(rec.index) == key:
+            return
+        self._sent[rec.index] = key
+        await self.send(msg)
+
+
+class _SecureStaticFiles(StaticFiles):
+    """The page's assets, with the page's security headers."""
+
+    async def get_response(self, path: str, scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(QA_HEADERS)
+        return response
+
+
+def qa_token_ok(request: Request, want: str | None) -> bool:
+    """True without a QA token configured, else when the request carries it in a header:
+    ``Authorization: Bearer TOKEN`` (the page) or ``X-QA-Token: TOKEN`` (scripts). Never in the URL."""
+    if not want:
+        return True
+    auth = request.headers.get("Authorization", "")
+    got = auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-QA-Token", "")
+    return hmac.compare_digest(got.encode(), want.encode())
+
+
+def mount_webrtc(
+    app: FastAPI,
+    *,
+    config,
+    secrets,
+    models,
+    gate: CallGate,
+    metrics,
+    finish_call: Callable[[CallSession], None],
+    line: Line | None = None,
+    desk=None,
+) -> None:
+    """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
+
+    With ``secrets.qa_access_token`` set (env ``QA_ACCESS_TOKEN``), signalling needs it in a header
+    (``qa_token_ok``): the page sits on the same public host as the Twilio webhook, and a QA call
+    takes a call slot on the GPU. The page itself is served without it; the tester types it in.
+
+    Capacity (``gate``, the phone line's ``CallGate``): an offer that would start a call (no
+    ``pc_id``, or one that is not a QA call in progress here) takes a slot before any await, as a
+    reservation the phone webhook counts too; the call then holds it until it ends. QA calls are
+    capped by ``server.qa_max_calls`` (always below ``server.max_calls``); with a line limit
+    (``server.line_max_calls``) the line's count is checked as well. A call whose browser has not
+    connected within ``server.qa_connect_timeout_secs`` is ended, and its slot freed.
+    """
+    sc = config.server
+    calls = gate.calls
+    qa_limit = gate.qa_limit(sc.max_calls, sc.qa_max_calls)
+    if qa_limit < sc.qa_max_calls:
+        logger.warning("QA page: {} call(s) at once, not server.qa_max_calls {}: QA always leaves one of "
+                       "server.max_calls {} to the phone line", qa_limit, sc.qa_max_calls, sc.max_calls)
+
+    def check_token(request: Request) -> None:
+        if not qa_token_ok(request, secrets.qa_access_token):
+            raise HTTPException(status_code=401, detail="QA token required (Authorization: Bearer)",
+                                headers={"WWW-Authenticate": 'Bearer realm="qa"'})
+
+    # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
+    handler = SmallWebRTCRequestHandler()
+    running: set[asyncio.Task] = set()
+    sessions: dict[str, CallSession] = {}
+    connections: dict[str, SmallWebRTCConnection] = {}  # pc_id -> QA call in progress here
+
+    app.mount("/qa/static", _SecureStaticFiles(directory=STATIC_DIR), name="qa-static")
+
+    @app.get("/", include_in_schema=False)
+    async def qa_page(request: Request):
+        if "token" in request.query_params:  # an old bookmark: take the token out of the address bar
+            return RedirectResponse("/", status_code=303, headers=QA_HEADERS)
+        return FileResponse(STATIC_DIR / "qa.html", media_type="text/html", headers=QA_HEADERS)
+
+    def busy(why: str) -> JSONResponse:
+        gate.refuse(f"qa:{why.split(' ')[0]}")
+        logger.warning("QA call rejected: {} ({} calls active or reserved here, {} of them QA; server.max_calls {}, "
+                       "QA limit {})", why, len(calls), gate.qa_calls(), sc.max_calls, qa_limit)
+        return JSONResponse({"error": "busy", "reason": why.split(" ")[0], "active_calls": len(calls.active)},
+                            status_code=503)
+
+    @app.post("/api/offer")
+    async def offer(request: Request):
+        check_token(request)
+        body = await _json_object(request)
+        try:
+            webrtc_request = SmallWebRTCRequest.from_dict(
+                {k: body.get(k) for k in ("sdp", "type", "pc_id", "restart_pc")}
+                | {"request_data": body.get("request_data", body.get("requestData"))}
+            )
+        except TypeError as e:
+            raise HTTPException(status_code=400, detail=f"bad offer: {e}") from e
+        if not isinstance(webrtc_request.sdp, str) or not webrtc_request.sdp or webrtc_request.type != "offer":
+            raise HTTPException(status_code=400, detail="an SDP offer is required")
+        if "m=audio" not in webrtc_request.sdp:
+            raise HTTPException(status_code=400, detail="the offer has no audio (the page sends its microphone)")
+        if webrtc_request.pc_id is not None and not isinstance(webrtc_request.pc_id, str):
+            raise HTTPException(status_code=400, detail="pc_id must be a string")
+        if webrtc_request.restart_pc:  # Pipecat would end the call and keep a peer without one: call again
+            raise HTTPException(status_code=400, detail="restart_pc is not supported: hang up and call again")
+        # A renegotiation of a QA call in progress keeps that call's slot; anything else (no pc_id, or
+        # an unknown one, which Pipecat answers with a new connection) is a new call and takes one now.
+        offer_state: dict[str, Any] = {"hold": None, "refused": None, "connection": None}
+        if webrtc_request.pc_id not in connections:
+            offer_state["hold"], why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
+            if why is None and line is not None:
+                why = await line.full()
+                if why:
+                    gate.release(offer_state["hold"])
+            if why:
+                return busy(why)
+
+        async def new_connection(connection: SmallWebRTCConnection) -> None:
+            await start_call(connection, offer_state)
+
+        try:
+            answer = await handler.handle_web_request(webrtc_request, new_connection)
+        except HTTPException:
+            raise
+        except Exception as e:  # aiortc rejects a malformed SDP with ValueError and friends
+            raise HTTPException(status_code=400, detail=f"offer refused: {type(e).__name__}") from e
+        finally:
+            gate.release(offer_state["hold"])  # start_call took it over, or the offer failed
+        if offer_state["refused"]:
+            with suppress(Exception):
+                await offer_state["connection"].disconnect()
+            return busy(offer_state["refused"])
+        return answer
+
+    @app.patch("/api/offer")
+    async def ice_candidate(request: Request):
+        check_token(request)
+        body = await _json_object(request)
+        try:
+            patch = SmallWebRTCPatchRequest(
+                pc_id=str(body["pc_id"]),
+                candidates=[IceCandidate(**c) for c in body.get("candidates") or []],
+            )
+        except (KeyError, TypeError) as e:
+            raise HTTPException(status_code=400, detail=f"bad ICE candidate patch: {e}") from e
+        await handler.handle_patch_request(patch)
+        return {"status": "success"}
+
+    async def start_call(connection: SmallWebRTCConnection, offer_state: dict[str, Any]) -> None:
+        # Called by the handler for a new connection, before it answers the offer; no await before
+        # the slot is the call's, so concurrent offers see it. The call runs in the background.
+        hold, offer_state["hold"] = offer_state["hold"], None
+        if hold is None:  # its pc_id looked like a call in progress, which ended meanwhile: a new call after all
+            hold, why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
+            if why:
+                offer_state.update(refused=why, connection=connection)
+                return
+        call_id = f"qa-{connection.pc_id}"
+        gate.qa_started(hold, call_id)
+        connections[connection.pc_id] = connection
+        task = asyncio.create_task(run_qa_call(connection, call_id))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
+    async def run_qa_call(connection: SmallWebRTCConnection, call_id: str) -> None:
+        session = None
+        connected = asyncio.Event()
+        deadline = None
+        try:
+            transport = SmallWebRTCTransport(
+                connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
+                                            audio_in_filter=make_audio_in_filter(config))
+            )
+            live = QALiveObserver()
+            session = build_call(
+                config=config, secrets=secrets, models=models, transport=transport, call_id=call_id,
+                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live], desk=desk,
+            )  # fmt: skip
+            if desk is not None:
+                desk.call_started(call_id, caller=None, qa=True)
+            live.attach(session)
+            sessions[call_id] = session
+
+            @transport.event_handler("on_client_connected")
+            async def _connected(_t, _client):
+                connected.set()
+                logger.info("QA call {}: browser connected", call_id)
+                await live.send({"qa": "call", "call_id": call_id})
+                await speak_greeting(session, config.call.greeting, config.call.recording_notice)
+
+            @transport.event_handler("on_client_disconnected")
+            async def _disconnected(_t, _client):
+                # The page's 끊기 button closes the peer connection; aiortc sees it within ~0.1 s.
+                logger.info("QA call {}: browser disconnected", call_id)
+                await session.worker.cancel()
+
+            async def connect_deadline() -> None:
+                # Pipecat waits about 60 s for a peer that never connects; the slot is freed sooner.
+                await asyncio.sleep(sc.qa_connect_timeout_secs)
+                if not connected.is_set():
+                    logger.warning("QA call {}: the browser did not connect within {:.0f} s "
+                                   "(server.qa_connect_timeout_secs); ending it", call_id, sc.qa_connect_timeout_secs)
+                    session.end_reason = "qa_not_connected"
+                    await session.worker.cancel()
+
+            deadline = asyncio.create_task(connect_deadline())
+            metrics.call_started()
+            logger.info("QA call {}: pipeline starting ({} active)", call_id, len(calls))
+            runner = WorkerRunner(handle_sigint=False)
+            await runner.add_workers(session.worker)
+            await runner.run()
+        except Exception as e:
+            logger.exception("QA call {} failed: {}", call_id, e)
+        finally:
+            if deadline is not None:
+                deadline.cancel()
+            calls.active.pop(call_id, None)
+            connections.pop(connection.pc_id, None)
+            sessions.pop(call_id, None)
+            with suppress(Exception):
+                await connection.disconnect()
+            if session is not None:
+                finish_call(session)
+
+    @asynccontextmanager
+    async def webrtc_lifespan(_app):
+        yield
+        # Server shutdown: end the QA calls so their records are written, then close the peers.
+        for session in list(sessions.values()):
+            with suppress(Exception):
+                await session.worker.cancel()
+        if running:
+            await asyncio.wait(list(running), timeout=10)
+        await handler.close()
+
+    _chain_lifespan(app, webrtc_lifespan)
+
+
+async def _json_object(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError as e:
+        raise HTTPException(status_code=400, detail="body is not JSON") from e
+    if not isinstance(body, dict):
+        raise HTTPException(status_code=400, detail="body is not a JSON object")
+    return body
+
+
+def _chain_lifespan(app: FastAPI, inner) -> None:
+    """Run ``inner`` inside the app's existing lifespan (as Pipecat's dev runner does)."""
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def combined(a):
+        async with outer(a):
+            async with inner(a):
+                yield
+
+    app.router.lifespan_context = combined
+
