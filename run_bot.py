@@ -22,7 +22,6 @@ import json
 import sys
 
 
-
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default=None, help="config TOML (default: config.toml beside run_bot.py)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -228,8 +227,14 @@ def cmd_serve(config, args) -> int:
 
 
 def cmd_models(config, args) -> int:
-    from bot.modelfiles.manifest import startup_errors
-    from bot.modelfiles.manifest import ensure_models, make_mirror, manifest_path, pin_manifest, print_verification
+    from bot.modelfiles.manifest import (
+        ensure_models,
+        make_mirror,
+        manifest_path,
+        pin_manifest,
+        print_verification,
+        startup_errors,
+    )
 
     with startup_errors():
         if args.pin is not None:
@@ -247,8 +252,7 @@ def cmd_models(config, args) -> int:
 
 
 def cmd_transcribe(config, args) -> int:
-    from bot.modelfiles.manifest import startup_errors
-    from bot.modelfiles.manifest import resolve_whisper_model
+    from bot.modelfiles.manifest import resolve_whisper_model, startup_errors
     from bot.stages.whisper_stt import WhisperEngine, transcribe_file
 
     with startup_errors():
@@ -261,10 +265,9 @@ def cmd_transcribe(config, args) -> int:
 def cmd_say(config, args) -> int:
     import wave
 
+    from bot import languages
     from bot.modelfiles.manifest import startup_errors
     from bot.stages.supertonic_tts import SupertonicEngine
-
-    from bot import languages
 
     try:
         tag = languages.get(args.language).tag
@@ -288,8 +291,8 @@ def cmd_say(config, args) -> int:
 
 
 def cmd_chat(config, args) -> int:
-    from bot.tools.chat import parse_at, run_chat
     from bot.modelfiles.local_llm import serving_llm
+    from bot.tools.chat import parse_at, run_chat
 
     try:
         at = parse_at(args.at, config.line.timezone) if args.at else None
@@ -386,8 +389,8 @@ COMMANDS = {"recording": cmd_recording, "call": cmd_call, "calls": cmd_calls, "t
             "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:
-    from bot.ops.preflight import cmd_check as check
     from bot.modelfiles.local_llm import serving_llm
+    from bot.ops.preflight import cmd_check as check
 
     with serving_llm(config) as llm_server:
         return check(llm_server.ready())
@@ -396,8 +399,8 @@ def cmd_check(config, args) -> int:
 def cmd_llm_command(config, args) -> int:
     import shlex
 
-    from bot.ops.preflight import VLLM_VENV, installed_vllm, llm_command_line
     from bot.modelfiles.local_llm import local_command
+    from bot.ops.preflight import VLLM_VENV, installed_vllm, llm_command_line
 
     if config.llm.backend == "local":
         print("# llm.backend = local: the bot starts this itself (port chosen at start)")

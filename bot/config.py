@@ -508,7 +508,7 @@ class Secrets:
     desk_secret_key: str | None = None
 
     @classmethod
-    def from_env(cls, config: Config) -> "Secrets":
+    def from_env(cls, config: Config) -> Secrets:
         return cls(
             twilio_account_sid=os.environ.get("TWILIO_ACCOUNT_SID") or None,
             twilio_auth_token=os.environ.get("TWILIO_AUTH_TOKEN") or None,

@@ -39,13 +39,13 @@ import numpy as np  # noqa: E402
 from loguru import logger  # noqa: E402
 
 from bot.config import load_config  # noqa: E402
+from bot.core.wav import read_wav, ulaw_round_trip  # noqa: E402
 from bot.modelfiles.manifest import (  # noqa: E402
     ModelMissingError,
     assemble_offline_whisper,
     resolve_whisper_model,
     whisper_model_dir,
 )
-from bot.core.wav import read_wav, ulaw_round_trip  # noqa: E402
 from bot.stages.whisper_stt import WhisperEngine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -41,10 +41,10 @@ sys.path.insert(0, str(ROOT))
 from loguru import logger  # noqa: E402
 
 from bot.config import load_config  # noqa: E402
-from bot.modelfiles.manifest import ModelMissingError, resolve_whisper_model  # noqa: E402
-from bot.tools.eval import edit_distance  # noqa: E402
 from bot.core.wav import read_wav, ulaw_round_trip  # noqa: E402
+from bot.modelfiles.manifest import ModelMissingError, resolve_whisper_model  # noqa: E402
 from bot.stages.whisper_stt import WhisperEngine  # noqa: E402
+from bot.tools.eval import edit_distance  # noqa: E402
 
 TURNS = ROOT / "bench" / "turns.toml"
 SETTINGS = ("no hotwords", "hotwords, no guard", "hotwords + guard")

@@ -20,8 +20,8 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineWorker
 
 import bot.transports.webrtc as webrtc
-from bot.config import Secrets, load_config
 from bot.app.server import create_app
+from bot.config import Secrets, load_config
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 from bot.tools.abuse import qa_offer_sdp
 

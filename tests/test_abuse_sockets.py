@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 from loguru import logger
 from starlette.websockets import WebSocketDisconnect
 
-from bot.config import Secrets, load_config
 from bot.app.server import create_app
+from bot.config import Secrets, load_config
 from bot.testing.twilio_sim import new_sid
 from bot.tools.abuse import MALFORMED_STARTS, malformed_start_messages
 from bot.transports.twilio import StreamProtocolError, parse_stream_start

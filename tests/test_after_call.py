@@ -12,14 +12,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.aftercall.notify import Outbox, SmsTexts, backoff_secs, quiet_until
+from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.call.pipeline import DialogAssets, make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.domain import load_domain
 from bot.dialog.state import DialogState
-from bot.aftercall.notify import Outbox, SmsTexts, backoff_secs, quiet_until
-from bot.call.pipeline import DialogAssets, make_policy
 from bot.store.db import Store
 from bot.testing.process import FakeTwilioAPI
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 from bot.transports.twilio import build_dial_twiml, build_whisper_twiml
 
 AC = "AC" + "3" * 32
@@ -112,7 +112,7 @@ def test_quiet_hours_past_midnight_end_the_next_morning():
     assert quiet_until(seoul(3, 0), window, "Asia/Seoul") == seoul(8, 0)
     assert quiet_until(seoul(8, 0), window, "Asia/Seoul") is None
     # The server's zone does not matter: 14:00 UTC is 23:00 in Seoul.
-    assert quiet_until(dt.datetime(2026, 12, 10, 14, 0, tzinfo=dt.timezone.utc), window, "Asia/Seoul") == seoul(8, 0, 11)
+    assert quiet_until(dt.datetime(2026, 12, 10, 14, 0, tzinfo=dt.UTC), window, "Asia/Seoul") == seoul(8, 0, 11)
     assert quiet_until(seoul(13, 0), (12 * 60, 14 * 60), "Asia/Seoul") == seoul(14, 0)
     assert quiet_until(seoul(13, 0), None, "Asia/Seoul") is None
 
@@ -151,7 +151,7 @@ def open_store(db_url: str, config) -> Store:
 def ticket_from_call(store: Store, caller: str | None = CALLER, opt_in: bool = True, language: str = "ko") -> str:
     """A phone call's ticket; ``opt_in``: the caller said yes to the text (its SMS is queued)."""
     sid = "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
-    store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
     number = store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
                                  excerpt="가로등이 꺼졌어요", language=language)
     if opt_in:
@@ -268,7 +268,7 @@ async def test_status_notices_wait_out_the_quiet_hours(db_url, tmp_path, fake):
     with store.engine.begin() as conn:
         from bot.store.schema import outbox as table
         conn.execute(table.update().where(table.c.id == notice["id"])
-                     .values(next_attempt_at=dt.datetime.now(dt.timezone.utc)))
+                     .values(next_attempt_at=dt.datetime.now(dt.UTC)))
     morning = Outbox(store=store, api=api_for(fake), config=config, worker="w", clock=lambda: seoul(8, 5, day=11))
     rows = await drain(morning, store, number)
     assert [r["status"] for r in rows] == ["sent", "sent"]
@@ -359,8 +359,8 @@ def booked_callback(store: Store, caller: str | None = CALLER, *, ticket: bool =
     number = ticket_from_call(store, caller, opt_in=False) if ticket else None
     sid = store.find_ticket(number)["call_sid"] if number else "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
     if not number:
-        store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
-    after = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)
+        store.start_call(sid, caller=caller, worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
+    after = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     return store.request_callback(call_sid=sid, after=after, reason="closed_transfer", reception_no=number), number
 
 
@@ -372,7 +372,7 @@ async def test_due_callbacks_are_placed_once_with_async_amd_and_retried_a_bounde
     store = open_store(db_url, config)
     placer = CallbackPlacer(store=store, api=api_for(fake), config=config)
     cid, number = booked_callback(store)
-    later = store.request_callback(call_sid=None, after=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1),
+    later = store.request_callback(call_sid=None, after=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1),
                                    reason="closed_transfer")
 
     (placed,) = await placer.place_due()
@@ -391,7 +391,7 @@ async def test_due_callbacks_are_placed_once_with_async_amd_and_retried_a_bounde
     # Twilio repeats a status callback: counted once.
     assert store.callback_outcome(cid, reached=False, why="no-answer", max_attempts=2, retry_after_secs=600) == "waiting"
     waiting = store.find_callback(callback_id=cid)
-    assert waiting["call_after"] > dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=590)
+    assert waiting["call_after"] > dt.datetime.now(dt.UTC) + dt.timedelta(seconds=590)
     assert await placer.place_due() == []  # not due yet
     _due_now(store, cid)
     fake.fail_next(1, 500)  # Twilio fails the second call: that was the last attempt
@@ -413,7 +413,7 @@ def _due_now(store: Store, cid: int) -> None:
 
     with store.engine.begin() as conn:
         conn.execute(callbacks.update().where(callbacks.c.id == cid)
-                     .values(call_after=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)))
+                     .values(call_after=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)))
 
 
 def test_a_machine_hears_who_called_and_the_number_and_no_masked_data():
@@ -434,10 +434,10 @@ async def test_a_callback_about_an_english_ticket_is_made_in_english(db_url, tmp
     policy = make_policy(config, DialogAssets.load(config))
     store = open_store(db_url, config)
     sid = "CA" + str(time.monotonic_ns()).rjust(32, "0")[-32:]
-    store.start_call(sid, caller=CALLER, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call(sid, caller=CALLER, worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
     number = store.create_ticket(call_sid=sid, category="street_lights", location="Main Street", time=None,
                                  excerpt="the light is out", language="en")
-    after = dt.datetime.now(dt.timezone.utc)
+    after = dt.datetime.now(dt.UTC)
     english = store.request_callback(call_sid=sid, after=after, reason="closed_transfer", reception_no=number)
     plain = store.request_callback(call_sid=sid, after=after, reason="closed_transfer")
     assert store.find_callback(callback_id=english)["language"] == "en"
@@ -464,7 +464,7 @@ async def test_texts_carry_no_masked_data_and_retention_clears_sms_callbacks_and
     config = sms_config(tmp_path)
     store = open_store(db_url, config)
     sid = "CA" + "9" * 32
-    t0 = dt.datetime.now(dt.timezone.utc)
+    t0 = dt.datetime.now(dt.UTC)
     store.start_call(sid, caller=CALLER, worker="w", qa=False, started_at=t0)
     said = "중앙로 12 앞이요 제 주민번호는 900101-2345678이고 카드는 1234 5678 9012 3456"
     number = store.create_ticket(call_sid=sid, category="street_lights", location=said, time=None, excerpt=said)

@@ -24,7 +24,13 @@ from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 from tests.test_phone_intake import call_row, model_turn, say, wait_for
 
@@ -248,10 +254,10 @@ def book(store: Store, *, ticket: bool) -> tuple[int, str | None]:
     import datetime as dt
 
     sid = new_sid("CA")
-    store.start_call(sid, caller=CALLER, worker="earlier", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call(sid, caller=CALLER, worker="earlier", qa=False, started_at=dt.datetime.now(dt.UTC))
     number = store.create_ticket(call_sid=sid, category="street_lights", location="중앙로 12번길", time=None,
                                  excerpt="가로등이 꺼졌어요") if ticket else None
-    due = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)
+    due = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     return store.request_callback(call_sid=sid, after=due, reason="closed_transfer", reception_no=number), number
 
 

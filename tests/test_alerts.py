@@ -9,18 +9,17 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from bot.ops.selftime import SelfTiming
-
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.config import Secrets, load_config
-from bot.ops.hatches import escape_hatches
-from bot.line.callgate import CallGate
 from bot.app.server import CallRegistry, create_app
+from bot.config import Secrets, load_config
+from bot.line.callgate import CallGate
+from bot.ops.hatches import escape_hatches
+from bot.ops.selftime import SelfTiming
 from bot.store.calls import CallLog
 from bot.telemetry.latency import TurnRecord
 from bot.telemetry.metrics import HATCH_LABELS, ProcessMetrics, hatch_label

@@ -23,12 +23,12 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.utils.time import time_now_iso8601
 
-from bot.config import load_config
 from bot.call.pipeline import user_turn_params
-from bot.telemetry.latency import TurnRecord
+from bot.config import load_config
 from bot.stages.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy, held_speech
 from bot.stages.korean_turn_stop import EndOfTurnRules
 from bot.stages.whisper_stt import UnclearSpeechFrame
+from bot.telemetry.latency import TurnRecord
 
 CONFIG = load_config()
 RULES = EndOfTurnRules.load(CONFIG.path(CONFIG.turn.endpointing_file))

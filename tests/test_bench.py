@@ -12,6 +12,8 @@ import wave
 import numpy as np
 import pytest
 
+from bot.config import LatencyConfig
+from bot.telemetry.latency import TurnRecord
 from bot.tools.bench import (
     DEFAULT_TURNS,
     CallerTurn,
@@ -25,8 +27,6 @@ from bot.tools.bench import (
     speech_bounds,
     write_outputs,
 )
-from bot.config import LatencyConfig
-from bot.telemetry.latency import TurnRecord
 from tests.conftest import ROOT
 
 HATCHES = ["STT on CPU (int8); production runs float16 on CUDA", "TTS model is a STAND-IN (random weights, not a voice)"]

@@ -6,7 +6,7 @@ Every moment is passed explicitly (a frozen clock); none depends on the real dat
 from __future__ import annotations
 
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import holidays
@@ -124,9 +124,9 @@ def new_york(monkeypatch):
 
 def test_the_verdict_is_seouls_whatever_the_servers_zone(new_york):
     assert time.localtime(0).tm_hour == 19  # the process really is in New York now
-    morning = datetime(2026, 12, 3, 0, 30, tzinfo=timezone.utc)  # 09:30 in Seoul, 19:30 the day before in NY
+    morning = datetime(2026, 12, 3, 0, 30, tzinfo=UTC)  # 09:30 in Seoul, 19:30 the day before in NY
     assert CAL.is_open(morning) and CAL.local(morning) == kst(2026, 12, 3, 9, 30)
-    evening = datetime(2026, 12, 3, 9, 30, tzinfo=timezone.utc)  # 18:30 in Seoul, 04:30 in NY
+    evening = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)  # 18:30 in Seoul, 04:30 in NY
     assert CAL.status(evening).reason == "after_hours"
     assert CAL.opening_phrase(evening) == "내일 오전 9시에"
     assert CAL.next_opening(evening) == kst(2026, 12, 4, 9)

@@ -2,12 +2,17 @@
 
 import dataclasses
 
-from pipecat.frames.frames import AggregatedTextFrame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, TTSAudioRawFrame
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    TTSAudioRawFrame,
+)
 from pipecat.tests.utils import run_test
 from pipecat.utils.text.base_text_aggregator import TextType
 
-from bot.config import TTSConfig, load_config
 from bot.call.pipeline import DialogAssets
+from bot.config import TTSConfig, load_config
 from bot.stages.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
 
 

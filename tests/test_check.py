@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from bot.config import load_config
-from bot.testing.fake_llm import FakeLLM
-from bot.testing.process import free_port
 from bot.ops import preflight as check
 from bot.ops.preflight import FAIL, HATCH, NO_GPU, OK, CheckReport
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.process import free_port
 from tests.conftest import ROOT
 
 H200 = ("NVIDIA H200", 143.8e9)

@@ -72,7 +72,7 @@ def _records(tmp_path):
     url = f"sqlite:///{tmp_path / 'calls.db'}"
     store = Store(url)
     store.migrate()
-    t0 = dt.datetime.now(dt.timezone.utc)
+    t0 = dt.datetime.now(dt.UTC)
     sid = "CA" + "c" * 32
     store.start_call(sid, caller="+8210\x1b[2J12345678", worker="w\x1b]0;x\x07", qa=False, started_at=t0)
     store.save_turn(sid, {"index": 1, "route": "llm\x1b[5m", "transcript": HOSTILE})

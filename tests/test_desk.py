@@ -17,13 +17,13 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from bot.config import Secrets, load_config
+from bot.core.errors import StartupError
+from bot.desk import queries
 from bot.desk.app import desk_app
 from bot.desk.auth import Signer, hash_password, new_api_token, verify_password
 from bot.desk.charts import line_chart
 from bot.desk.context import desk_context
 from bot.desk.departments import Routing, RoutingError
-from bot.desk import queries
-from bot.core.errors import StartupError
 from bot.store.db import Store, StoreError
 from tests.conftest import ROOT
 
@@ -56,7 +56,7 @@ def seed(store: Store) -> dict[str, str]:
     """Four accounts; a roads ticket with its call's turns (an RRN and a phone number said) and a water ticket."""
     for name, (role, dept) in ACCOUNTS.items():
         store.add_staff(name, role=role, department=dept, password_hash=hash_password(PASSWORD))
-    t0 = dt.datetime.now(dt.timezone.utc)
+    t0 = dt.datetime.now(dt.UTC)
     store.start_call("CA" + "a" * 32, caller=CALLER, worker="w1", qa=False, started_at=t0)
     store.save_turn("CA" + "a" * 32, {"index": 0, "route": "greeting", "reply": "안녕하세요, 한빛시청입니다."})
     store.save_turn("CA" + "a" * 32, {
@@ -424,7 +424,7 @@ def test_the_health_page_has_the_stage_table_rates_and_an_svg_chart(desk):
 
 
 def test_health_figures_from_turn_records():
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     rec = lambda sid, v2v, llm, heard, end: {"route": "llm", "stages_ms": {"voice_to_voice": v2v, "stt": 100.0},
                                               "llm_calls": llm, "heard": heard, "call_sid": sid, "end_reason": end,
                                               "created_at": now - dt.timedelta(minutes=5)}

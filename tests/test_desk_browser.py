@@ -28,7 +28,13 @@ import pytest
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -13,7 +13,14 @@ import httpx
 import pytest
 
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import CallClosed, TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    CallClosed,
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets

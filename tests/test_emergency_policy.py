@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from bot.call.pipeline import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import EMERGENCY_CHECK, AskModel, Change, DialogPolicy, Speak
 from bot.dialog.state import DialogState
-from bot.call.pipeline import DialogAssets
 from bot.tools.chat import run_chat
 
 ASSETS = DialogAssets.load(load_config())

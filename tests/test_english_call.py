@@ -16,7 +16,13 @@ from bot.languages.en.normalize import read_digits_en
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets

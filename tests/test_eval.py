@@ -13,10 +13,10 @@ from bot.config import load_config
 from bot.dialog.domain import load_domain
 from bot.dialog.shortcuts import load_shortcuts
 from bot.testing.fake_llm import FakeLLM
-from bot.testing.responders import DEFAULT_TURN, schema_of
-from bot.testing.process import free_port
-from bot.tools import eval as ev
 from bot.testing.keyword_llm import classify, keyword_responder
+from bot.testing.process import free_port
+from bot.testing.responders import DEFAULT_TURN, schema_of
+from bot.tools import eval as ev
 from tests.conftest import ROOT
 
 

@@ -314,8 +314,8 @@ def test_standalone_cli() -> None:
 
 
 def test_a_script_file_answers_caller_turns_in_order_but_not_the_startup_probe(tmp_path):
-    from bot.testing.fake_llm import scripted_responder
     from bot.ops.preflight import PROBE_CALLER_LINE
+    from bot.testing.fake_llm import scripted_responder
 
     path = tmp_path / "turns.jsonl"
     path.write_text('{"reply": "하나."}\n\n{"reply": "둘."}\n', encoding="utf-8")

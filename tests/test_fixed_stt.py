@@ -16,8 +16,8 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import load_config
 from bot.ops.hatches import escape_hatches
-from bot.testing.fixed_stt import FixedDelayEngine, FixedDelaySTTService
 from bot.stages.whisper_stt import WhisperSTTProcessor
+from bot.testing.fixed_stt import FixedDelayEngine, FixedDelaySTTService
 
 RATE = 16000
 

@@ -20,7 +20,13 @@ from bot import languages
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, ROOT, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from loguru import logger
 from pipecat.frames.frames import InputAudioRawFrame, StartFrame
 
-from bot.line.callgate import WEBHOOK_MAX_BYTES
-from bot.config import Secrets, load_config
 from bot.app.server import create_app
+from bot.config import Secrets, load_config
+from bot.line.callgate import WEBHOOK_MAX_BYTES
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 from bot.tools.faults import HOSTILE_KINDS, hostile_messages
 from bot.transports.twilio import MAX_MESSAGE_CHARS, PhoneSerializer

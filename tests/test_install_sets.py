@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from bot.ops import preflight as check
 from bot.config import load_config
+from bot.ops import preflight as check
 from bot.ops.preflight import OK, SKIP, WARN, CheckReport, Probe
 from tests.conftest import ROOT
 

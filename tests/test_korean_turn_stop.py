@@ -19,10 +19,10 @@ from pipecat.turns.user_start import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.utils.time import time_now_iso8601
 
-from bot.config import load_config
 from bot.call.pipeline import DialogAssets, make_llm
-from bot.telemetry.turns import CallRecorder, TurnObserver
+from bot.config import load_config
 from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
+from bot.telemetry.turns import CallRecorder, TurnObserver
 from bot.testing.fake_llm import FakeLLM
 
 CONFIG = load_config()

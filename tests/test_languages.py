@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.call.pipeline import DialogAssets, make_policy, new_dialog_state, stt_language_of
 from bot.config import ConfigError, load_config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 from bot.dialog.policy import KeyBuffer, Speak
 from bot.dialog.state import DialogState
 from bot.languages.en.normalize import normalize_english
-from bot.call.pipeline import DialogAssets, make_policy, new_dialog_state, stt_language_of
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ import pytest
 import soxr
 
 from bot.config import load_config
-from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 from bot.core.wav import read_wav
+from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 from bot.stages.whisper_stt import WhisperEngine
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.call.pipeline import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import CALLBACK, AskModel, BookCallback, CreateTicket, DialogPolicy, LookUpStatus, Speak
 from bot.dialog.state import DialogState
-from bot.call.pipeline import DialogAssets
 from bot.store.db import Store
 from bot.tools.chat import parse_at, run_chat
 from bot.tools.desk import list_callbacks

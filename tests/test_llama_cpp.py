@@ -19,10 +19,10 @@ import time
 import httpx
 import pytest
 
-from bot.tools.chat import DialogSession
 from bot.config import load_config
-from bot.testing.process import free_port
 from bot.modelfiles.local_llm import GGUF_NAME, assemble_gguf, gguf_parts
+from bot.testing.process import free_port
+from bot.tools.chat import DialogSession
 
 pytestmark = pytest.mark.llama_cpp
 

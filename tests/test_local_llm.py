@@ -10,9 +10,9 @@ import pytest
 from loguru import logger
 
 from bot.config import load_config
-from bot.testing.process import free_port
 from bot.modelfiles import local_llm
 from bot.modelfiles.local_llm import LocalLLMError, LocalLLMServer, serving_llm
+from bot.testing.process import free_port
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
+from bot.core.errors import StartupError
 from bot.desk import auth
 from bot.desk.app import desk_app
 from bot.desk.auth import LoginLimiter, PasswordChecks
-from bot.core.errors import StartupError
 from tests.test_desk import PASSWORD, csrf_of, desk_config, open_db, secrets_with_key, seed
 
 CHECK_SECS = 0.1
@@ -302,8 +302,8 @@ def test_without_the_proxy_listed_everyone_behind_it_shares_its_address(make_des
 
 
 def test_a_proxy_entry_that_is_no_address_stops_startup_naming_the_key():
-    from bot.config import load_config
     from bot.app.serve import trusted_proxies
+    from bot.config import load_config
 
     for bad in ("'*'", "'proxy.example.org'"):
         with pytest.raises(StartupError, match="server.forwarded_allow_ips"):

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.modelfiles import manifest as models
-from bot.ops import preflight as check
 from bot.config import load_config
 from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
+from bot.modelfiles import manifest as models
+from bot.ops import preflight as check
 from tests.conftest import ROOT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -11,9 +11,9 @@ import pytest
 from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams
 
+from bot.call.pipeline import check_noise_filter, make_audio_in_filter
 from bot.config import ConfigError, load_config
 from bot.core.errors import StartupError
-from bot.call.pipeline import check_noise_filter, make_audio_in_filter
 
 ROOT = Path(__file__).resolve().parent.parent
 RNNOISE = ["audio.noise_filter='rnnoise'"]

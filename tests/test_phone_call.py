@@ -17,8 +17,14 @@ import pytest
 import websockets
 
 from bot.testing.process import BotProcess
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 

@@ -24,7 +24,13 @@ from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset

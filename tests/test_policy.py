@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.call.pipeline import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import (
     SMS_OFFER,
@@ -17,7 +18,6 @@ from bot.dialog.policy import (
     TextTicket,
 )
 from bot.dialog.state import DialogState
-from bot.call.pipeline import DialogAssets
 
 ASSETS = DialogAssets.load(load_config())
 COMPLAINT = {"reply": "네, 확인했습니다.", "intent": "report_problem", "category": "streetlight",

@@ -261,7 +261,7 @@ def _store(url: str) -> Store:
 
 
 def _old_call(store: Store, directory: Path, sid: str, days: float) -> Path:
-    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
     path = recording_path(directory, sid, "opus", when=started.timestamp())
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(path, np.zeros((800, 2), dtype=np.int16), RATE, format="OGG", subtype="OPUS")
@@ -297,7 +297,7 @@ def test_retention_deletes_old_recordings_and_keeps_a_held_one_until_the_hold_is
 
 def test_a_playback_is_audited_once_and_its_seeks_are_not_new_rows(db_url):
     store = _store(db_url)
-    store.start_call("CA1", caller=None, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call("CA1", caller=None, worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
     assert recordings.note_access(store, "CA1", actor="lee", action="play")
     assert not recordings.note_access(store, "CA1", actor="lee", action="play")  # a seek of that playback
     assert recordings.note_access(store, "CA1", actor="kim", action="play")
@@ -322,7 +322,7 @@ def test_calls_shows_the_recording_and_export_writes_audio_transcript_and_manife
                                 f"recording.dir='{tmp_path / 'rec'}'"])
     store = _store(f"sqlite:///{tmp_path / 'calls.db'}")
     _old_call(store, tmp_path / "rec", "CAexport", 1)
-    store.start_call("CAnone", caller=None, worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call("CAnone", caller=None, worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
     store.save_turn("CAexport", {"index": 1, "route": "llm", "transcript": "가로등이 꺼졌어요", "reply": "접수했습니다."})
     number = store.create_ticket(call_sid="CAexport", category="streetlight", location=None, time=None, excerpt="x")
     out = io.StringIO()

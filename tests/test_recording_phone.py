@@ -16,7 +16,13 @@ from bot.recording import files
 from bot.store import recordings
 from bot.store.db import Store
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow

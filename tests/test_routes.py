@@ -22,8 +22,8 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocketDisconnect
 
-from bot.config import Secrets, load_config
 from bot.app.server import create_app
+from bot.config import Secrets, load_config
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 
 DESK_LOGIN = "desk login (session cookie; the API also a bearer token)"
@@ -193,12 +193,12 @@ def test_turn_records_come_masked_and_a_bad_since_is_a_400_with_the_reason(tmp_p
     app = _app(db=db)
     store = Store(f"sqlite:///{db}")
     sid = "CA" + "b" * 32
-    store.start_call(sid, caller="+821012345678", worker="w1", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call(sid, caller="+821012345678", worker="w1", qa=False, started_at=dt.datetime.now(dt.UTC))
     said = "연락처 010-1234-5678, 집은 (02)123-4567, 공일공 일이삼사 오육칠팔이에요 주민번호 900101-1234567"
     store.save_turn(sid, {"call_id": sid, "index": 1, "route": "llm", "transcript": said, "reply": "+82 10-2222-3333 맞으신가요?",
                           "slots": {"location": "중앙로 12 010-9999-8888", "category": "street_lights"},
                           "turn_end": time.time()})
-    store.end_call(sid, reason="caller_hangup", ended_at=dt.datetime.now(dt.timezone.utc))
+    store.end_call(sid, reason="caller_hangup", ended_at=dt.datetime.now(dt.UTC))
     store.close()
     auth = {"Authorization": "Bearer records-secret"}
     with TestClient(app) as client:

@@ -32,7 +32,13 @@ from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.nginx import free_port_run, wait_workers_ready
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset

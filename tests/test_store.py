@@ -49,7 +49,7 @@ def test_reception_numbers_are_unique_when_eight_workers_confirm_at_once(db_url)
     for t in threads:
         t.join()
     assert len(numbers) == 40 and len(set(numbers)) == 40
-    year = str(dt.datetime.now(dt.timezone.utc).year)
+    year = str(dt.datetime.now(dt.UTC).year)
     assert all(n.startswith(year) and len(n) == 8 and n.isdigit() for n in numbers)
     assert len(stores[0].list_tickets(status="open")) == 40
     for s in stores:
@@ -72,7 +72,7 @@ def test_ticket_status_updates_and_bad_status_is_refused(db_url):
 
 def test_stored_words_are_masked_and_retention_keeps_tickets(db_url):
     store = open_db(db_url)
-    t0 = dt.datetime.now(dt.timezone.utc)
+    t0 = dt.datetime.now(dt.UTC)
     store.start_call("CA1", caller="+821012345678", worker="w", qa=False, started_at=t0)
     said = "제 주민번호는 900101-2345678이고 카드는 1234 5678 9012 3456이에요"
     store.save_turn("CA1", {"index": 1, "route": "llm", "transcript": said, "reply": "네.", "llm_calls": 1})
@@ -91,7 +91,7 @@ def test_stored_words_are_masked_and_retention_keeps_tickets(db_url):
 
 def test_unfinished_calls_of_this_worker_are_marked_aborted(db_url):
     store = open_db(db_url)
-    t = dt.datetime.now(dt.timezone.utc)
+    t = dt.datetime.now(dt.UTC)
     store.start_call("CA-mine", caller=None, worker="w1", qa=False, started_at=t)
     store.start_call("CA-other", caller=None, worker="w2", qa=False, started_at=t)
     store.start_call("CA-done", caller=None, worker="w1", qa=False, started_at=t)
@@ -118,7 +118,7 @@ def test_writes_survive_a_database_outage_without_blocking(postgres):
         store = open_db(pg.create_database("outage"))
         writer = RecordWriter(store, retry_max_secs=0.3)
         writer.submit("start", lambda s: s.start_call("CA1", caller=None, worker="w", qa=False,
-                                                      started_at=dt.datetime.now(dt.timezone.utc)))
+                                                      started_at=dt.datetime.now(dt.UTC)))
         assert writer.flush(5)
         pg.halt()
         worst = 0.0
@@ -156,7 +156,7 @@ def test_a_callback_waits_in_the_desks_queue_with_the_callers_number(db_url):
     from zoneinfo import ZoneInfo
 
     store = open_db(db_url)
-    store.start_call("CAcb", caller="+821012345678", worker="w", qa=False, started_at=dt.datetime.now(dt.timezone.utc))
+    store.start_call("CAcb", caller="+821012345678", worker="w", qa=False, started_at=dt.datetime.now(dt.UTC))
     after = dt.datetime(2026, 9, 28, 9, 0, tzinfo=ZoneInfo("Asia/Seoul"))
     first = store.request_callback(call_sid="CAcb", after=after, reason="closed_transfer")
     second = store.request_callback(call_sid="CAnone", after=after, reason="closed_transfer")

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from bot.tools.chat import DialogSession
 from bot.config import load_config
 from bot.testing.fake_llm import FakeLLM
+from bot.tools.chat import DialogSession
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +184,8 @@ def test_chat_command_prints_one_json_line_per_turn(fake):
 
 
 def test_the_http_client_uses_the_configured_timeouts_and_never_retries():
-    from bot.config import Secrets
     from bot.call.pipeline import DialogAssets, make_llm
+    from bot.config import Secrets
 
     config = load_config(overrides=["llm.total_timeout_ms=90000"])
     llm = make_llm(config, Secrets(None, None, "EMPTY"), DialogAssets.load(config))

@@ -34,7 +34,6 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import TTSConfig
 from bot.modelfiles.standin import build_standin_model
-from bot.telemetry.turn_facts import SentenceReadyFrame
 from bot.stages.supertonic_tts import (
     SESSION_NAMES,
     SupertonicEngine,
@@ -47,6 +46,7 @@ from bot.stages.supertonic_tts import (
     _split_long,
     download_supertonic,
 )
+from bot.telemetry.turn_facts import SentenceReadyFrame
 
 KO_SHORT = "안녕"  # 2 characters
 KO_LONG = "주민등록등본은 가까운 주민센터나 정부 누리집에서 발급받으실 수 있습니다"  # 40 characters

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from bot.line import admission as line
+from bot.line.tokens import StreamTokens, TokenRefused, load_key
 from bot.store.db import Store
 from bot.store.schema import calls, stream_tokens, workers
-from bot.line.tokens import StreamTokens, TokenRefused, load_key
 
 KEY = b"k" * 32
 
@@ -188,8 +188,8 @@ def _worker_app(tmp_path, monkeypatch, name: str, *overrides: str):
 
     from fastapi.testclient import TestClient
 
-    from bot.config import Secrets, load_config
     from bot.app.server import create_app
+    from bot.config import Secrets, load_config
 
     monkeypatch.setenv("STREAM_TOKEN_KEY", "one-key-for-the-whole-line")
     config = load_config(overrides=["server.public_host='voice.example.org'", "server.qa_page=false",

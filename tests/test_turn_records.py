@@ -14,6 +14,7 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 
+from bot.stages.whisper_stt import UnclearSpeechFrame
 from bot.telemetry.turn_facts import (
     DialogTurnFrame,
     FactsFoundFrame,
@@ -26,7 +27,6 @@ from bot.telemetry.turn_facts import (
     TurnMarkFrame,
 )
 from bot.telemetry.turns import CallRecorder, TurnObserver
-from bot.stages.whisper_stt import UnclearSpeechFrame
 
 _STAGE, _NEXT = object(), object()
 

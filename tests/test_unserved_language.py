@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from bot.call.pipeline import DialogAssets, make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.language_packs import unserved_notice
 from bot.dialog.policy import Speak
 from bot.dialog.state import DialogState
 from bot.languages import untag
-from bot.call.pipeline import DialogAssets, make_policy
 from bot.tools.chat import run_chat
 
 

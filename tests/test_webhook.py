@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from fastapi.testclient import TestClient
 
-from bot.config import Secrets, load_config
 from bot.app.server import create_app
+from bot.config import Secrets, load_config
 from bot.testing.twilio_sim import parse_twiml_stream, sign_twilio_request, voice_webhook_params
 
 TOKEN = "webhook-test-token"

@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from bot.testing.process import BotProcess
-from tests.conftest import FIXTURES, offline_bot_overrides
 from bot.testing.responders import DEFAULT_TURN
+from tests.conftest import FIXTURES, offline_bot_overrides
 
 CHROMIUM = Path("/usr/bin/chromium")
 REQUIRE_BROWSER = bool(os.environ.get("CI_REQUIRE_BROWSER"))

@@ -34,6 +34,7 @@ from pipecat.transcriptions.language import Language
 import bot.modelfiles.manifest as models
 from bot.config import ConfigError, STTConfig, load_config
 from bot.core.errors import ModelIntegrityError, ModelMissingError
+from bot.core.wav import read_wav
 from bot.modelfiles.manifest import (
     assemble_offline_whisper,
     download_whisper,
@@ -41,17 +42,16 @@ from bot.modelfiles.manifest import (
     offline_whisper_ready,
     resolve_whisper_model,
 )
-from bot.core.wav import read_wav
-from bot.telemetry.turn_facts import SpeechReadFrame
 from bot.stages.whisper_stt import (
     TranscriptResult,
-    WhisperEngine,
     UnclearSpeechFrame,
+    WhisperEngine,
     WhisperSTTProcessor,
     is_prompt_echo,
     pcm16_to_float32,
     transcribe_file,
 )
+from bot.telemetry.turn_facts import SpeechReadFrame
 
 pytestmark = pytest.mark.slow
 

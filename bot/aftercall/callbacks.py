@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from bot.core.background import BackgroundTask
+from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 from bot.config import Config
+from bot.core.background import BackgroundTask
 from bot.privacy import mask
 from bot.store.db import Store
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 
 ROUTES = ("answer", "amd", "status")  # /twilio/callback/<route>?id=N
 

@@ -20,15 +20,15 @@ from zoneinfo import ZoneInfo
 from loguru import logger
 
 from bot import DATA_DIR
-from bot.core.background import BackgroundTask
+from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 from bot.config import Config, SmsConfig
+from bot.core.background import BackgroundTask
 from bot.core.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
 from bot.dialog.language_packs import SMS_KEYS, load_language
 from bot.privacy import mask, mask_stored
 from bot.store.db import Store
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 
 TEXT_KEYS = SMS_KEYS
 
@@ -43,10 +43,10 @@ class SmsTexts:
     category_labels: dict[str, str]
     status_labels: dict[str, str]
     # The line's other languages (line.languages): their texts, from bot/languages/<code>/language.toml [sms].
-    languages: dict[str, "SmsTexts"] = field(default_factory=dict)
+    languages: dict[str, SmsTexts] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, config: Config) -> "SmsTexts":
+    def load(cls, config: Config) -> SmsTexts:
         path = config.path(config.sms.texts_file)
         source = DataFile.read(path, SmsTextError, "SMS texts file")
         data = {k: source.value((k,), str, "a text") for k in TEXT_KEYS}
@@ -56,7 +56,7 @@ class SmsTexts:
                    languages={code: cls.of_language(code, domain) for code in config.line.languages[1:]})
 
     @classmethod
-    def of_language(cls, code: str, domain, folder: Path | None = None) -> "SmsTexts":
+    def of_language(cls, code: str, domain, folder: Path | None = None) -> SmsTexts:
         pack = load_language(code, domain, folder)  # its [sms] texts are checked there, by file and line
         return cls({k: pack.sms[k] for k in TEXT_KEYS}, pack.intake.category_labels, pack.intake.status_labels)
 
@@ -100,7 +100,7 @@ class Outbox:
     """The SMS sender of one server process (one loop task; sends run in threads)."""
 
     def __init__(self, *, store: Store, api: TwilioAPI, config: Config, worker: str, texts: SmsTexts | None = None,
-                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc)):
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)):
         self._store = store
         self._api = api
         self._sms = config.sms

@@ -63,7 +63,7 @@ class TwilioAPI:
             self._client.api.base_url = api_base_url.rstrip("/")
 
     @classmethod
-    def from_config(cls, config: Config, secrets: Secrets) -> "TwilioAPI | None":
+    def from_config(cls, config: Config, secrets: Secrets) -> TwilioAPI | None:
         """The client for this config, or None without Twilio credentials in the environment."""
         if not (secrets.twilio_account_sid and secrets.twilio_auth_token):
             return None

@@ -10,14 +10,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
-
 from loguru import logger
 
 from bot.core.errors import StartupError
 
 if TYPE_CHECKING:
-    from bot.config import Config
     from bot.call.pipeline import SharedModels
+    from bot.config import Config
 
 
 def trusted_proxies(config: Config) -> list[str]:
@@ -48,12 +47,12 @@ def serve(config, llm_server, *, call_builder=None,
     ``prepare_models`` may replace loaded models after the startup check (the test lab's
     fixed-delay STT). Both are seams for ``bot/testing/lab_server.py``; the product passes neither.
     """
+    from bot.app.server import create_app
+    from bot.call.pipeline import build_call, load_models
     from bot.config import Secrets
+    from bot.line.callgate import WS_MAX_BYTES, DrainingServer
     from bot.modelfiles.manifest import require_verified_models, startup_errors
     from bot.ops.hatches import escape_hatches, log_banner
-    from bot.line.callgate import WS_MAX_BYTES, DrainingServer
-    from bot.call.pipeline import build_call, load_models
-    from bot.app.server import create_app
     from bot.ops.preflight import startup_check
     from bot.ops.selftime import self_time
 

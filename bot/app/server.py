@@ -21,13 +21,9 @@ from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPI
 from pipecat.workers.runner import WorkerRunner
 
 from bot import DATA_DIR
-from bot.line.callgate import CallGate, FormTooLarge, PrestartSockets, process_figures, read_webhook_form
-from bot.config import Config, Secrets
-from bot.dialog.state import CannedReplies
-from bot.ops.hatches import escape_hatches
-from bot.telemetry.latency import call_report
-from bot.telemetry.looplag import LoopLagMonitor
-from bot.telemetry.metrics import ProcessMetrics
+from bot.aftercall.callbacks import CallbackPlacer, is_machine
+from bot.aftercall.notify import Outbox
+from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 from bot.call.pipeline import (
     SharedModels,
     build_call,
@@ -36,14 +32,20 @@ from bot.call.pipeline import (
     speak_callback_opening,
     speak_greeting,
 )
-from bot.privacy import mask
-from bot.store.calls import CallLog
+from bot.config import Config, Secrets
+from bot.desk.app import mount_desk
+from bot.dialog.state import CannedReplies
 from bot.line.admission import REPLAYED, BusyAudio, Line, play_busy_and_close
-from bot.ops.readiness import LLMProbe, readiness
+from bot.line.callgate import CallGate, FormTooLarge, PrestartSockets, process_figures, read_webhook_form
 from bot.line.tokens import StreamTokens, TokenRefused
-from bot.aftercall.notify import Outbox
-from bot.aftercall.callbacks import CallbackPlacer, is_machine
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.ops.hatches import escape_hatches
+from bot.ops.readiness import LLMProbe, readiness
+from bot.privacy import mask
+from bot.stages.supertonic_tts import PROVIDER_NAMES
+from bot.store.calls import CallLog
+from bot.telemetry.latency import call_report
+from bot.telemetry.looplag import LoopLagMonitor
+from bot.telemetry.metrics import ProcessMetrics
 from bot.transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
@@ -57,8 +59,7 @@ from bot.transports.twilio import (
     signature_is_valid,
 )
 from bot.transports.webrtc import mount_webrtc
-from bot.desk.app import mount_desk
-from bot.stages.supertonic_tts import PROVIDER_NAMES
+
 
 class CallRegistry:
     """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.

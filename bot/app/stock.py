@@ -48,12 +48,12 @@ from pipecat.transcriptions.language import Language
 from pipecat.transports.base_transport import BaseTransport
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from bot.config import Config, Secrets
-from bot.dialog.state import DialogState
-from bot.dialog.domain import render_system_prompt
 from bot.call.pipeline import CallSession, SharedModels, assemble_session, make_policy
-from bot.telemetry.turns import CallRecorder, TurnObserver
+from bot.config import Config, Secrets
+from bot.dialog.domain import render_system_prompt
+from bot.dialog.state import DialogState
 from bot.stages.supertonic_tts import SupertonicTTSService
+from bot.telemetry.turns import CallRecorder, TurnObserver
 
 _WHISPER_MODELS: dict[tuple, object] = {}
 _WHISPER_LOCK = threading.Lock()
@@ -139,12 +139,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
+    from bot.app.server import create_app
+    from bot.call.pipeline import load_models
     from bot.config import load_cli_config
     from bot.modelfiles.manifest import startup_errors
     from bot.ops.hatches import escape_hatches, log_banner
-    from bot.call.pipeline import load_models
     from bot.privacy import start_logging
-    from bot.app.server import create_app
 
     parser = argparse.ArgumentParser(prog="python -m bot.app.stock", description=main.__doc__)
     parser.add_argument("--config", default=None)

@@ -28,28 +28,27 @@ from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUser
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from bot import DATA_DIR
-from bot import languages
+from bot import DATA_DIR, languages
 from bot.config import Config, Secrets
 from bot.dialog.calendar import LineCalendar
-from bot.dialog.emergency import EmergencyRules
-from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, SwitchRule
-from bot.dialog.language_packs import LanguagePack, load_language, unserved_notice
-from bot.dialog.policy import DialogPolicy
-from bot.dialog.state import CannedReplies, DialogState
 from bot.dialog.domain import Domain, DomainError, load_domain
+from bot.dialog.emergency import EmergencyRules
 from bot.dialog.intake import Intake
+from bot.dialog.language_packs import LanguagePack, load_language, unserved_notice
+from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, SwitchRule
+from bot.dialog.policy import DialogPolicy
+from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
+from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge
 from bot.recording.recorder import call_recording
-from bot.telemetry.turns import CallRecorder, TurnObserver
-from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from bot.stages.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy
-from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from bot.stages.dialog_llm import DialogLLMService
 from bot.stages.keypad import KeypadProcessor
 from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
+from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from bot.stages.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
 from bot.stages.whisper_stt import UnclearSpeechFrame, WhisperEngine, WhisperSTTProcessor
+from bot.telemetry.turns import CallRecorder, TurnObserver
 
 
 @dataclass
@@ -73,7 +72,7 @@ class DialogAssets:
     menu_lines: dict[str, str] = field(default_factory=dict)  # language -> "For English, press 9."
 
     @classmethod
-    def load(cls, config: Config) -> "DialogAssets":
+    def load(cls, config: Config) -> DialogAssets:
         domain = load_domain(config.path(config.llm.domain_file))
         emergency = EmergencyRules.load()
         unknown = [c.name for c in domain.emergencies if c.name not in emergency.kinds]

@@ -11,9 +11,9 @@ from fastapi import FastAPI
 from loguru import logger
 
 from bot.config import Config, Secrets
+from bot.core.errors import StartupError
 from bot.desk.context import PREFIX, desk_context
 from bot.desk.routes import build_router
-from bot.core.errors import StartupError
 from bot.store.db import Store
 
 

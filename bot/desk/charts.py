@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Sequence
 
 # Presentation attributes, not style="": the CSP has no 'unsafe-inline' for styles.
 COLORS = ("#1f5fa8", "#c0392b", "#2e8b57")

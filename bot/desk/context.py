@@ -12,9 +12,9 @@ from loguru import logger
 
 from bot import languages
 from bot.config import Config, Secrets
+from bot.core.errors import StartupError
 from bot.desk.auth import LoginLimiter, PasswordChecks, Signer
 from bot.desk.departments import Routing
-from bot.core.errors import StartupError
 from bot.privacy import mask
 from bot.store.db import Store
 from bot.store.schema import TICKET_STATUSES
@@ -38,7 +38,7 @@ class DeskContext:
     tz: dt.tzinfo
 
     @classmethod
-    def build(cls, config: Config, secret_key: str, store: Store) -> "DeskContext":
+    def build(cls, config: Config, secret_key: str, store: Store) -> DeskContext:
         """Raises StartupError for a weak key or a departments file that does not fit the domain."""
         try:
             signer = Signer(secret_key)

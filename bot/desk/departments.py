@@ -32,7 +32,7 @@ class Routing:
         return [c for c, d in self.by_category.items() if d == department]
 
     @classmethod
-    def load(cls, config: Config) -> "Routing":
+    def load(cls, config: Config) -> Routing:
         path = config.path(config.desk.departments_file)
         source = DataFile.read(path, RoutingError, "desk departments file")
         source.no_unknown((), ("category",), what="table")

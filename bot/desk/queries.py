@@ -24,7 +24,7 @@ HEALTH_MAX_TURNS = 50000  # a day of a busy line; more is sampled from the newes
 
 def _utc(value):
     if isinstance(value, dt.datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
     return value
 
 
@@ -69,7 +69,7 @@ def list_tickets(store: Store, routing: Routing, who: Principal, f: TicketFilter
 
 
 def _day_start(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
-    return dt.datetime.combine(day, dt.time(), tz).astimezone(dt.timezone.utc)
+    return dt.datetime.combine(day, dt.time(), tz).astimezone(dt.UTC)
 
 
 def _ticket(t: dict[str, Any], routing: Routing) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def _turn(r) -> dict[str, Any]:
 
 def recent_calls(store: Store, *, limit: int, lease_secs: float) -> list[dict[str, Any]]:
     """Calls newest first with their turns; ``live``: not ended and its worker's lease is fresh."""
-    fresh = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=lease_secs)
+    fresh = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=lease_secs)
     with store.engine.connect() as conn:
         live_workers = {w for (w,) in conn.execute(sa.select(workers.c.worker).where(workers.c.heartbeat_at >= fresh))}
         rows = [_row(r) for r in conn.execute(sa.select(calls).order_by(calls.c.started_at.desc()).limit(limit))

@@ -26,10 +26,19 @@ from loguru import logger
 from starlette.concurrency import run_in_threadpool
 
 from bot.desk import queries
-from bot.desk.context import HERE, PREFIX, DeskContext
-from bot.desk.auth import (DEVICE_DAYS, AccountError, Principal, api_token_hash, check_account, check_password,
-                           hash_password, needs_rehash, verify_password)
+from bot.desk.auth import (
+    DEVICE_DAYS,
+    AccountError,
+    Principal,
+    api_token_hash,
+    check_account,
+    check_password,
+    hash_password,
+    needs_rehash,
+    verify_password,
+)
 from bot.desk.charts import line_chart
+from bot.desk.context import HERE, PREFIX, DeskContext
 from bot.desk.recordings import add_recording_routes
 from bot.privacy import mask
 from bot.store.db import StoreError
@@ -209,7 +218,7 @@ def build_router(ctx: DeskContext) -> APIRouter:
         if not verify_password(account["password_hash"] if usable else None, password):
             return None
         extra = {"password_hash": hash_password(password)} if needs_rehash(account["password_hash"]) else {}
-        store.update_staff(username, last_login_at=dt.datetime.now(dt.timezone.utc), **extra)
+        store.update_staff(username, last_login_at=dt.datetime.now(dt.UTC), **extra)
         return account
 
     def too_many(request: Request, username: str, retry_after: float, why: str) -> Response:
@@ -342,7 +351,7 @@ def build_router(ctx: DeskContext) -> APIRouter:
     @router.get("/health")
     def health_page(request: Request):
         who = login_required(request)
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         day = queries.turn_records(store, now - dt.timedelta(days=1))
         hour = [r for r in day if r["created_at"] >= now - dt.timedelta(hours=1)]
         budgets = ctx.config.latency

@@ -13,9 +13,10 @@ for the server dialect (vLLM / OpenAI ``json_schema``, llama.cpp ``json_object``
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from bot.core.datafile import DataFile
 

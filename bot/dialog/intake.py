@@ -35,12 +35,12 @@ class Intake:
     read_number: Callable[[str], str] = field(default=read_digits)
 
     @classmethod
-    def load(cls, path: Path, domain: Domain) -> "Intake":
+    def load(cls, path: Path, domain: Domain) -> Intake:
         return cls.from_source(DataFile.read(path, IntakeError, "intake file"), domain)
 
     @classmethod
     def from_source(cls, source: DataFile, domain: Domain, keys: Keys = (),
-                    read_number: Callable[[str], str] = read_digits) -> "Intake":
+                    read_number: Callable[[str], str] = read_digits) -> Intake:
         """The intake texts of the table at ``keys`` (the whole file by default); errors name file:line."""
         data = source.table(keys) if keys else source.data
         for k in TEXT_KEYS:

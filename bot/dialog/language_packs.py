@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot import DATA_DIR
-from bot import languages
+from bot import DATA_DIR, languages
 from bot.core.datafile import DataFile
 from bot.dialog.domain import Domain
 from bot.dialog.intake import Intake

@@ -30,11 +30,11 @@ from datetime import datetime
 from typing import Literal
 
 from bot.dialog.calendar import LineCalendar
-from bot.languages import untag
 from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
+from bot.languages import untag
 from bot.languages.ko.normalize import read_digits
 
 _KEEP = "keep"
@@ -184,7 +184,7 @@ class DialogPolicy:
         # This language's recording notice, said after a switch to it ("" when calls are not recorded).
         self.recording_notice = ""
 
-    def for_language(self, language: str) -> "DialogPolicy":
+    def for_language(self, language: str) -> DialogPolicy:
         """This line's rules in the caller's language (itself when it has no other)."""
         return self.siblings.get(language, self)
 

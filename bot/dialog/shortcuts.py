@@ -160,7 +160,7 @@ def _expand(
     return _MACRO_RE.sub(sub, pattern)
 
 
-def load_shortcuts(path: str | Path, domain: "Domain | None" = None) -> ShortcutMatcher:
+def load_shortcuts(path: str | Path, domain: Domain | None = None) -> ShortcutMatcher:
     """Read and compile ``shortcuts.toml``; with ``domain``, rule intents/categories must exist in it.
 
     Raises:

@@ -59,17 +59,17 @@ class CannedReplies:
     callback_machine_ticket: str
 
     @classmethod
-    def load(cls, path: Path) -> "CannedReplies":
+    def load(cls, path: Path) -> CannedReplies:
         return cls.from_source(DataFile.read(path, ValueError, "canned replies file"))
 
     @classmethod
-    def from_source(cls, source: DataFile, keys: Keys = ()) -> "CannedReplies":
+    def from_source(cls, source: DataFile, keys: Keys = ()) -> CannedReplies:
         """The replies of the table at ``keys`` (the whole file by default); errors name file:line."""
         source.table(keys, default={})
         return cls(**{f.name: str(source.value((*keys, f.name), (str, int, float), "a canned reply"))
                       for f in fields(cls)})
 
-    def with_hours(self, hours: str) -> "CannedReplies":
+    def with_hours(self, hours: str) -> CannedReplies:
         """``{hours}`` filled from the line's calendar, once (those sentences stay pre-synthesizable)."""
         return dataclasses.replace(self, **{f.name: getattr(self, f.name).replace("{hours}", hours)
                                             for f in fields(self) if "{hours}" in getattr(self, f.name)})
@@ -145,7 +145,7 @@ class DialogState:
         if turn.get("flow") == "end":
             self.ended = True
 
-    def after(self, turn: dict) -> "DialogState":
+    def after(self, turn: dict) -> DialogState:
         """The state this turn would leave (the real one changes only when the turn is committed)."""
         state = copy.deepcopy(self)
         state.apply_turn(turn)

@@ -21,7 +21,6 @@ from bot.knowledge.bm25 import BM25Index
 from bot.knowledge.data import Department, Directory, Entry, FaqEntry, load_directory, load_faq
 from bot.knowledge.text import Tokenizer, make_tokenizer, normalize
 
-
 # Retrievers made of several indexes: (tokenizer name, weight of its normalized score).
 _RETRIEVERS: dict[str, tuple[tuple[str, float], ...]] = {
     "hybrid": (("kiwi", 1.0), ("char-ngram", 2.0)),  # char scores run about half of Kiwi's
@@ -109,7 +108,7 @@ class Knowledge:
 
     @classmethod
     def load(cls, faq_path: Path | str, directory_path: Path | str, options: KnowledgeOptions | None = None,
-             categories: Iterable[str] | None = None) -> "Knowledge":
+             categories: Iterable[str] | None = None) -> Knowledge:
         """Read, check and index both files. Blocking (file I/O; the Kiwi retriever loads a model).
 
         Args:

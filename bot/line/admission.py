@@ -41,10 +41,10 @@ from typing import Any
 import sqlalchemy as sa
 from loguru import logger
 
+from bot.line.tokens import IssuedToken
 from bot.privacy import mask
 from bot.store.db import Store, now
 from bot.store.schema import calls, stream_tokens, workers
-from bot.line.tokens import IssuedToken
 
 DB_TIMEOUT_SECS = 2.0
 PURGE_AFTER_SECS = 600.0  # token rows are deleted this long after they expired
@@ -60,7 +60,7 @@ class _Refused(Exception):
 
 
 def _ts(epoch: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc)
+    return dt.datetime.fromtimestamp(epoch, dt.UTC)
 
 
 # --------------------------------------------------------------------------- blocking (threads)

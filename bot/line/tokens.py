@@ -81,7 +81,7 @@ class StreamTokens:
         self._clock = clock
 
     def _mac(self, token_id: str, call_sid: str, expires: int) -> bytes:
-        msg = f"{VERSION}|{token_id}|{call_sid}|{expires}".encode("utf-8")
+        msg = f"{VERSION}|{token_id}|{call_sid}|{expires}".encode()
         return hmac.new(self._key, msg, hashlib.sha256).digest()
 
     def issue(self, call_sid: str) -> IssuedToken:

@@ -189,7 +189,7 @@ class LocalLLMServer:
         self.tail: collections.deque[str] = collections.deque(maxlen=40)
         self._reader: threading.Thread | None = None
 
-    def start(self) -> "LocalLLMServer":
+    def start(self) -> LocalLLMServer:
         if self._command is None:
             missing = missing_server_modules()
             if missing:
@@ -258,7 +258,7 @@ class LocalLLMServer:
             proc.wait(5)
         logger.info("local LLM stopped")
 
-    def __enter__(self) -> "LocalLLMServer":
+    def __enter__(self) -> LocalLLMServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

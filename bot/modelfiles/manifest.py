@@ -42,7 +42,6 @@ from bot import ROOT_DIR
 from bot.config import STTConfig
 from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
 
-
 # ---------------------------------------------------------------------------------------------
 # Whisper
 # ---------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ class Backchannels:
     question_is_turn: bool = True
 
     @classmethod
-    def load(cls, path: str | Path) -> "Backchannels":
+    def load(cls, path: str | Path) -> Backchannels:
         source = DataFile.read(path, ValueError, "backchannels file")
         source.no_unknown((), ("words", "fillers_only", "question_is_turn"))
         words = source.value(("words",), list, "a list of words (need words = [...])",

@@ -51,6 +51,8 @@ from bot.dialog.policy import (
 from bot.dialog.shortcuts import ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 from bot.knowledge import Knowledge, directory_reply, render_facts
+from bot.stages.keypad import KeypadEntryFrame
+from bot.stages.structured_llm import LLMTurnError, StructuredLLMService
 from bot.telemetry.turn_facts import (
     DialogTurnFrame,
     FactsFoundFrame,
@@ -60,8 +62,6 @@ from bot.telemetry.turn_facts import (
     TurnAnsweredFrame,
     TurnMarkFrame,
 )
-from bot.stages.keypad import KeypadEntryFrame
-from bot.stages.structured_llm import LLMTurnError, StructuredLLMService
 
 # Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
 SPECULATION_WAIT_SECS = 10.0

@@ -45,7 +45,7 @@ class EndOfTurnRules:
         self.rules = rules
 
     @classmethod
-    def load(cls, path: Path) -> "EndOfTurnRules":
+    def load(cls, path: Path) -> EndOfTurnRules:
         source = DataFile.read(path, ValueError, "end-of-turn rules file")
         rules = []
         for i, _raw in enumerate(source.tables(("rules",), default=[], nonempty=False)):

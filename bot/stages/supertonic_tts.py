@@ -17,6 +17,7 @@ See ``/work/shared/notes/supertonic.md`` for the model's interface and the synth
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import math
@@ -25,7 +26,6 @@ import threading
 import time
 import unicodedata
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,10 @@ from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 
-from bot.config import TTSConfig
 from bot import languages
-from bot.languages.ko.normalize import remove_unsupported
+from bot.config import TTSConfig
 from bot.core.errors import ModelMissingError
+from bot.languages.ko.normalize import remove_unsupported
 from bot.telemetry.turn_facts import SentenceReadyFrame
 
 #: Hugging Face hub repository of the real model (what the Supertonic SDK pins).
@@ -692,8 +692,8 @@ class CannedAudio:
     def __len__(self) -> int:
         return len(self._items)
 
-    def build(self, engine: "SupertonicEngine", texts: list[str], *, voice: str, sample_rates: list[int],
-              language: str | None = None) -> "CannedAudio":
+    def build(self, engine: SupertonicEngine, texts: list[str], *, voice: str, sample_rates: list[int],
+              language: str | None = None) -> CannedAudio:
         """Synthesize every text at every rate (blocking; startup only); ``language``: the TTS tag
         (None: the engine's default, Korean)."""
         t0 = time.perf_counter()

@@ -33,15 +33,15 @@ import numpy as np
 import soxr
 from loguru import logger
 from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
-from pipecat.services.settings import STTSettings
 from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import SegmentedSTTService, STTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from bot.config import STTConfig
-from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
 from bot.core.wav import read_wav
+from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
 
 WHISPER_SAMPLE_RATE = 16000
 

@@ -42,7 +42,7 @@ class CallLog:
         self.recording_retention_days = 0.0
 
     @classmethod
-    def open(cls, config: Config, secrets: Secrets | None = None) -> "CallLog":
+    def open(cls, config: Config, secrets: Secrets | None = None) -> CallLog:
         """Open, migrate, mark this worker's unfinished calls aborted, apply retention (blocking)."""
         rc = config.records
         store = open_store(config, secrets)

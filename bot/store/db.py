@@ -45,7 +45,7 @@ class StoreError(RuntimeError):
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def resolve_url(url: str, base_dir: Path) -> str:
@@ -65,7 +65,7 @@ def resolve_url(url: str, base_dir: Path) -> str:
 def _utc(value: dt.datetime | None) -> dt.datetime | None:
     # SQLite hands back naive datetimes; everything we store is UTC.
     if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
     return value
 
 
@@ -264,7 +264,7 @@ class Store:
             values["attempts"] = outbox.c.attempts + 1
         if outcome in ("retry", "defer"):
             # UTC, like every time stored: SQLite keeps the wall time of an aware datetime as it is.
-            values.update(status="pending", next_attempt_at=(retry_at or t).astimezone(dt.timezone.utc))
+            values.update(status="pending", next_attempt_at=(retry_at or t).astimezone(dt.UTC))
         else:
             values["status"] = "sent" if outcome == "sent" else "failed"
         if error is not None:
@@ -297,7 +297,7 @@ class Store:
         with self.engine.begin() as conn:
             return conn.execute(
                 callbacks.insert().values(call_sid=call_sid, reason=reason, requested_at=t, reception_no=reception_no,
-                                          call_after=after.astimezone(dt.timezone.utc), status="waiting", updated_at=t)
+                                          call_after=after.astimezone(dt.UTC), status="waiting", updated_at=t)
                 .returning(callbacks.c.id)
             ).scalar_one()
 
@@ -442,7 +442,7 @@ class Store:
              .join(calls, calls.c.call_sid == turns.c.call_sid)
              .where(calls.c.ended_at.is_not(None)).order_by(turns.c.id))
         if since:
-            q = q.where(turns.c.created_at >= dt.datetime.fromtimestamp(since - 3600, dt.timezone.utc))
+            q = q.where(turns.c.created_at >= dt.datetime.fromtimestamp(since - 3600, dt.UTC))
         out = []
         with self.engine.connect() as conn:
             for rec, transcript, reply, worker in conn.execute(q):

@@ -25,7 +25,7 @@ HOLD_NOTE, RELEASE_NOTE = "법적 보존 설정", "법적 보존 해제"
 
 
 def _utc(v):
-    return v.replace(tzinfo=dt.timezone.utc) if isinstance(v, dt.datetime) and v.tzinfo is None else v
+    return v.replace(tzinfo=dt.UTC) if isinstance(v, dt.datetime) and v.tzinfo is None else v
 
 
 def set_recording(store: Store, call_sid: str, path: str, secs: float | None) -> None:

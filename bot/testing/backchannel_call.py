@@ -27,10 +27,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.core.wav import read_wav
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
-from bot.core.wav import read_wav
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -204,7 +210,7 @@ class BackchannelLab:
         self._verbose = verbose
         self.public_host = "voice-bc.example.org"
 
-    def __enter__(self) -> "BackchannelLab":
+    def __enter__(self) -> BackchannelLab:
         try:
             self.llm = self._stack.enter_context(FakeLLM(responder=lambda body: LONG_REPLY, first_token_delay=0.15,
                                                          token_delay=0.01))

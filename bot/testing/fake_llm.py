@@ -42,8 +42,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import uvicorn
 from starlette.applications import Starlette
@@ -208,7 +209,7 @@ class FakeLLM:
             time.sleep(0.005)
         return True
 
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         if self._thread is not None:
             return self
         self._stopping.clear()
@@ -240,7 +241,7 @@ class FakeLLM:
         except OSError:  # pragma: no cover
             pass
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -434,7 +435,7 @@ def scripted_responder(path: str, fallback: Responder) -> Responder:
     with open(path, encoding="utf-8") as f:
         turns = collections.deque(json.loads(line) for line in f if line.strip())
 
-    def respond(body: dict[str, Any]) -> "dict[str, Any] | str":
+    def respond(body: dict[str, Any]) -> dict[str, Any] | str:
         users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
         if turns and users and users[-1] != PROBE_CALLER_LINE:
             return turns.popleft()

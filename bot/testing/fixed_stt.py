@@ -61,7 +61,7 @@ class FixedDelayEngine:
         if any(not t["text"] for t in self.script):
             raise ValueError("script texts must not be empty")
 
-    def scripted(self, script: Iterable[str | dict]) -> "FixedDelayEngine":
+    def scripted(self, script: Iterable[str | dict]) -> FixedDelayEngine:
         """A copy for one call whose segments say ``script`` in order (the engine is shared by calls)."""
         return FixedDelayEngine(self.text, self.delay_s, min_speech_s=self.min_speech_s, cfg=self.cfg, script=script)
 

@@ -65,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     if (args.stt_text is None) != (args.stt_delay_ms is None):
         parser.error("--stt-text and --stt-delay-ms go together")
 
+    from bot.app.serve import serve
     from bot.config import load_cli_config
     from bot.core.errors import StartupError
-    from bot.privacy import start_logging
-    from bot.app.serve import serve
     from bot.modelfiles.local_llm import serving_llm
+    from bot.privacy import start_logging
 
     start_logging(args.verbose)
     config = load_cli_config(args.config, args.overrides)

@@ -92,7 +92,7 @@ class NginxProxy:
         self.conf.write_text(CONF.format(tmp=self.tmp, port=self.port, servers=servers, user=user))
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 15.0) -> "NginxProxy":
+    def start(self, timeout: float = 15.0) -> NginxProxy:
         check = subprocess.run([self.binary, "-t", "-p", str(self.tmp), "-c", str(self.conf)], capture_output=True,
                                text=True)
         if check.returncode != 0:
@@ -134,7 +134,7 @@ class NginxProxy:
                 self.proc.wait(5)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def __enter__(self) -> "NginxProxy":
+    def __enter__(self) -> NginxProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -52,7 +52,7 @@ class PostgresServer:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         return subprocess.run(cmd, check=check, capture_output=True, text=True, cwd=self._tmp)
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                   "--no-sync")
         return self.resume()
@@ -62,7 +62,7 @@ class PostgresServer:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop", check=False)
         self._started = False
 
-    def resume(self) -> "PostgresServer":
+    def resume(self) -> PostgresServer:
         opts = f"-p {self.port} -k {self._tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
         res = self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self._tmp / "log"),
                         "-w", "-t", "60", "start", check=False)
@@ -86,7 +86,7 @@ class PostgresServer:
             self._started = False
         shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -40,11 +40,11 @@ class FakeTwilioAPI:
         import secrets as _secrets
         from email.utils import formatdate
 
+        import uvicorn
         from starlette.applications import Starlette
         from starlette.requests import Request
         from starlette.responses import JSONResponse
         from starlette.routing import Route
-        import uvicorn
 
         self.hangups: list[dict] = []
         self.messages: list[dict] = []  # SMS accepted (form fields)

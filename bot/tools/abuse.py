@@ -176,7 +176,7 @@ class _RssSampler:
                 self.peak = max(self.peak or 0.0, mb)
             self._stop.wait(0.02)
 
-    def __enter__(self) -> "_RssSampler":
+    def __enter__(self) -> _RssSampler:
         self._thread.start()
         return self
 
@@ -215,7 +215,7 @@ class AbuseLab:
             old.unlink()
         self.flood_address = FLOOD_ADDRESS if _can_bind(FLOOD_ADDRESS) else None
 
-    def __enter__(self) -> "AbuseLab":
+    def __enter__(self) -> AbuseLab:
         from bot.testing.fake_llm import FakeLLM
         from bot.testing.process import BotProcess, FakeTwilioAPI
 
@@ -265,8 +265,12 @@ class AbuseLab:
 
     async def dial(self) -> tuple[str, TwilioCallSimulator | None]:
         """The signed webhook: ("stream", a simulator for the call) or ("busy" / "HTTP n", None)."""
-        from bot.testing.twilio_sim import (TwilioCallSimulator, parse_twiml_stream, post_voice_webhook,
-                                             voice_webhook_params)
+        from bot.testing.twilio_sim import (
+            TwilioCallSimulator,
+            parse_twiml_stream,
+            post_voice_webhook,
+            voice_webhook_params,
+        )
 
         call_sid = new_sid("CA")
         resp = await post_voice_webhook(self.bot.base_url, self.public_url,

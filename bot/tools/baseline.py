@@ -49,7 +49,7 @@ class NoiseRule:
     calls_slack: float = 0.05  # LLM calls per model turn may wobble this much (a withdrawn speculation)
 
     @classmethod
-    def from_args(cls, args) -> "NoiseRule":
+    def from_args(cls, args) -> NoiseRule:
         """The rule of ``--noise-ratio`` / ``--noise-ms`` (defaults: the quiet-machine rule)."""
         ratio, ms = getattr(args, "noise_ratio", None), getattr(args, "noise_ms", None)
         rule = cls(ratio=cls.ratio if ratio is None else ratio, min_ms=cls.min_ms if ms is None else ms)

@@ -24,8 +24,14 @@ from pathlib import Path
 import httpx
 
 from bot.config import Config
+from bot.testing.twilio_sim import (
+    TwilioCallSimulator,
+    new_sid,
+    parse_twiml_stream,
+    post_voice_webhook,
+    voice_webhook_params,
+)
 from bot.tools.table import clean
-from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream, post_voice_webhook, voice_webhook_params
 
 
 class CallError(RuntimeError):

@@ -11,8 +11,8 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from zoneinfo import ZoneInfo
 from typing import TextIO
+from zoneinfo import ZoneInfo
 
 from pipecat.audio.dtmf.types import KeypadEntry
 from pipecat.frames.frames import AggregatedTextFrame, InputDTMFFrame, LLMContextFrame, LLMFullResponseEndFrame
@@ -22,11 +22,11 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
+from bot.call.pipeline import DialogAssets, make_llm
 from bot.config import Config, Secrets
+from bot.stages.keypad import KeypadProcessor
 from bot.telemetry.latency import TurnRecord
 from bot.telemetry.turns import CallRecorder, TurnObserver
-from bot.stages.keypad import KeypadProcessor
-from bot.call.pipeline import DialogAssets, make_llm
 
 
 class _ReplyCollector(FrameProcessor):
@@ -83,7 +83,7 @@ class DialogSession:
         self._context = LLMContext()
         self._task: asyncio.Task | None = None
 
-    async def __aenter__(self) -> "DialogSession":
+    async def __aenter__(self) -> DialogSession:
         runner = WorkerRunner(handle_sigint=False)
         await runner.add_workers(self._worker)
         self._task = asyncio.create_task(runner.run())

@@ -34,7 +34,7 @@ def _since(value: str | None) -> dt.datetime | None:
         d = dt.datetime.fromisoformat(value)
     except ValueError as e:
         raise StoreError(f"--since: not a date (YYYY-MM-DD or ISO time): {value!r}") from e
-    return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
 
 
 def _iso(v):
@@ -127,8 +127,8 @@ def place_callbacks(config: Config, out: TextIO = sys.stdout) -> int:
     import asyncio
 
     from bot.aftercall.callbacks import CallbackPlacer
-    from bot.config import Secrets
     from bot.aftercall.twilio_api import TwilioAPI
+    from bot.config import Secrets
 
     secrets = Secrets.from_env(config)
     api = TwilioAPI.from_config(config, secrets)

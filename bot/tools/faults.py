@@ -48,8 +48,8 @@ import httpx
 import websockets
 from loguru import logger
 
-from bot.core.wav import read_wav
 from bot.config import Config
+from bot.core.wav import read_wav
 from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import BotProcess, FakeTwilioAPI
@@ -107,7 +107,7 @@ class Row:
     #: What else the scenario observed, by name (status and close codes, counts, exit status).
     facts: dict[str, Any] = field(default_factory=dict)
     #: The calls that ran beside this one, as rows of their own.
-    others: list["Row"] = field(default_factory=list)
+    others: list[Row] = field(default_factory=list)
     seconds: float = 0.0  # how long the scenario ran
 
 
@@ -166,7 +166,7 @@ def describe_heard(names: list[str], records: list[dict]) -> str:
 class Bot:
     """One bot process of the lab and what a caller or the report needs from it."""
 
-    def __init__(self, name: str, lab: "FaultLab", overrides: list[str]):
+    def __init__(self, name: str, lab: FaultLab, overrides: list[str]):
         self.name = name
         self.lab = lab
         self.records_db = lab.work / f"records-{name}" / "calls.db"
@@ -242,7 +242,7 @@ class FaultLab:
         self.work.mkdir(parents=True, exist_ok=True)
         self.clip_pcm, self.clip_rate = _read_clip(clip)
 
-    def __enter__(self) -> "FaultLab":
+    def __enter__(self) -> FaultLab:
         try:
             self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.15, token_delay=0.01))
             self.twilio = self._stack.enter_context(FakeTwilioAPI())

@@ -105,9 +105,9 @@ def serve_desk(config: Config, port: int, host: str) -> int:
     """
     import uvicorn
 
+    from bot.app.serve import trusted_proxies, uvicorn_config
     from bot.config import Secrets
     from bot.desk.app import desk_app
-    from bot.app.serve import trusted_proxies, uvicorn_config
     from bot.store.db import open_store
 
     trusted_proxies(config)

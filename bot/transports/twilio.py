@@ -26,8 +26,8 @@ from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Dial, Parameter, Stream, VoiceResponse
 
 from bot import languages
-from bot.privacy import mask
 from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.privacy import mask
 
 TWILIO_RATE = 8000
 # Twilio's messages are well under 1 KiB (a 20 ms media frame is ~300 bytes); bigger ones are dropped.

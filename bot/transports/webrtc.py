@@ -42,9 +42,10 @@ import asyncio
 import hmac
 import json
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -73,10 +74,10 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from bot.call.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
 from bot.desk.routes import CSP as DESK_CSP
 from bot.line.admission import Line
 from bot.line.callgate import CallGate
-from bot.call.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 QA_IN_RATE = 16000  # Whisper and Silero

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from bot.languages.ko.normalize import normalize_korean, read_digits
 from bot.languages.base import Language
+from bot.languages.ko.normalize import normalize_korean, read_digits
 
 DAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
 _GROUPS = {(0, 1, 2, 3, 4): "평일", (5, 6): "주말", tuple(range(7)): "매일"}

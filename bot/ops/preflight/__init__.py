@@ -29,21 +29,48 @@ the line's calendar, the last start's timing); this file runs them in order.
 """
 
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from bot.config import Config
-from bot.ops.preflight.gpu import (BOT_CONTEXT_BYTES, BYTES_PER_PARAM, GB, KV_BYTES, VLLM_RUNTIME_BYTES, WHISPER_PARAMS,
-                               WHISPER_WORK_BYTES, LLMSize, budget_rows, card_memory, hf_snapshot, kv_cache_bytes,
-                               llm_size, needs_gpu, safetensors_bytes, tts_gpu_bytes, weight_bytes,
-                               whisper_gpu_bytes)  # fmt: skip
+from bot.ops.preflight.gpu import (
+    BOT_CONTEXT_BYTES,
+    BYTES_PER_PARAM,
+    GB,
+    KV_BYTES,
+    VLLM_RUNTIME_BYTES,
+    WHISPER_PARAMS,
+    WHISPER_WORK_BYTES,
+    LLMSize,
+    budget_rows,
+    card_memory,
+    hf_snapshot,
+    kv_cache_bytes,
+    llm_size,
+    needs_gpu,
+    safetensors_bytes,
+    tts_gpu_bytes,
+    weight_bytes,
+    whisper_gpu_bytes,  # fmt: skip
+)
 from bot.ops.preflight.models import model_rows
 from bot.ops.preflight.probes import PROBE_CALLER_LINE, llm_rows, probe_llm, ways_out
 from bot.ops.preflight.report import FAIL, HATCH, NO_GPU, OK, SKIP, WARN, CheckReport, Probe, Row
 from bot.ops.preflight.runtime import ctranslate2_row, installed_onnxruntime_wheels, provider_rows, wheel_rows
 from bot.ops.preflight.service import access_rows, line_rows, timing_row
-from bot.ops.preflight.vllm import (VLLM_IMAGE, VLLM_VENV, VLLM_VERSION, installed_vllm, llm_command, llm_command_line,
-                                vllm_cmdlines, vllm_launch, vllm_process_row, vllm_processes, vllm_server_version,
-                                vllm_source_row)  # fmt: skip
+from bot.ops.preflight.vllm import (
+    VLLM_IMAGE,
+    VLLM_VENV,
+    VLLM_VERSION,
+    installed_vllm,
+    llm_command,
+    llm_command_line,
+    vllm_cmdlines,
+    vllm_launch,
+    vllm_process_row,
+    vllm_processes,
+    vllm_server_version,
+    vllm_source_row,  # fmt: skip
+)
 
 __all__ = [
     "BOT_CONTEXT_BYTES", "BYTES_PER_PARAM", "FAIL", "GB", "HATCH", "KV_BYTES", "NO_GPU", "OK", "PROBE_CALLER_LINE",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from bot.config import Config
 from bot.ops.preflight.report import FAIL, OK, WARN, CheckReport

@@ -62,7 +62,6 @@ from bot.tools.bench.runner import RunResult, ServerProcess, bench_responder, re
 from bot.tools.bench.stats import RunStats, calls_per_worker
 from bot.tools.bench.turnset import DEFAULT_TURNS, ROOT, ROUTES, BenchError, Turn, TurnSet, load_turn_set, speech_bounds
 
-
 __all__ = [
     "BenchError",
     "CallResult",

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 import httpx
+
 from bot.tools.bench.turnset import BenchError, Turn
 
 BOT_QUIET_GAP = 0.3  # the bot counts as finished after this long without audible audio

@@ -33,7 +33,7 @@ class RunStats:
     v2v: list[float]
 
     @classmethod
-    def of(cls, run: RunResult) -> "RunStats":
+    def of(cls, run: RunResult) -> RunStats:
         rows = run.rows()
         records = [to_record(r["server"]) for r in rows if r["server"] is not None]
         ttfa = [r["caller"]["caller_ttfa_ms"] for r in rows if r["caller"] and r["caller"]["caller_ttfa_ms"] is not None
