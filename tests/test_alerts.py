@@ -139,14 +139,14 @@ def _server_exposition() -> str:
                           fallback_active=True, is_standin=False)
     timing = SelfTiming({"stt_ms": 300.0}, previous={"stt_ms": 280.0})  # what serve's self-timing exports
     models = SimpleNamespace(tts=tts, whisper=SimpleNamespace(device="cpu"), self_timing=timing)
-    desk = CallLog.open(config)
+    records = CallLog.open(config)
     try:
-        app = create_app(config, Secrets("AC" + "0" * 32, "token", "EMPTY"), models, desk=desk)
+        app = create_app(config, Secrets("AC" + "0" * 32, "token", "EMPTY"), models, records=records)
         resp = TestClient(app.state.admin_app).get("/metrics")
         assert resp.status_code == 200
         return resp.text
     finally:
-        desk.writer.close()
+        records.writer.close()
 
 
 def _turn(index: int, v2v_s: float, **fields) -> TurnRecord:

@@ -107,37 +107,37 @@ def records_refusal(request: Request, secrets: Secrets) -> Response | None:
 
 
 def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call,
-               desk: CallLog | None = None) -> FastAPI:
+               records: CallLog | None = None) -> FastAPI:
     """``call_builder`` builds each call's pipeline (``build_call``; the bench's stock baseline passes its own,
     the test lab one that reads an injected fault from ``stream_parameters``, the stream's customParameters).
 
-    ``desk``: the records database (default: opened from ``records.url``, migrated, this worker's
+    ``records``: the records database (default: opened from ``records.url``, migrated, this worker's
     calls cut off by a crash marked aborted).
     """
     lag = LoopLagMonitor()
-    desk = desk or CallLog.open(config, secrets)
+    records = records or CallLog.open(config, secrets)
     twilio_api = TwilioAPI.from_config(config, secrets)  # every REST request: hang-ups, transfers, SMS
     outbox = None
     if config.sms.enabled and twilio_api is None:
         logger.error("SMS NOT SENT: sms.enabled but TWILIO_ACCOUNT_SID / TWILIO_AUTH_TOKEN are not set; "
                      "messages wait in the records database")
     elif config.sms.enabled and config.records.enabled:
-        outbox = Outbox(store=desk.store, api=twilio_api, config=config, worker=desk.worker)
-        desk.on_ticket = outbox.wake
+        outbox = Outbox(store=records.store, api=twilio_api, config=config, worker=records.worker)
+        records.on_ticket = outbox.wake
     placer = None
     if config.callbacks.place_every_secs > 0 and twilio_api is None:
         logger.error("CALLBACKS NOT PLACED: callbacks.place_every_secs is set but TWILIO_ACCOUNT_SID / "
                      "TWILIO_AUTH_TOKEN are not")
     elif config.callbacks.place_every_secs > 0:
         try:
-            placer = CallbackPlacer(store=desk.store, api=twilio_api, config=config)
+            placer = CallbackPlacer(store=records.store, api=twilio_api, config=config)
         except ValueError as e:
             logger.error("CALLBACKS NOT PLACED: {}", e)
 
     @asynccontextmanager
     async def lifespan(_app):
         lag.start()
-        desk.start_retention()
+        records.start_retention()
         await line.start()
         if outbox is not None:
             outbox.start()
@@ -150,7 +150,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             await outbox.stop()
         await lag.stop()
         await line.stop()
-        await desk.aclose()
+        await records.aclose()
 
     app = FastAPI(title="Korean public-service voice agent", lifespan=lifespan, openapi_url=None, docs_url=None,
                   redoc_url=None)
@@ -168,7 +168,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                     registry=metrics.registry)
     # Shared with the other workers through the records database: token single use, the caller's
     # number, the line-wide call limit, worker leases (bot/line/admission.py).
-    line = Line(desk.store, worker=desk.worker, line_max_calls=config.server.line_max_calls,
+    line = Line(records.store, worker=records.worker, line_max_calls=config.server.line_max_calls,
                 lease_secs=config.server.worker_lease_secs, records_enabled=config.records.enabled,
                 is_draining=lambda: gate.draining)
     canned = CannedReplies.load(DATA_DIR / "replies.toml")
@@ -306,7 +306,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                                    audio_in_filter=make_audio_in_filter(config)),
         )
         session = call_builder(config=config, secrets=secrets, models=models, transport=transport,
-                               call_id=start.call_sid, desk=desk, stream_parameters=start.custom_parameters)
+                               call_id=start.call_sid, records=records, stream_parameters=start.custom_parameters)
         # The SMS offer needs a number to text, kept on the call's row (records on).
         session.dialog.textable = bool(caller) and config.records.enabled
 
@@ -321,7 +321,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         calls.reserved.pop(start.call_sid, None)
         gate.sessions[start.call_sid] = session
         metrics.call_started()
-        desk.call_started(start.call_sid, caller=caller, qa=False)
+        records.call_started(start.call_sid, caller=caller, qa=False)
 
         # A booked callback we placed (the hint is in our stream TwiML; the row is the authority).
         callback = await find_placed_callback(start.call_sid) if start.custom_parameters.get("callback") else None
@@ -353,9 +353,9 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     async def find_placed_callback(call_sid: str) -> dict | None:
         """The callback this call was placed for, with its ticket (None: the database failed: the plain greeting)."""
         def read():
-            cb = desk.store.find_callback(call_sid=call_sid)
+            cb = records.store.find_callback(call_sid=call_sid)
             if cb is not None and cb["reception_no"]:
-                cb["ticket"] = desk.store.find_ticket(cb["reception_no"])
+                cb["ticket"] = records.store.find_ticket(cb["reception_no"])
             return cb
         try:
             return await asyncio.wait_for(asyncio.to_thread(read), 2.0)
@@ -374,10 +374,10 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         if session.dialog.transfer_to:
             return build_dial_twiml(number)
         if session.dialog.tickets:  # the desk's record: these tickets are now with a person
-            desk.hand_over(call_sid, list(session.dialog.tickets))
+            records.hand_over(call_sid, list(session.dialog.tickets))
         if not config.call.transfer_whisper:
             return build_dial_twiml(number)
-        desk.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
+        records.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
         return build_dial_twiml(number, f"https://{config.server.public_host}/twilio/whisper?call={call_sid}")
 
     @app.post("/twilio/whisper")
@@ -395,7 +395,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                 logger.warning("whisper refused: missing or wrong X-Twilio-Signature")
                 return PlainTextResponse("invalid signature", status_code=403)
         try:
-            note = await desk.read_transfer_note(call) if call else None
+            note = await records.read_transfer_note(call) if call else None
         except Exception as e:  # noqa: BLE001 - the database is slow or down: the person hears the plain intro
             logger.error("whisper for call {}: no note ({}: {})", mask(call), type(e).__name__, e)
             note = None
@@ -426,7 +426,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         form, refused = await signed_form(request, route)
         if refused is not None:
             return None, None, refused
-        cb = await asyncio.to_thread(desk.store.find_callback, callback_id=callback_id)
+        cb = await asyncio.to_thread(records.store.find_callback, callback_id=callback_id)
         if cb is None or not form.get("CallSid") or cb["last_call_sid"] != form["CallSid"]:
             logger.warning("callback webhook for {} refused: not the call placed for it", callback_id)
             return None, None, PlainTextResponse("unknown callback", status_code=404)
@@ -447,7 +447,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             return refused
         call_sid, answered_by = form["CallSid"], form.get("AnsweredBy")
         if is_machine(answered_by):
-            await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
+            await asyncio.to_thread(records.store.callback_answered_by, id, answered_by)
             logger.info("callback {} (call {}): a machine answered; leaving the message", id, mask(call_sid))
             return Response(machine_twiml(cb), media_type="application/xml")
         busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
@@ -472,7 +472,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         if refused is not None:
             return refused
         answered_by = form.get("AnsweredBy") or "unknown"
-        await asyncio.to_thread(desk.store.callback_answered_by, id, answered_by)
+        await asyncio.to_thread(records.store.callback_answered_by, id, answered_by)
         logger.info("callback {} (call {}): answered by {}", id, mask(form["CallSid"]), answered_by)
         if is_machine(answered_by) and twilio_api is not None:
             try:
@@ -491,7 +491,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
         if call_status not in ("completed", "no-answer", "busy", "failed", "canceled"):
             return Response(status_code=204)  # not the end yet
         status = await asyncio.to_thread(
-            desk.store.callback_outcome, id, reached=call_status == "completed", why=call_status,
+            records.store.callback_outcome, id, reached=call_status == "completed", why=call_status,
             max_attempts=config.callbacks.max_attempts, retry_after_secs=config.callbacks.retry_after_secs)
         log = logger.info if status in ("done", "waiting") else logger.warning
         log("callback {} (call {}): {}; callback now {} (attempt {}/{})", id, mask(form["CallSid"]), call_status,
@@ -509,7 +509,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
             reason = "completed"
         else:
             reason = session.end_reason or "hangup"
-        desk.call_ended(rec.call_id, reason)
+        records.call_ended(rec.call_id, reason)
         logger.info("call {} ended ({}); latency:\n{}", mask(rec.call_id), reason,
                     call_report(rec.records, config.latency, report_header()))
 
@@ -563,7 +563,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     @admin.get("/metrics")
     async def prometheus_metrics():
-        body, content_type = metrics.render(loop_lag=lag.summary(), records_pending=desk.writer.pending)
+        body, content_type = metrics.render(loop_lag=lag.summary(), records_pending=records.writer.pending)
         return Response(body, media_type=content_type)
 
     @app.get("/api/turns")
@@ -582,7 +582,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
                    else "must be seconds since the epoch, from 0 to now")
             return JSONResponse({"error": f"since={since!r}: {why}"}, status_code=400)
         return JSONResponse({
-            "turns": await desk.finished_turns(since),
+            "turns": await records.finished_turns(since),
             "environment": environment(),
             "loop_lag": _finite(lag.summary()),  # no samples yet: NaN, which JSON cannot carry
         })
@@ -599,6 +599,6 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
 
     if config.server.qa_page:
         mount_webrtc(app, config=config, secrets=secrets, models=models, gate=gate, line=line, metrics=metrics,
-                     finish_call=finish_call, desk=desk)
-    mount_desk(app, admin, config=config, secrets=secrets, store=desk.store)  # the staff desk (docs/desk.md)
+                     finish_call=finish_call, records=records)
+    mount_desk(app, admin, config=config, secrets=secrets, store=records.store)  # the staff desk (docs/desk.md)
     return app

@@ -96,11 +96,11 @@ def build_stock_call(
     out_rate: int = 8000,
     qa: bool = False,
     observers: list | None = None,
-    desk=None,
+    records=None,
     stream_parameters: dict | None = None,
 ) -> CallSession:
     """``build_call`` with stock Pipecat STT, turn strategies and LLM (same transport and TTS)."""
-    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
+    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: records.turn(call_id, rec)) if records else None)
     dialog = DialogState()
     stt = stock_stt(config)
     prompt = render_system_prompt(models.assets.prompt, models.assets.domain, {})

@@ -318,16 +318,16 @@ def build_call(
     out_rate: int = 8000,
     qa: bool = False,
     observers: list | None = None,
-    desk=None,
+    records=None,
     stream_parameters: dict | None = None,
 ) -> CallSession:
     """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst).
 
-    ``desk``: the process's records database (``CallLog``): turns are written as they happen and
+    ``records``: the process's records database (``CallLog``): turns are written as they happen and
     tickets are made and looked up there. ``stream_parameters``: the Twilio stream's customParameters
     (our webhook's token only; nothing here reads them, a test lab's builder may).
     """
-    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: desk.turn(call_id, rec)) if desk else None)
+    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: records.turn(call_id, rec)) if records else None)
     dialog = new_dialog_state(config, models.assets)
 
     def on_stt(result):
@@ -360,7 +360,7 @@ def build_call(
         assistant_params=LLMAssistantAggregatorParams(),
     )
     llm = make_llm(config, secrets, models.assets, dialog=dialog, speech_end=lambda: recorder.current.speech_end,
-                   desk=desk, call_id=call_id)
+                   records=records, call_id=call_id)
     tags = {code: pack.tag for code, pack in models.assets.languages.items()}
     tts = SupertonicTTSService(
         engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
@@ -368,7 +368,7 @@ def build_call(
         canned=models.canned_audio,
     )
     # Both voices, written as the call goes (recording.enabled): an observer of the two transports.
-    observers = [*(observers or []), *call_recording(config, call_id, in_rate=in_rate, out_rate=out_rate, desk=desk)]
+    observers = [*(observers or []), *call_recording(config, call_id, in_rate=in_rate, out_rate=out_rate, records=records)]
     session = assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
                                out_rate=out_rate, qa=qa, observers=observers, keypad=KeypadProcessor(dialog=dialog),

@@ -333,23 +333,23 @@ def start_recording(config: RecordingConfig, directory: Path, call_id: str, *, r
     return RecordingObserver(rec, on_start=on_start)
 
 
-def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int, desk=None) -> list[RecordingObserver]:
+def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int, records=None) -> list[RecordingObserver]:
     """The call's recording observer when ``recording.enabled`` (else none), at the call's rate (the lower
-    of its two: 8 kHz on the phone), noted on the call's row in ``desk`` (``CallLog``) when given."""
+    of its two: 8 kHz on the phone), noted on the call's row in ``records`` (``CallLog``) when given."""
     rc = config.recording
     if not rc.enabled:
         return []
     directory = config.path(rc.dir)
 
     def started(path: Path) -> None:
-        if desk is not None:
-            desk.recording(call_id, files.relative(directory, path))
+        if records is not None:
+            records.recording(call_id, files.relative(directory, path))
 
     def done(result: RecordingDone) -> None:
         logger.info("recording of call {}: {:.1f} s in {} ({:.0f} kB, {:.2f} s CPU)", mask(call_id), result.secs,
                     result.path.name, result.path.stat().st_size / 1000 if result.path.exists() else 0,
                     result.cpu_secs)
-        if desk is not None:
-            desk.recording(call_id, files.relative(directory, result.path), round(result.secs, 2))
+        if records is not None:
+            records.recording(call_id, files.relative(directory, result.path), round(result.secs, 2))
 
     return [start_recording(rc, directory, call_id, rate=min(in_rate, out_rate), on_start=started, on_done=done)]

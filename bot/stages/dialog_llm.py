@@ -153,7 +153,7 @@ class DialogLLMService(StructuredLLMService):
         can_transfer: bool = False,
         intake: Intake | None = None,
         knowledge: Knowledge | None = None,
-        desk=None,
+        records=None,
         call_id: str | None = None,
         policy: DialogPolicy | None = None,
         **kwargs,
@@ -164,9 +164,9 @@ class DialogLLMService(StructuredLLMService):
         self.dialog = dialog or DialogState()
         self._speech_end = speech_end  # when the caller went quiet this turn (the filler counts from it)
         self._end_call = end_call_on_end_flow
-        # Tickets: ``desk`` is the records database's CallLog (None: no tickets).
+        # Tickets: ``records`` is the records database's CallLog (None: no tickets).
         self._knowledge = knowledge
-        self._desk = desk
+        self._records = records
         self._call_id = call_id
         self.policy = policy or DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
                                              can_transfer=can_transfer)
@@ -259,9 +259,9 @@ class DialogLLMService(StructuredLLMService):
     async def _create_ticket(self, slots: dict, text: str) -> str | None:
         """The ticket's reception number, or None when the database failed (the caller is told)."""
         try:
-            if self._desk is None:
+            if self._records is None:
                 raise RuntimeError("no records database")
-            number = await self._desk.create_ticket(
+            number = await self._records.create_ticket(
                 call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
                 time=slots.get("time"), excerpt=self._excerpt(text), language=self.dialog.language)
         except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
@@ -273,9 +273,9 @@ class DialogLLMService(StructuredLLMService):
     async def _text_ticket(self, number: str) -> bool:
         """The caller said yes to a text: consent and one SMS in the outbox; False when the database failed."""
         try:
-            if self._desk is None:
+            if self._records is None:
                 raise RuntimeError("no records database")
-            await self._desk.text_ticket(number)
+            await self._records.text_ticket(number)
         except Exception as e:  # noqa: BLE001 - database down or slow: say so (no "will send")
             logger.error("SMS NOT QUEUED for ticket {} ({}: {}); telling the caller", number, type(e).__name__, e)
             return False
@@ -285,9 +285,9 @@ class DialogLLMService(StructuredLLMService):
     async def _book_callback(self, after, reception_no: str | None = None) -> bool:
         """A callback for the desk's queue; False when the database failed (the caller is told)."""
         try:
-            if self._desk is None:
+            if self._records is None:
                 raise RuntimeError("no records database")
-            await self._desk.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer",
+            await self._records.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer",
                                               reception_no=reception_no)
         except Exception as e:  # noqa: BLE001 - database down or slow: say so
             logger.error("CALLBACK NOT BOOKED ({}: {}); telling the caller", type(e).__name__, e)
@@ -297,9 +297,9 @@ class DialogLLMService(StructuredLLMService):
 
     async def _find_status(self, number: str) -> Speak:
         try:
-            if self._desk is None:
+            if self._records is None:
                 raise RuntimeError("no records database")
-            ticket = await self._desk.find_ticket(number)
+            ticket = await self._records.find_ticket(number)
         except Exception as e:  # noqa: BLE001
             logger.error("status lookup failed ({}: {})", type(e).__name__, e)
             return self._lp.status_found(number, None, failed=True)

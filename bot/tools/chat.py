@@ -67,14 +67,14 @@ class ChatTurn:
 class DialogSession:
     """A text-only call: ``async with DialogSession(config) as s: await s.turn("...")``."""
 
-    def __init__(self, config: Config, secrets: Secrets | None = None, *, desk=None, call_id: str = "chat",
+    def __init__(self, config: Config, secrets: Secrets | None = None, *, records=None, call_id: str = "chat",
                  at: datetime | None = None):
         self._config = config
         self._recorder = CallRecorder("chat")  # its turn records (turn 0 stands for the greeting)
         self._observer = TurnObserver(self._recorder)
         self.llm = make_llm(
             config, secrets or Secrets.from_env(config), DialogAssets.load(config), end_call_on_end_flow=False,
-            desk=desk, call_id=call_id, clock=(lambda: at) if at else None,
+            records=records, call_id=call_id, clock=(lambda: at) if at else None,
         )  # fmt: skip
         self._collector = _ReplyCollector()
         stages = [KeypadProcessor(dialog=self.llm.dialog), self.llm, self._collector]
@@ -149,15 +149,15 @@ async def run_chat(config: Config, stdin: TextIO, stdout: TextIO, *, at: datetim
 
     loop = asyncio.get_running_loop()
     secrets = Secrets.from_env(config)
-    desk = await asyncio.to_thread(CallLog.open, config, secrets)  # tickets made in chat are real tickets
+    records = await asyncio.to_thread(CallLog.open, config, secrets)  # tickets made in chat are real tickets
     try:
-        return await _chat_lines(config, secrets, desk, stdin, stdout, loop, at, language)
+        return await _chat_lines(config, secrets, records, stdin, stdout, loop, at, language)
     finally:
-        await desk.aclose()
+        await records.aclose()
 
 
-async def _chat_lines(config, secrets, desk, stdin, stdout, loop, at=None, language=None) -> int:
-    async with DialogSession(config, secrets, desk=desk, at=at) as session:
+async def _chat_lines(config, secrets, records, stdin, stdout, loop, at=None, language=None) -> int:
+    async with DialogSession(config, secrets, records=records, at=at) as session:
         if language:
             session.llm.dialog.set_language(language)
         while True:

@@ -213,7 +213,7 @@ def mount_webrtc(
     metrics,
     finish_call: Callable[[CallSession], None],
     line: Line | None = None,
-    desk=None,
+    records=None,
 ) -> None:
     """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
 
@@ -351,10 +351,10 @@ def mount_webrtc(
             live = QALiveObserver()
             session = build_call(
                 config=config, secrets=secrets, models=models, transport=transport, call_id=call_id,
-                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live], desk=desk,
+                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live], records=records,
             )  # fmt: skip
-            if desk is not None:
-                desk.call_started(call_id, caller=None, qa=True)
+            if records is not None:
+                records.call_started(call_id, caller=None, qa=True)
             live.attach(session)
             sessions[call_id] = session
 
