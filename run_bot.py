@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "slower (default 100)")
     p.add_argument("--allow-unjudged", action="store_true", help="with --compare: pass although a stage had too "
                    "few turns to be judged (it is still shown as not judged; by default that fails)")
+    p.add_argument("--find-capacity", action="store_true", help="raise the calls at once (1, 2, 4, ..., then "
+                   "between the last that held and the first that broke) until voice-to-voice p90 crosses "
+                   "[latency] total_ms or event-loop lag p99 20 ms; print calls per worker (exit 3: not judged)")
+    p.add_argument("--capacity-max", type=int, default=16, help="with --find-capacity: the most calls at once to "
+                   "try (default 16)")
+    p.add_argument("--capacity-min-turns", type=int, default=None, help="with --find-capacity: turns each level "
+                   "must have (rounds are added to reach it; default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the callers' pauses")
     p.add_argument("--answer-timeout", type=float, default=15.0,
                    help="seconds to wait for the bot's answer before the caller moves on (default 15)")
@@ -253,7 +260,7 @@ def cmd_models(config, args) -> int:
 
 def cmd_transcribe(config, args) -> int:
     from bot.modelfiles.manifest import resolve_whisper_model, startup_errors
-    from bot.stages.whisper_stt import WhisperEngine, transcribe_file
+    from bot.stages.whisper import WhisperEngine, transcribe_file
 
     with startup_errors():
         engine = WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir), min_avg_logprob=config.stt.min_avg_logprob)
@@ -267,7 +274,7 @@ def cmd_say(config, args) -> int:
 
     from bot import languages
     from bot.modelfiles.manifest import startup_errors
-    from bot.stages.supertonic_tts import SupertonicEngine
+    from bot.stages.supertonic import SupertonicEngine
 
     try:
         tag = languages.get(args.language).tag
@@ -320,8 +327,8 @@ def cmd_bench(config, args) -> int:
         if args.soak:
             from bot.tools.soak import run_soak
 
-            if args.compare or args.save_baseline:
-                raise BenchError("--compare and --save-baseline work on the bench, not on --soak")
+            if args.compare or args.save_baseline or args.find_capacity:
+                raise BenchError("--compare, --save-baseline and --find-capacity work on the bench, not on --soak")
 
             return run_soak(config, args)
         return run_bench(config, args)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from bot import languages
 from bot.core.datafile import DataFile
 from bot.languages import TTS_LANGUAGES
 
@@ -216,6 +217,9 @@ class LineConfig:
     language_key: str = "9"
     # Keys for the line's further languages, each announced after the greeting: { vi = "7", ru = "6" }.
     language_keys: dict[str, str] = field(default_factory=dict)
+    # More folders holding <code>/ language folders beyond bot/languages/ (a city's own language kept
+    # outside the checkout); relative to this file.
+    language_dirs: list[str] = field(default_factory=list)
 
     def menu_keys(self) -> dict[str, str]:
         """The keypad menu, language -> key, in the line's order: the second language's
@@ -681,6 +685,11 @@ def _check_languages(config: Config) -> None:
     keys = config.line.menu_keys()
     if any(k not in "123456789" or len(k) != 1 for k in keys.values()) or len(set(keys.values())) != len(keys):
         raise ConfigError(f"line.language_keys: one distinct key from 1 to 9 per language (0 is a person), got {keys}")
+    for folder in config.line.language_dirs:
+        try:
+            languages.add_home(config.base_dir / folder)
+        except languages.UnknownLanguage as e:
+            raise ConfigError(f"line.language_dirs: {e}") from None
     for code in langs:
         if code not in TTS_LANGUAGES:  # never answer a caller in a voice that cannot say a word of it
             raise ConfigError(f"line.languages: {code!r} cannot be spoken by the line's voice (Supertonic 3 speaks "

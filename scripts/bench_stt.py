@@ -46,7 +46,7 @@ from bot.modelfiles.manifest import (  # noqa: E402
     resolve_whisper_model,
     whisper_model_dir,
 )
-from bot.stages.whisper_stt import WhisperEngine  # noqa: E402
+from bot.stages.whisper import WhisperEngine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CLIPS = {"en_hello": "en", "ko_trash": "ko", "ko_greeting": "ko"}

@@ -29,7 +29,7 @@ from loguru import logger  # noqa: E402
 
 from bot.config import ConfigError, load_config  # noqa: E402
 from bot.modelfiles.standin import build_standin_model  # noqa: E402
-from bot.stages.supertonic_tts import SupertonicEngine, TTSModelMissingError, TTSProviderError  # noqa: E402
+from bot.stages.supertonic import SupertonicEngine, TTSModelMissingError, TTSProviderError  # noqa: E402
 
 SENTENCES = {
     "short": ["네, 알겠습니다.", "잠시만 기다려 주세요.", "다시 말씀해 주시겠어요?", "감사합니다."],

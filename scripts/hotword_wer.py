@@ -43,7 +43,7 @@ from loguru import logger  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.core.wav import read_wav, ulaw_round_trip  # noqa: E402
 from bot.modelfiles.manifest import ModelMissingError, resolve_whisper_model  # noqa: E402
-from bot.stages.whisper_stt import WhisperEngine  # noqa: E402
+from bot.stages.whisper import WhisperEngine  # noqa: E402
 from bot.tools.eval import edit_distance  # noqa: E402
 
 TURNS = ROOT / "bench" / "turns.toml"

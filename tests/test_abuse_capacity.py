@@ -42,10 +42,10 @@ def stub_calls(monkeypatch):
     """QA calls run a pipeline of the WebRTC transport alone (no models)."""
     built: list[str] = []
 
-    def build_call(*, transport, call_id, **_):
-        built.append(call_id)
-        worker = PipelineWorker(Pipeline([transport.input(), transport.output()]))
-        recorder = SimpleNamespace(close=lambda: None, records=[], call_id=call_id)
+    def build_call(request):
+        built.append(request.call_id)
+        worker = PipelineWorker(Pipeline([request.transport.input(), request.transport.output()]))
+        recorder = SimpleNamespace(close=lambda: None, records=[], call_id=request.call_id)
         return SimpleNamespace(worker=worker, recorder=recorder, end_reason=None,
                                dialog=SimpleNamespace(transfer_requested=False, transfer_to=None, ended=False))
 

@@ -14,7 +14,8 @@ import pytest
 
 from bot.aftercall.notify import Outbox, SmsTexts, backoff_secs, quiet_until
 from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
-from bot.call.pipeline import DialogAssets, make_policy
+from bot.call.assets import DialogAssets
+from bot.call.wiring import make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.domain import load_domain
 from bot.dialog.state import DialogState

@@ -1,8 +1,12 @@
 """After the call, end to end (issue 22): a phone complaint whose caller says yes to the text is
 texted its reception number through the fake Twilio REST API (two 500s first: retried with
-backoff), and a status change texts a notice; a caller who keys no gets no text at all, and when
-that call goes to the desk the ticket is handed over; a transfer to the desk is warm (Twilio
-fetches the whisper; the person hears the summary).
+backoff), and a status change texts a notice; a transfer to the desk is warm (Twilio fetches the
+whisper; the person hears the summary); callbacks are placed with AMD, and a person called back is
+handed to the desk with the ticket handed over.
+
+Held lower down: a caller who says or keys no gets no text and no status notice, and a transfer
+hands the ticket over in its audit trail (tests/test_after_call.py on SQLite and PostgreSQL; keys
+1 and 2 answer the offer in tests/test_policy.py).
 
 The product's serve path in its own process (``bot.testing.lab_server``: the fixed-delay STT, each
 call's words scripted by its ``stt_script`` stream parameter), the fake vLLM, the stand-in TTS, the
@@ -14,7 +18,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -22,6 +25,7 @@ from twilio.request_validator import RequestValidator
 
 from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
+from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI
 from bot.testing.twilio_sim import (
@@ -32,7 +36,6 @@ from bot.testing.twilio_sim import (
     voice_webhook_params,
 )
 from tests.conftest import FIXTURES, offline_bot_overrides
-from tests.test_phone_intake import call_row, model_turn, say, wait_for
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 
@@ -105,14 +108,6 @@ async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) ->
     await say(call, SPOKEN)
 
 
-async def key(call: TwilioCallSimulator, digit: str) -> None:
-    """Press a key, then wait until the bot has answered and gone quiet."""
-    t = time.monotonic()
-    await call.send_dtmf(digit)
-    await call.wait_for_media(timeout=30, after=t)
-    await call.wait_for_silence_from_bot(gap=0.8, timeout=40)
-
-
 async def replies(store: Store, call_sid: str) -> list[str]:
     """What the bot said in the call's turns (the records database, once the call has ended)."""
     row = await wait_for(lambda: (c := call_row(store, call_sid)) and c["ended_at"] and c, what="the call's record")
@@ -160,40 +155,6 @@ async def test_a_caller_who_says_yes_is_texted_retried_after_500s_and_the_status
         store.close()
 
 
-async def test_a_caller_who_keys_no_gets_no_text_and_a_transfer_hands_the_ticket_over(bot, fake_llm, twilio):
-    fake_llm.reset()
-    twilio.reset()
-    call = await open_call(bot, [HEARD, "시청앞 사거리예요", "상담원 연결해 주세요"])
-    async with call:
-        await report(call, fake_llm, "시청앞 사거리")
-        await key(call, "1")  # yes to the read-back: the ticket, and the offer of a text
-        await key(call, "2")  # no to the text
-        await call.send_wav(SPOKEN)  # "상담원 연결해 주세요": to the desk
-        await call.wait_closed(timeout=40)
-    store = Store(bot.records_url)
-    try:
-        number = next(t["reception_no"] for t in store.list_tickets() if t["call_sid"] == call.call_sid)
-        said = await replies(store, call.call_sid)
-        assert any("접수번호를 문자로 보내드릴까요?" in r for r in said)
-        assert any("문자는 보내지 않겠습니다" in r for r in said) and not any("보내드리겠습니다" in r for r in said)
-        # Handed over: the desk's audit trail says the bot put the caller through (in_progress).
-        await wait_for(lambda: store.find_ticket(number)["status"] == "in_progress", what="the hand-over")
-        ticket = store.find_ticket(number)
-        assert ticket["sms_opt_in"] is False and ticket["sms_status"] is None
-        (update,) = [h for h in twilio.hangups if call.call_sid in h["path"]]
-        assert "/twilio/whisper?call=" in update["form"]["Twiml"]
-        assert store.list_outbox(number) == [] and twilio.messages == []  # never queued: nothing to send
-
-        # Its status changes later: no consent, no notice (queued in the change's transaction, or never).
-        cli = subprocess.run([sys.executable, str(ROOT / "run_bot.py"), "ticket", number, "--status", "done",
-                              "--set", f"records.url='{bot.records_url}'", "--set", "sms.enabled=true",
-                              "--set", f"sms.from_number='{FROM}'"], cwd=ROOT, capture_output=True, text=True)
-        assert cli.returncode == 0, cli.stderr
-        assert store.list_outbox(number) == []
-    finally:
-        store.close()
-
-
 async def test_a_transfer_to_the_desk_is_warm(bot, fake_llm, twilio):
     fake_llm.reset()
     twilio.reset()
@@ -210,7 +171,9 @@ async def test_a_transfer_to_the_desk_is_warm(bot, fake_llm, twilio):
     (update,) = [h for h in twilio.hangups if call.call_sid in h["path"]]
     twiml = update["form"]["Twiml"]
     whisper_url = f"https://{PUBLIC_HOST}/twilio/whisper?call={call.call_sid}"
-    assert f'<Number method="POST" url="{whisper_url}">{DESK}</Number>' in twiml
+    # Redirected to the desk (not hung up): the desk hears the bot's summary first.
+    assert f'<Dial><Number method="POST" url="{whisper_url}">{DESK}</Number></Dial>' in twiml
+    assert "Status" not in update["form"]
 
     # The desk answers: Twilio posts (signed) to the whisper URL for what to play them first.
     form = {"AccountSid": ACCOUNT_SID, "CallSid": new_sid("CA"), "ParentCallSid": call.call_sid,

@@ -23,11 +23,11 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.utils.time import time_now_iso8601
 
-from bot.call.pipeline import user_turn_params
+from bot.call.turn_taking import user_turn_params
 from bot.config import load_config
 from bot.stages.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy, held_speech
 from bot.stages.korean_turn_stop import EndOfTurnRules
-from bot.stages.whisper_stt import UnclearSpeechFrame
+from bot.stages.whisper import UnclearSpeechFrame
 from bot.telemetry.latency import TurnRecord
 
 CONFIG = load_config()

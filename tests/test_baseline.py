@@ -20,8 +20,10 @@ META = {"date": "2026-12-04", "pipecat": "1.14.0", "git": "abc"}
 
 
 def _base(scale: float = 1.0) -> dict:
-    return baseline.jsonable(baseline.summarize_run(RunStats.of(_synthetic_run(scale=scale)), meta=META,
-                                                    settings=SETTINGS))
+    b = baseline.jsonable(baseline.summarize_run(RunStats.of(_synthetic_run(scale=scale)), meta=META,
+                                                 settings=SETTINGS))
+    b["stages"]["greeting"] = _few([100.0, 104.0, 110.0, 121.0])  # four calls' greetings (the run has two)
+    return b
 
 
 def _stage(b: dict, name: str, factor: float = 1.0, plus: float = 0.0) -> dict:
@@ -48,6 +50,27 @@ def test_a_baseline_holds_stages_calls_share_providers_hatches_and_machine():
     assert b["failed_turns"] == 1  # the synthetic run's unanswered turn
     assert b["machine"]["cpus"] and b["machine"]["cpu"]
     assert b["config"]["stt"]["beam_size"] == 1
+
+
+def test_the_greeting_is_a_stage_of_the_baseline_one_value_per_call_judged_like_the_others():
+    raw = baseline.summarize_run(RunStats.of(_synthetic_run()), meta=META, settings=SETTINGS)
+    assert raw["stages"]["greeting"]["values"] == [100.0, 100.0]  # media stream start -> first audio out
+    b = _base()
+    assert _regressions(b, _stage(b, "greeting", 3.0)) == ["greeting"]  # x3, +200 ms and more
+    assert _regressions(b, _stage(b, "greeting", 1.0, 50.0)) == []  # +50 ms: noise
+    one = copy.deepcopy(b)
+    one["stages"]["greeting"] = _few([900.0])  # one call whose greeting took 0.9 s
+    assert _regressions(b, one) == ["greeting"]
+    text = baseline.render(b, one, baseline.compare(b, one), baseline.NoiseRule(), base_path="b.json")
+    assert "**SLOWER**" in text.split("| greeting | 4/1 |")[1].split("\n")[0]
+
+
+def test_a_baseline_saved_before_the_greeting_was_recorded_does_not_judge_it_and_says_so():
+    old = _base()
+    del old["stages"]["greeting"]
+    findings = [f for f in baseline.compare(old, _base()) if f.what == "greeting"]
+    assert [(f.regression, f.unjudged) for f in findings] == [(False, True)] and "save it again" in findings[0].detail
+    assert baseline.failed(findings) and not baseline.failed(findings, allow_unjudged=True)
 
 
 def test_the_same_run_passes_and_round_trips_through_the_file(tmp_path):
@@ -126,7 +149,7 @@ def test_the_verdict_never_says_within_noise_about_a_stage_it_skipped():
     assert "within noise" not in text and "Verdict: **FAIL**, not judged (too few turns): llm_first_token" in text
     allowed = baseline.render(b, few, findings, baseline.NoiseRule(), base_path="b.json", allow_unjudged=True)
     verdict = allowed.split("Verdict:")[1]
-    assert verdict.startswith(" ok for endpointing, stt, llm, tts, transport, voice_to_voice (within noise")
+    assert verdict.startswith(" ok for endpointing, stt, llm, tts, transport, voice_to_voice, greeting (within noise")
     assert "NOT judged (too few turns, --allow-unjudged): llm_first_token" in verdict
     both = copy.deepcopy(b)
     for st in both["stages"].values():

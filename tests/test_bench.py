@@ -16,6 +16,7 @@ from bot.config import LatencyConfig
 from bot.telemetry.latency import TurnRecord
 from bot.tools.bench import (
     DEFAULT_TURNS,
+    BenchError,
     CallerTurn,
     CallResult,
     RunResult,
@@ -295,3 +296,52 @@ def test_recording_on_vs_off_is_judged_only_with_enough_turns(off, on, calls, ve
     from bot.tools.bench.report import recording_verdict
 
     assert recording_verdict(off, on, calls).startswith(verdict)
+
+
+# --------------------------------------------------------------------------------- the records request
+
+
+def _records_client(answers: list) -> tuple[object, list]:
+    """An httpx client whose ``/api/turns`` gives ``answers`` in turn: an exception to raise or (status, json)."""
+    import httpx
+
+    seen = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        status, body = answer
+        return httpx.Response(status, json=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle)), seen
+
+
+async def test_a_failed_records_request_is_retried_until_the_collect_deadline():
+    import httpx
+
+    from bot.tools.bench.caller import Target
+    from bot.tools.bench.runner import collect_records
+
+    target = Target("http://bench.test", "https://bench.test/twilio/voice", "ws://bench.test/twilio/media", None,
+                    records_token="secret")
+    turns = {"turns": [{"call_id": "CA1", "index": 0, "route": "greeting"}], "loop_lag": {}}
+    # Under load one request failed with an empty error: that alone once aborted the bench.
+    client, seen = _records_client([httpx.ReadError(""), (500, {"error": "busy"}), (200, turns)])
+    async with client:
+        data = await collect_records(client, target, 1000.0, {"CA1"}, timeout=5.0, retry_every=0.01)
+    assert data == turns and len(seen) == 3
+    assert seen[-1].headers["authorization"] == "Bearer secret" and seen[-1].url.params["since"] == "1000.0"
+
+    client, seen = _records_client([httpx.ReadError("")])
+    async with client:
+        with pytest.raises(BenchError, match=r"failed until the collect deadline \(0 s\): ReadError$"):
+            await collect_records(client, target, 1000.0, {"CA1"}, timeout=0.05, retry_every=0.01)
+    assert len(seen) > 1
+
+    client, seen = _records_client([(401, {"error": "no"})])  # a refused token is not worth a retry
+    async with client:
+        with pytest.raises(BenchError, match="RECORDS_API_TOKEN"):
+            await collect_records(client, target, 1000.0, {"CA1"}, timeout=5.0, retry_every=0.01)
+    assert len(seen) == 1

@@ -11,9 +11,9 @@ from pipecat.frames.frames import (
 from pipecat.tests.utils import run_test
 from pipecat.utils.text.base_text_aggregator import TextType
 
-from bot.call.pipeline import DialogAssets
+from bot.call.assets import DialogAssets
 from bot.config import TTSConfig, load_config
-from bot.stages.supertonic_tts import CannedAudio, SupertonicEngine, SupertonicTTSService
+from bot.stages.supertonic import CannedAudio, SupertonicEngine, SupertonicTTSService
 
 
 async def test_canned_sentences_play_from_memory_and_match_fresh_synthesis(standin_tts_dir):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bot.call.pipeline import DialogAssets
+from bot.call.assets import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import EMERGENCY_CHECK, AskModel, Change, DialogPolicy, Speak
 from bot.dialog.state import DialogState

@@ -158,7 +158,7 @@ def test_eval_command_with_the_in_process_fake(standin_tts_dir, whisper_dir):
 @pytest.mark.slow  # a subprocess or a real model
 def test_tts_round_trip_measures_a_real_voice_path(standin_tts_dir, whisper_dir, monkeypatch):
     # The stand-in flag off: the code path of a real voice runs (the noise scores badly, as it should).
-    import bot.stages.supertonic_tts as st
+    import bot.stages.supertonic as st
 
     class PretendVoice(st.SupertonicEngine):
         def __init__(self, *a, **kw):

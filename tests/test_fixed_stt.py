@@ -16,7 +16,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import load_config
 from bot.ops.hatches import escape_hatches
-from bot.stages.whisper_stt import WhisperSTTProcessor
+from bot.stages.whisper import WhisperSTTProcessor
 from bot.testing.fixed_stt import FixedDelayEngine, FixedDelaySTTService
 
 RATE = 16000

@@ -19,7 +19,8 @@ from pipecat.turns.user_start import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.utils.time import time_now_iso8601
 
-from bot.call.pipeline import DialogAssets, make_llm
+from bot.call.assets import DialogAssets
+from bot.call.wiring import make_llm
 from bot.config import load_config
 from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 from bot.telemetry.turns import CallRecorder, TurnObserver
@@ -182,7 +183,7 @@ async def test_caller_going_on_withdraws_the_speculative_reply(fake):
 
 async def test_a_transcript_later_than_the_stop_timeout_is_its_own_turn_not_part_of_the_next():
     # STT overloaded: the turn closes (stop timeout) before its transcript arrives.
-    from bot.call.pipeline import user_turn_params
+    from bot.call.turn_taking import user_turn_params
 
     config = load_config(overrides=["turn.stop_timeout_secs=0.5", "turn.speculative_reply=false"])
     context = LLMContext()
@@ -213,8 +214,8 @@ async def test_a_failed_speculative_call_speaks_the_apology_once_the_turn_ends(f
 async def test_a_turn_of_unclear_speech_ends_with_a_request_to_repeat_not_silence():
     from pipecat.frames.frames import TTSSpeakFrame
 
-    from bot.call.pipeline import user_turn_params
-    from bot.stages.whisper_stt import UnclearSpeechFrame
+    from bot.call.turn_taking import user_turn_params
+    from bot.stages.whisper import UnclearSpeechFrame
 
     config = load_config(overrides=["turn.stop_timeout_secs=5.0"])
     context = LLMContext()
@@ -231,8 +232,8 @@ async def test_a_turn_of_unclear_speech_ends_with_a_request_to_repeat_not_silenc
 async def test_unclear_speech_next_to_a_transcript_is_answered_normally():
     from pipecat.frames.frames import TTSSpeakFrame
 
-    from bot.call.pipeline import user_turn_params
-    from bot.stages.whisper_stt import UnclearSpeechFrame
+    from bot.call.turn_taking import user_turn_params
+    from bot.stages.whisper import UnclearSpeechFrame
 
     config = load_config(overrides=["turn.speculative_reply=false"])
     context = LLMContext()

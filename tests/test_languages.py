@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.call.pipeline import DialogAssets, make_policy, new_dialog_state, stt_language_of
+from bot.call.assets import DialogAssets
+from bot.call.language import new_dialog_state, stt_language_of
+from bot.call.wiring import make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 from bot.dialog.policy import KeyBuffer, Speak

@@ -10,7 +10,7 @@ import soxr
 from bot.config import load_config
 from bot.core.wav import read_wav
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
-from bot.stages.whisper_stt import WhisperEngine
+from bot.stages.whisper import WhisperEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

@@ -108,3 +108,46 @@ async def test_audible_time_to_first_audio_adds_the_tts_leading_silence():
     never = TurnRecord(call_id="c", index=2, speech_end=1.0, first_sentence=1.5, first_audio_out=2.0,
                        lead_silence_ms=400.0)  # an all-silent answer: no audible figure at all
     assert "voice_to_audible" not in never.stages_ms() and "voice_to_voice" in never.stages_ms()
+
+
+async def test_the_greeting_is_observed_when_its_first_audio_goes_out_and_once_per_call():
+    from pipecat.frames.frames import BotStartedSpeakingFrame
+    from pipecat.observers.base_observer import FramePushed
+    from pipecat.processors.frame_processor import FrameDirection
+
+    from bot.telemetry.metrics import ProcessMetrics
+    from bot.telemetry.turns import CallRecorder, TurnObserver
+
+    metrics = ProcessMetrics(LatencyConfig())
+    rec = CallRecorder("CAlive")
+    rec.on_greeting = metrics.greeting_sent
+    rec.current.mark("first_sentence", rec.started)
+    rec.current.stream_start = rec.started - 0.7  # a slow greeting: 700 ms, over its 500 ms budget
+    observer = TurnObserver(rec)
+    for _ in range(2):  # the greeting's sentences each start the bot speaking: observed once
+        await observer.on_push_frame(FramePushed(source=object(), destination=object(), frame=BotStartedSpeakingFrame(),
+                                                 direction=FrameDirection.DOWNSTREAM, timestamp=0))
+    text = metrics.render()[0].decode()
+    assert 'voice_stage_latency_ms_count{stage="greeting"} 1.0' in text  # before the call ends
+    assert 'voice_turns_over_budget_total{stage="greeting"} 1.0' in text
+    assert 'voice_stage_budget_ms{stage="greeting"} 500.0' in text
+    metrics.call_started()
+    metrics.call_finished(rec.records)
+    assert 'voice_stage_latency_ms_count{stage="greeting"} 1.0' in metrics.render()[0].decode()  # not twice
+
+
+def test_audible_time_to_first_audio_is_a_histogram_beside_voice_to_voice():
+    from bot.telemetry.metrics import ProcessMetrics
+
+    metrics = ProcessMetrics(LatencyConfig())
+    assert 'voice_stage_latency_ms_count{stage="voice_to_audible"} 0.0' in metrics.render()[0].decode()
+    turn = _turn(1, 0, stt_ms=100, llm_ms=200, tts_ms=50)
+    turn.tts_first_audible, turn.lead_silence_ms = turn.tts_first_audio, 200.0
+    metrics.call_started()
+    metrics.call_finished([turn])
+    text = metrics.render()[0].decode()
+    v2v = turn.stages_ms()["voice_to_voice"]  # 856 ms: under 1000; with the 200 ms of silence, over
+    assert v2v < 1000 < v2v + 200
+    assert 'voice_stage_latency_ms_bucket{le="1000.0",stage="voice_to_voice"} 1.0' in text
+    assert 'voice_stage_latency_ms_bucket{le="1000.0",stage="voice_to_audible"} 0.0' in text
+    assert 'voice_stage_latency_ms_count{stage="voice_to_audible"} 1.0' in text

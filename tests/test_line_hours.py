@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.call.pipeline import DialogAssets
+from bot.call.assets import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import CALLBACK, AskModel, BookCallback, CreateTicket, DialogPolicy, LookUpStatus, Speak
 from bot.dialog.state import DialogState
@@ -129,7 +129,7 @@ def test_the_greeting_names_a_holiday_and_the_recording_notice_once():
 
 
 def test_an_english_call_hears_the_closed_desk_the_holiday_and_the_hours_in_english():
-    from bot.call.pipeline import make_policy
+    from bot.call.wiring import make_policy
 
     config = load_config(overrides=["line.languages=['ko','en']", "call.transfer_number='+8221200000'"])
     en = make_policy(config, DialogAssets.load(config), clock=lambda: CHUSEOK).for_language("en")

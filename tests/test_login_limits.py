@@ -20,7 +20,7 @@ from bot.core.errors import StartupError
 from bot.desk import auth
 from bot.desk.app import desk_app
 from bot.desk.auth import LoginLimiter, PasswordChecks
-from tests.test_desk import PASSWORD, csrf_of, desk_config, open_db, secrets_with_key, seed
+from bot.testing.desk_fixtures import PASSWORD, csrf_of, desk_config, open_db, secrets_with_key, seed
 
 CHECK_SECS = 0.1
 

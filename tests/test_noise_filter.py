@@ -11,7 +11,7 @@ import pytest
 from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams
 
-from bot.call.pipeline import check_noise_filter, make_audio_in_filter
+from bot.call.noise_filter import check_noise_filter, make_audio_in_filter
 from bot.config import ConfigError, load_config
 from bot.core.errors import StartupError
 
@@ -39,7 +39,7 @@ def test_rnnoise_is_wired_into_the_transport_params():
     # One filter per call: it keeps the resamplers' and RNNoise's state.
     assert phone.audio_in_filter is not qa.audio_in_filter
     # The phone and QA transports build their params this way.
-    for path in ("bot/app/server.py", "bot/transports/webrtc.py"):
+    for path in ("bot/app/routes/media.py", "bot/transports/webrtc.py"):
         assert "audio_in_filter=make_audio_in_filter(config)" in (ROOT / path).read_text(), path
 
 

@@ -247,21 +247,3 @@ async def test_concurrent_calls_are_independent_and_leave_nothing_behind(bot, fa
         await asyncio.sleep(0.25)
     assert health["active_calls"] == 0
     assert health["asyncio_tasks"] <= baseline, f"{health['asyncio_tasks'] - baseline} tasks leaked"
-
-
-async def test_asking_for_a_person_redirects_the_call_to_the_desk(bot, fake_llm, twilio_api):
-    fake_llm.reset()
-    fake_llm.script({"reply": "상담원에게 연결해 드리겠습니다. 잠시만 기다려 주세요.", "intent": "transfer",
-                     "category": "none", "location": None, "time": None, "flow": "continue"})
-    call = await open_call(bot)
-    async with call:
-        await wait_for_greeting(call)
-        await call.send_wav(HELLO)
-        await call.wait_closed(timeout=30)
-    updates = [h for h in twilio_api.hangups if call.call_sid in h["path"]]
-    assert len(updates) == 1, updates
-    twiml = updates[0]["form"]["Twiml"]
-    # A warm transfer (call.transfer_whisper): the desk hears the bot's summary first.
-    whisper = f"https://{PUBLIC_HOST}/twilio/whisper?call={call.call_sid}"
-    assert f'<Dial><Number method="POST" url="{whisper}">{DESK}</Number></Dial>' in twiml
-    assert "Status" not in updates[0]["form"]

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from bot.call.pipeline import DialogAssets
+from bot.call.assets import DialogAssets
 from bot.config import load_config
 from bot.dialog.policy import (
     SMS_OFFER,
+    AfterFailure,
     AskModel,
     Change,
     CreateTicket,
     DialogPolicy,
     KeyBuffer,
+    LLMFailure,
     LookUpStatus,
     Speak,
+    StageFailure,
     TextTicket,
 )
 from bot.dialog.state import DialogState
@@ -131,11 +136,29 @@ def test_the_second_failed_model_turn_in_a_row_transfers_or_ends_politely():
 
 def test_stage_failures_apologise_once_a_turn_and_end_on_the_second_failed_turn():
     p = policy()
-    assert p.stage_failed("stt", failed_turns=1, first_of_turn=True) == "unclear"
-    assert p.stage_failed("tts", failed_turns=1, first_of_turn=True) == "apology"
-    assert p.stage_failed("tts", failed_turns=1, first_of_turn=False) is None
-    assert p.stage_failed("tts", failed_turns=2, first_of_turn=True) == "end"
-    assert p.stage_failed("stt", failed_turns=2, first_of_turn=False) is None
+    assert p.stage_failed(StageFailure.STT, failed_turns=1, first_of_turn=True) is AfterFailure.UNCLEAR
+    assert p.stage_failed(StageFailure.TTS, failed_turns=1, first_of_turn=True) is AfterFailure.APOLOGY
+    assert p.stage_failed(StageFailure.TTS, failed_turns=1, first_of_turn=False) is AfterFailure.NOTHING
+    assert p.stage_failed(StageFailure.TTS, failed_turns=2, first_of_turn=True) is AfterFailure.END
+    assert p.stage_failed(StageFailure.STT, failed_turns=2, first_of_turn=False) is AfterFailure.NOTHING
+
+
+def test_a_stage_failure_is_answered_with_a_typed_decision_never_a_string():
+    p = policy()
+    decisions = {p.stage_failed(stage, failed_turns, first_of_turn) for stage in StageFailure
+                 for failed_turns in (1, 2, 3) for first_of_turn in (True, False)}
+    assert decisions == set(AfterFailure)
+    assert not any(isinstance(d, str) for d in decisions)
+    # Every STT failure of a first failed turn ends it as unclear speech; the TTS apologises once a turn.
+    assert p.stage_failed(StageFailure.STT, failed_turns=1, first_of_turn=False) is AfterFailure.UNCLEAR
+
+
+def test_the_model_failure_kind_reaches_the_policy_and_changes_nothing_said():
+    for failure in LLMFailure:
+        for can_transfer, previous_turn_failed in ((True, False), (False, False), (True, True), (False, True)):
+            answer = policy(can_transfer).model_failed(previous_turn_failed, failure=failure)
+            assert answer.rule == f"llm_failed:{failure.value}"  # named in the logs
+            assert replace(answer, rule=None) == policy(can_transfer).model_failed(previous_turn_failed)
 
 
 def test_keys_make_entries_zero_at_once_digits_until_hash_star_starts_over():

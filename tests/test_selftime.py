@@ -34,8 +34,8 @@ def test_the_config_key_changes_with_what_decides_the_figures():
 @pytest.fixture(scope="module")
 def engines(whisper_dir, standin_tts_dir, tmp_path_factory):
     from bot.modelfiles.manifest import resolve_whisper_model
-    from bot.stages.supertonic_tts import SupertonicEngine
-    from bot.stages.whisper_stt import WhisperEngine
+    from bot.stages.supertonic import SupertonicEngine
+    from bot.stages.whisper import WhisperEngine
 
     config = load_config(overrides=offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1",
                                                          tmp_path_factory.mktemp("r")))

@@ -1,4 +1,4 @@
-"""Static checks over the tree: ruff (async and logging rules) and the import layers (pyproject.toml)."""
+"""Static checks over the tree: ruff (async and logging rules), the import layers and mypy (pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,16 @@ def test_ruff_finds_nothing():
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
+def test_mypy_finds_nothing():
+    # As CI runs it: the packages and flags are pyproject.toml's [tool.mypy]; the version is the dev lock's.
+    pinned = next(line.split("==")[1] for line in (ROOT / "requirements" / "dev.in").read_text().splitlines()
+                  if line.startswith("mypy=="))
+    out = _run(str(BIN / "mypy"), "--version")
+    assert out.stdout.split()[:2] == ["mypy", pinned], out.stdout + out.stderr
+    out = _run(str(BIN / "mypy"))
+    assert out.returncode == 0 and out.stdout.startswith("Success:"), out.stdout[-4000:] + out.stderr[-2000:]
+
+
 def test_the_import_layers_hold():
     out = _run(str(BIN / "lint-imports"), "--no-cache")
     assert out.returncode == 0 and "BROKEN" not in out.stdout, out.stdout[-4000:]
@@ -32,8 +42,8 @@ def test_a_new_import_circle_breaks_the_contract(tmp_path):
     shutil.copytree(ROOT / "bot", tmp_path / "bot", ignore=shutil.ignore_patterns("__pycache__", "data", "migrations"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     state = tmp_path / "bot" / "dialog" / "state.py"
-    state.write_text(state.read_text(encoding="utf-8") + "\n\ndef _late():\n    from bot.call.pipeline import build_call\n",
+    state.write_text(state.read_text(encoding="utf-8") + "\n\ndef _late():\n    from bot.call.build import build_call\n",
                      encoding="utf-8")
     out = _run(str(BIN / "lint-imports"), "--no-cache", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert out.returncode != 0, out.stdout[-3000:]
-    assert "BROKEN" in out.stdout and "bot.dialog.state -> bot.call.pipeline" in out.stdout
+    assert "BROKEN" in out.stdout and "bot.dialog.state -> bot.call.build" in out.stdout

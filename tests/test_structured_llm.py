@@ -9,6 +9,7 @@ import time
 import pytest
 
 from bot.config import load_config
+from bot.dialog.policy import DialogPolicy, LLMFailure
 from bot.testing.fake_llm import FakeLLM
 from bot.tools.chat import DialogSession
 
@@ -130,16 +131,24 @@ async def test_a_greeting_with_a_request_goes_to_the_model(fake, config):
 
 
 @pytest.mark.parametrize(
-    ("mode", "kind"),
+    ("mode", "kind", "failure"),
     [
-        ("http_error", "http_500"),
-        ("invalid_json", "invalid_json"),
-        ("length", "cut_off"),
-        ("hang", "first_token_timeout"),
-        ("drop", None),
+        ("http_error", "http_500", LLMFailure.REFUSED),
+        ("invalid_json", "invalid_json", LLMFailure.INVALID),
+        ("length", "cut_off", LLMFailure.CUT_OFF),
+        ("hang", "first_token_timeout", LLMFailure.TIMEOUT),
+        ("drop", None, None),
     ],
 )
-async def test_failures_give_the_apology_within_the_timeout(fake, config, mode, kind):
+async def test_failures_give_the_apology_within_the_timeout(fake, config, mode, kind, failure, monkeypatch):
+    told = []
+    model_failed = DialogPolicy.model_failed
+
+    def spy(self, previous_turn_failed, failure=None):
+        told.append(failure)
+        return model_failed(self, previous_turn_failed, failure=failure)
+
+    monkeypatch.setattr(DialogPolicy, "model_failed", spy)
     body = turn("네, 확인해 드릴게요. 잠시만요, 조금 더 길게 말씀드리면 이렇습니다. 끝.")
     if mode == "invalid_json":  # the reply streams fine, then the JSON breaks
         body = json.dumps(body, ensure_ascii=False).replace('"report_problem"', "report_problem")
@@ -152,9 +161,23 @@ async def test_failures_give_the_apology_within_the_timeout(fake, config, mode, 
     assert t.record.route == "error" and t.record.error
     if kind:
         assert t.record.error.startswith(kind)
+        assert told == [failure]  # the policy is told the kind of failure, typed
+    assert len(told) == 1 and isinstance(told[0], LLMFailure)
     assert fake.calls == 1 and t.record.llm_calls == 1  # no silent retry
     for _, sentence in t.sentences:
         assert not JSON_DEBRIS.search(sentence) and "Error" not in sentence
+
+
+def test_a_stream_without_tokens_fails_as_empty():
+    from bot.stages.structured_llm import LLMTurnError, _next_content_chunk
+
+    async def no_chunks():
+        return
+        yield
+
+    with pytest.raises(LLMTurnError) as e:
+        asyncio.run(_next_content_chunk(no_chunks()))
+    assert e.value.kind == "empty_stream" and e.value.failure is LLMFailure.EMPTY
 
 
 async def test_unreachable_server_gives_the_apology(config):
@@ -184,7 +207,8 @@ def test_chat_command_prints_one_json_line_per_turn(fake):
 
 
 def test_the_http_client_uses_the_configured_timeouts_and_never_retries():
-    from bot.call.pipeline import DialogAssets, make_llm
+    from bot.call.assets import DialogAssets
+    from bot.call.wiring import make_llm
     from bot.config import Secrets
 
     config = load_config(overrides=["llm.total_timeout_ms=90000"])

@@ -34,7 +34,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.config import TTSConfig
 from bot.modelfiles.standin import build_standin_model
-from bot.stages.supertonic_tts import (
+from bot.stages.supertonic import (
     SESSION_NAMES,
     SupertonicEngine,
     SupertonicTTSService,
@@ -43,9 +43,9 @@ from bot.stages.supertonic_tts import (
     TTSDownloadError,
     TTSModelMissingError,
     TTSProviderError,
-    _split_long,
     download_supertonic,
 )
+from bot.stages.supertonic.engine import _split_long
 from bot.telemetry.turn_facts import SentenceReadyFrame
 
 KO_SHORT = "안녕"  # 2 characters

@@ -14,7 +14,7 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 
-from bot.stages.whisper_stt import UnclearSpeechFrame
+from bot.stages.whisper import UnclearSpeechFrame
 from bot.telemetry.turn_facts import (
     DialogTurnFrame,
     FactsFoundFrame,

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from bot.call.pipeline import DialogAssets, make_policy
+from bot.call.assets import DialogAssets
+from bot.call.wiring import make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.language_packs import unserved_notice
 from bot.dialog.policy import Speak

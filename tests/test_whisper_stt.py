@@ -42,7 +42,7 @@ from bot.modelfiles.manifest import (
     offline_whisper_ready,
     resolve_whisper_model,
 )
-from bot.stages.whisper_stt import (
+from bot.stages.whisper import (
     TranscriptResult,
     UnclearSpeechFrame,
     WhisperEngine,
@@ -408,7 +408,7 @@ async def test_a_transcript_is_final_only_when_no_later_speech_is_pending(engine
 
 
 async def test_long_unreadable_speech_is_reported_as_unclear_not_dropped(engine):
-    from bot.stages.whisper_stt import UnclearSpeechFrame
+    from bot.stages.whisper import UnclearSpeechFrame
 
     pcm, rate = fixture_pcm("noise")
     stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=0.5)

@@ -95,15 +95,7 @@ class CallbackPlacer:
 
     def start(self) -> None:
         if self._cfg.place_every_secs > 0:
-            self._task.start(self._run)
+            self._task.start_every(self.place_due, self._cfg.place_every_secs, label="callback placer")
 
     async def stop(self) -> None:
         await self._task.stop()
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.place_due()
-            except Exception as e:  # noqa: BLE001 - the database is down: try again next round
-                logger.error("callback placer: {}: {}", type(e).__name__, str(e).splitlines()[0][:200])
-            await asyncio.sleep(self._cfg.place_every_secs)

@@ -23,6 +23,7 @@ from bot import DATA_DIR
 from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
 from bot.config import Config, SmsConfig
 from bot.core.background import BackgroundTask
+from bot.core.background import backoff_secs as backoff
 from bot.core.datafile import DataFile
 from bot.dialog.domain import load_domain
 from bot.dialog.intake import Intake
@@ -93,7 +94,7 @@ def quiet_until(at: dt.datetime, window: tuple[int, int] | None, tz: str) -> dt.
 
 def backoff_secs(attempts: int, sms: SmsConfig) -> float:
     """The wait after the ``attempts``-th failed send: backoff_secs, doubling, capped."""
-    return min(sms.backoff_secs * 2 ** max(0, attempts - 1), sms.backoff_max_secs)
+    return backoff(attempts, sms.backoff_secs, sms.backoff_max_secs)
 
 
 class Outbox:
@@ -115,7 +116,7 @@ class Outbox:
         self.failed = 0
 
     def start(self) -> None:
-        self._task.start(self._run)
+        self._task.start_every(self.send_due, self._sms.poll_secs, label="SMS outbox", wake=self._wake)
 
     async def stop(self) -> None:
         await self._task.stop()
@@ -123,18 +124,6 @@ class Outbox:
     def wake(self) -> None:
         """Look for due messages now (a ticket was just made here)."""
         self._wake.set()
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.send_due()
-            except Exception as e:  # noqa: BLE001 - the database is down: try again next round
-                logger.error("SMS outbox: {}: {}", type(e).__name__, str(e).splitlines()[0][:200])
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._sms.poll_secs)
-            except TimeoutError:
-                pass
 
     async def send_due(self) -> int:
         """Claim and send (or defer) every message due now; returns how many were claimed."""

@@ -15,7 +15,7 @@ from loguru import logger
 from bot.core.errors import StartupError
 
 if TYPE_CHECKING:
-    from bot.call.pipeline import SharedModels
+    from bot.call.models import SharedModels
     from bot.config import Config
 
 
@@ -48,7 +48,8 @@ def serve(config, llm_server, *, call_builder=None,
     fixed-delay STT). Both are seams for ``bot/testing/lab_server.py``; the product passes neither.
     """
     from bot.app.server import create_app
-    from bot.call.pipeline import build_call, load_models
+    from bot.call.build import build_call
+    from bot.call.models import load_models
     from bot.config import Secrets
     from bot.line.callgate import WS_MAX_BYTES, DrainingServer
     from bot.modelfiles.manifest import require_verified_models, startup_errors

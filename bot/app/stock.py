@@ -1,6 +1,6 @@
 """The bench's baseline: the same call built from stock Pipecat parts.
 
-``build_stock_call`` has ``bot.call.pipeline.build_call``'s signature, so ``bot.app.server.create_app``
+``build_stock_call`` takes a ``CallRequest`` as ``bot.call.build.build_call`` does, so ``bot.app.server.create_app``
 serves it unchanged (``call_builder=build_stock_call``); ``python -m bot.app.stock`` is that server,
 started by ``run_bot.py bench --baseline stock``. What differs from our pipeline:
 
@@ -45,14 +45,15 @@ from pipecat.processors.aggregators.llm_response_universal import (
 from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
-from pipecat.transports.base_transport import BaseTransport
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from bot.call.pipeline import CallSession, SharedModels, assemble_session, make_policy
+from bot.call.request import CallRequest
+from bot.call.session import CallSession, assemble_session
+from bot.call.wiring import make_policy
 from bot.config import Config, Secrets
 from bot.dialog.domain import render_system_prompt
 from bot.dialog.state import DialogState
-from bot.stages.supertonic_tts import SupertonicTTSService
+from bot.stages.supertonic import SupertonicTTSService
 from bot.telemetry.turns import CallRecorder, TurnObserver
 
 _WHISPER_MODELS: dict[tuple, object] = {}
@@ -85,22 +86,10 @@ def stock_stt(config: Config) -> CachedModelWhisperSTTService:
     )
 
 
-def build_stock_call(
-    *,
-    config: Config,
-    secrets: Secrets,
-    models: SharedModels,
-    transport: BaseTransport,
-    call_id: str,
-    in_rate: int = 16000,
-    out_rate: int = 8000,
-    qa: bool = False,
-    observers: list | None = None,
-    records=None,
-    stream_parameters: dict | None = None,
-) -> CallSession:
+def build_stock_call(request: CallRequest) -> CallSession:
     """``build_call`` with stock Pipecat STT, turn strategies and LLM (same transport and TTS)."""
-    recorder = CallRecorder(call_id, qa=qa, sink=(lambda rec: records.turn(call_id, rec)) if records else None)
+    config, models, call_id, records = request.config, request.models, request.call_id, request.records
+    recorder = CallRecorder(call_id, qa=request.qa, sink=(lambda rec: records.turn(call_id, rec)) if records else None)
     dialog = DialogState()
     stt = stock_stt(config)
     prompt = render_system_prompt(models.assets.prompt, models.assets.domain, {})
@@ -111,7 +100,7 @@ def build_stock_call(
         assistant_params=LLMAssistantAggregatorParams(),
     )
     llm = OpenAILLMService(
-        api_key=secrets.llm_api_key,
+        api_key=request.secrets.llm_api_key,
         base_url=config.llm.base_url,
         settings=OpenAILLMService.Settings(
             model=config.llm.model, system_instruction=prompt, temperature=config.llm.temperature,
@@ -126,9 +115,8 @@ def build_stock_call(
         # The TTS's sentence aggregator completed a sentence: "first reply sentence ready for TTS".
         recorder.current.mark("first_sentence")
 
-    return assemble_session(config=config, transport=transport, stt=stt, user_agg=user_agg, llm=llm, tts=tts,
-                            assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, in_rate=in_rate,
-                            out_rate=out_rate, qa=qa, observers=observers,
+    return assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=tts, assistant_agg=assistant_agg,
+                            recorder=recorder, dialog=dialog, observers=request.observers,
                             turn_observer=TurnObserver(recorder, stock_stt=stt, stock_llm=llm),
                             policy=make_policy(config, models.assets))
 
@@ -140,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from bot.app.server import create_app
-    from bot.call.pipeline import load_models
+    from bot.call.models import load_models
     from bot.config import load_cli_config
     from bot.modelfiles.manifest import startup_errors
     from bot.ops.hatches import escape_hatches, log_banner

@@ -134,8 +134,8 @@ class DataFile:
         return value
 
     def value(self, keys: Keys, kind: type | tuple[type, ...], what: str, *, default: Any = _MISSING,
-              ok: Callable[[Any], bool] | None = None) -> Any:
-        """The value at ``keys``, of type ``kind`` (and passing ``ok``), else the error "must be <what>".
+              ok: Callable[[Any], object] | None = None) -> Any:
+        """The value at ``keys``, of type ``kind`` (and ``ok(value)`` true), else the error "must be <what>".
 
         Absent, it is ``default``, or the error "missing" without one. ``bool`` is not an ``int`` here.
         """

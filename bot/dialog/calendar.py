@@ -7,6 +7,7 @@ hand-written list. Every verdict is taken in the line's time zone (Asia/Seoul), 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -68,7 +69,7 @@ class Hours:
     always: bool = False  # "24/7": open every minute, holidays included
 
     @classmethod
-    def parse(cls, specs: list[str], breaks: list[str] = (), *, key: str = "line.hours") -> Hours:
+    def parse(cls, specs: Sequence[str], breaks: Sequence[str] = (), *, key: str = "line.hours") -> Hours:
         """``["mon-fri 09:00-18:00", "thu 09:00-20:00", "sat closed"]``: a later spec replaces a day."""
         bkey = key[: -len("hours")] + "breaks" if key.endswith("hours") else f"{key}.breaks"
         specs, breaks = list(specs), list(breaks)
@@ -121,7 +122,7 @@ class LineStatus:
 class LineCalendar:
     """The line's hours and its departments', against Korea's public holidays and extra closed days."""
 
-    def __init__(self, hours: Hours, *, tz: str = "Asia/Seoul", extra_closed: list[str] = (),
+    def __init__(self, hours: Hours, *, tz: str = "Asia/Seoul", extra_closed: Sequence[str] = (),
                  departments: dict[str, Hours] | None = None, key: str = "line"):
         try:
             self.tz = ZoneInfo(tz)

@@ -16,13 +16,13 @@ from pathlib import Path
 from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
+from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "emergency.toml"
 
 # What a blanked span becomes: not a word character, so no pattern matches across it.
 _BLANK = "#"
-_MACRO_RE = re.compile(r"\$\{(\w+)\}")
 _NUMBER_RE = re.compile(r"\d{3,4}")
 _TABLES = {"macros", "context", "answer", "kind"}
 _ANSWER_KEYS = {"yes", "no"}
@@ -127,7 +127,7 @@ class EmergencyRules:
         """
         source = DataFile.read(path, EmergencyDataError, "emergency file")
         source.no_unknown((), _TABLES)
-        macros = _macros(source)
+        macros = load_macros(source)
         source.table(("context",), default={})
         source.no_unknown(("context",), _CONTEXT_KEYS)
         negative = _compile(source, ("context", "negative"), macros)
@@ -147,56 +147,13 @@ class EmergencyRules:
 # --- loading -----------------------------------------------------------------------------------
 
 
-def _macros(source: DataFile) -> dict[str, str]:
-    """Each macro as one regex, with the macros it names expanded (a list is an alternation)."""
-    bodies: dict[str, str] = {}
-    for name, value in source.table(("macros",), default={}).items():
-        if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
-            value = "|".join(value)
-        if not isinstance(value, str) or not value or re.search(r"\s", value):
-            raise source.error(("macros", name), "must be a regex or a list of regexes, without spaces")
-        bodies[name] = value
-    done: dict[str, str] = {}
-
-    def resolve(name: str, stack: tuple[str, ...]) -> str:
-        if name not in done:
-            if name in stack:
-                raise source.error(("macros", name), "refers to itself")
-            done[name] = _expand(bodies[name], bodies, source, ("macros", name),
-                                 lambda m: resolve(m, (*stack, name)))
-        return done[name]
-
-    for name in bodies:
-        resolve(name, ())
-    return done
-
-
-def _expand(pattern: str, macros: dict[str, str], source: DataFile, key: Keys, resolve=None) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in macros:
-            raise source.error(key, f"unknown macro ${{{name}}}")
-        return f"(?:{resolve(name) if resolve else macros[name]})"
-
-    return _MACRO_RE.sub(sub, pattern)
-
-
 def _compile(source: DataFile, key: Keys, macros: dict[str, str], required: bool = False) -> tuple[re.Pattern[str], ...]:
     """The regexes of one pattern list; errors name ``key[i]`` and the pattern."""
     raw = source.value(key, list, "a list of regex strings", default=_ABSENT if required else [],
                        ok=lambda v: all(isinstance(p, str) and p for p in v))
     if raw is _ABSENT or (required and raw == []):
         raise source.error(key, "missing")
-    out = []
-    for i, pattern in enumerate(raw):
-        where = (*key, i)
-        if re.search(r"\s", pattern):
-            raise source.error(where, f"pattern {pattern!r} has whitespace (the normalized form has none)")
-        try:
-            out.append(re.compile(_expand(pattern, macros, source, where)))
-        except re.error as e:
-            raise source.error(where, f"bad regex {pattern!r}: {e}") from e
-    return tuple(out)
+    return tuple(compile_pattern(source, (*key, i), pattern, macros) for i, pattern in enumerate(raw))
 
 
 def _kind(source: DataFile, name: str, macros: dict[str, str]) -> _Grammar:

@@ -96,5 +96,5 @@ class Intake:
         return self.texts["status"].format(number=self.read_number(number), category=self.label(ticket["category"]),
                                            status=self.status_labels.get(ticket["status"], ticket["status"]))
 
-    def text(self, key: str, **kw) -> str:
+    def text(self, key: str, **kw: object) -> str:
         return self.texts[key].format(**kw)

@@ -16,7 +16,8 @@ back to the policy as a value, and the policy says what is spoken and how the st
   the offer to text its reception number; only a yes to that offer (``TextTicket``) sends one.
 * ``after_model(turn, state)``: what follows the model's reply (read-back, "no person available")
   and the state change.
-* ``model_failed`` / ``stage_failed``: apology, transfer or polite end after a failure.
+* ``model_failed`` / ``stage_failed``: apology, transfer or polite end after a failure (its kind:
+  ``LLMFailure`` or ``StageFailure``; the answer to a stage's: ``AfterFailure``).
 
 ``Change.apply(state, reply)`` is the only place a decision touches ``DialogState``; the stage
 applies it when the turn is confirmed (a speculative turn that is withdrawn changes nothing).
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import Enum, StrEnum
 from typing import Literal
 
 from bot.dialog.calendar import LineCalendar
@@ -43,6 +45,33 @@ CRISIS = "crisis:"  # awaiting "crisis:<kind>": told the number; the line stays 
 CALLBACK = "callback"  # awaiting a yes/no to the callback offer
 SMS_OFFER = "sms_offer"  # awaiting a yes/no to "접수번호를 문자로 보내드릴까요?"
 YES_NO_KEYS = ("confirmation", SMS_OFFER)  # offers that say "1 for yes, 2 for no"
+
+
+class LLMFailure(StrEnum):
+    """Why the turn's model call failed (``LLMTurnError.failure``, bot/stages/structured_llm.py)."""
+
+    TIMEOUT = "timeout"  # no first token, or no complete answer, in time
+    UNREACHABLE = "unreachable"  # no connection to the LLM server
+    REFUSED = "refused"  # an error from the server (an HTTP status) or from its client
+    CUT_OFF = "cut_off"  # the answer hit llm.max_tokens
+    INVALID = "invalid"  # not JSON, or outside the turn's schema
+    EMPTY = "empty"  # no token, or an empty reply field
+
+
+class StageFailure(StrEnum):
+    """A stage other than the model that raised in a turn."""
+
+    STT = "stt"
+    TTS = "tts"
+
+
+class AfterFailure(Enum):
+    """What the call does after a stage failed (``DialogPolicy.stage_failed``)."""
+
+    NOTHING = "nothing"  # said already, or the call is already ending
+    UNCLEAR = "unclear"  # end the turn as for unclear speech ("please say that again")
+    APOLOGY = "apology"  # the canned apology, at once
+    END = "end"  # the polite end (opening hours), then hang-up
 
 
 @dataclass(frozen=True)
@@ -492,27 +521,31 @@ class DialogPolicy:
 
     # --- failures -----------------------------------------------------------------------------
 
-    def model_failed(self, previous_turn_failed: bool) -> Speak:
-        """The model call failed. The second failed turn in a row: a person, or (no desk) a polite end."""
+    def model_failed(self, previous_turn_failed: bool, failure: LLMFailure | None = None) -> Speak:
+        """The model call failed. The second failed turn in a row: a person, or (no desk) a polite end.
+
+        Every kind of ``failure`` is answered alike; it is named in the answer's ``rule`` (logs)."""
+        rule = f"llm_failed:{failure}" if failure else None
         if previous_turn_failed and self.can_transfer and self.line_open():
-            return Speak((self.canned.transfer_after_errors,), "error", "transfer",
+            return Speak((self.canned.transfer_after_errors,), "error", "transfer", rule=rule,
                          change=Change(remember_reply=False, transfer=True, transfer_reason="errors"))
         if previous_turn_failed:
-            return Speak((self.canned.closing_hours,), "error", None, "end", Change(remember_reply=False, end=True))
+            return Speak((self.canned.closing_hours,), "error", None, "end", Change(remember_reply=False, end=True),
+                         rule=rule)
         apology = self.canned.apology if self.can_transfer and self.line_open() else self.canned.apology_no_agent
-        return Speak((apology,), "error", None, change=Change(remember_reply=False))
+        return Speak((apology,), "error", None, change=Change(remember_reply=False), rule=rule)
 
-    def stage_failed(self, stage: Literal["stt", "tts"], failed_turns: int, first_of_turn: bool) -> str | None:
+    def stage_failed(self, stage: StageFailure, failed_turns: int, first_of_turn: bool) -> AfterFailure:
         """STT or TTS raised in a turn (``failed_turns``: turns of this call with a failure, this one
-        included). "end": the polite end (a second turn failed); "unclear" (STT) or "apology" (TTS,
-        once a turn); None: nothing more to say."""
+        included). END: the polite end (a second turn failed); UNCLEAR (STT) or APOLOGY (TTS, once a
+        turn); NOTHING: nothing more to say."""
         if first_of_turn and failed_turns >= 2:
-            return "end"
+            return AfterFailure.END
         if failed_turns >= 2:
-            return None  # already ending
-        if stage == "stt":
-            return "unclear"
-        return "apology" if first_of_turn else None
+            return AfterFailure.NOTHING  # already ending
+        if stage is StageFailure.STT:
+            return AfterFailure.UNCLEAR
+        return AfterFailure.APOLOGY if first_of_turn else AfterFailure.NOTHING
 
 
 class KeyBuffer:

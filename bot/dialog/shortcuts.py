@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from loguru import logger
 
 from bot.core.datafile import DataFile
+from bot.dialog.patterns import compile_pattern, load_macros
 
 if TYPE_CHECKING:  # pragma: no cover
     from bot.dialog.domain import Domain
@@ -75,8 +75,6 @@ def normalize(utterance: str) -> str:
 
 # --- matcher ----------------------------------------------------------------------------------
 
-_MACRO_RE = re.compile(r"\$\{(\w+)\}")
-
 
 @dataclass(frozen=True)
 class _Rule:
@@ -121,45 +119,6 @@ class ShortcutMatcher:
         return None
 
 
-def _expand_macros(source: DataFile) -> dict[str, str]:
-    """Macros as regexes, each with the macros it names expanded (a list is an alternation)."""
-    bodies: dict[str, str] = {}
-    for name, value in source.table(("macros",), default={}).items():
-        if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
-            value = "|".join(value)
-        if not isinstance(value, str) or not value or re.search(r"\s", value):
-            raise source.error(("macros", name), "must be a regex or a list of regexes, without spaces")
-        bodies[name] = value
-    done: dict[str, str] = {}
-
-    def resolve(name: str, stack: tuple[str, ...]) -> str:
-        if name in done:
-            return done[name]
-        if name in stack:
-            raise source.error(("macros", name), "refers to itself")
-        done[name] = _expand(bodies[name], bodies, lambda m: source.error(("macros", name), f"unknown macro ${{{m}}}"),
-                             lambda m: resolve(m, (*stack, name)))
-        return done[name]
-
-    for name in bodies:
-        resolve(name, ())
-    return done
-
-
-def _expand(
-    pattern: str, macros: dict[str, str], unknown: Callable[[str], Exception],
-    resolve: Callable[[str], str] | None = None,
-) -> str:
-    """``pattern`` with each ``${name}`` replaced by its macro (``resolve`` expands one first)."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1) not in macros:
-            raise unknown(m.group(1))
-        return f"(?:{resolve(m.group(1)) if resolve else macros[m.group(1)]})"
-
-    return _MACRO_RE.sub(sub, pattern)
-
-
 def load_shortcuts(path: str | Path, domain: Domain | None = None) -> ShortcutMatcher:
     """Read and compile ``shortcuts.toml``; with ``domain``, rule intents/categories must exist in it.
 
@@ -168,7 +127,7 @@ def load_shortcuts(path: str | Path, domain: Domain | None = None) -> ShortcutMa
     """
     source = DataFile.read(path, ShortcutError, "shortcuts file")
     source.no_unknown((), ("macros", "rules"))
-    macros = _expand_macros(source)
+    macros = load_macros(source)
     names: set[str] = set()
     rules: list[_Rule] = []
     for i in range(len(source.tables(("rules",), default=[], nonempty=False))):
@@ -182,7 +141,7 @@ def load_shortcuts(path: str | Path, domain: Domain | None = None) -> ShortcutMa
         action = source.value((*key, "action"), str, f"one of {list(ACTIONS)}", default="none",
                               ok=lambda v: v in ACTIONS)
         reply = source.value((*key, "reply"), str, "a non-empty string",
-                             ok=lambda v, silent=action in SILENT_ACTIONS: bool(v.strip()) or silent)
+                             ok=None if action in SILENT_ACTIONS else lambda v: bool(v.strip()))
         flow = source.value((*key, "flow"), str, f"one of {list(FLOWS)}", default="continue", ok=lambda v: v in FLOWS)
         context = source.value((*key, "context"), str, f"one of {list(CONTEXTS)}", default=None,
                                ok=lambda v: v in CONTEXTS)
@@ -196,17 +155,9 @@ def load_shortcuts(path: str | Path, domain: Domain | None = None) -> ShortcutMa
                 raise source.error((*key, "category"), f"category {category!r} is not in the domain")
         patterns = source.value((*key, "patterns"), list, "a non-empty list of strings",
                                 ok=lambda v: bool(v) and all(isinstance(p, str) and p for p in v))
-        expanded = []
-        for j, p in enumerate(patterns):
-            where = (*key, "patterns", j)
-            if re.search(r"\s", p):
-                raise source.error(where, f"pattern {p!r} has whitespace (the normalized form has none)")
-            expanded.append(f"(?:{_expand(p, macros, lambda m, w=where: source.error(w, f'unknown macro ${{{m}}}'))})")
-            try:
-                re.compile(expanded[-1])
-            except re.error as e:
-                raise source.error(where, f"bad regex {p!r}: {e}") from e
-        regex = re.compile("|".join(expanded))
+        grouped = [compile_pattern(source, (*key, "patterns", j), p, macros, group=True).pattern
+                   for j, p in enumerate(patterns)]
+        regex = re.compile("|".join(grouped))
         shortcut = Shortcut(name, reply.strip(), intent, flow, action, category)
         rules.append(_Rule(shortcut, regex, requires_question, rejects_question, context))
     logger.debug("loaded {} shortcut rules from {}", len(rules), source.path.name)

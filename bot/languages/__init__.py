@@ -4,12 +4,14 @@ A folder holds ``__init__.py`` with ``LANGUAGE`` (a ``bot.languages.base.Languag
 digit reading, calendar phrases, TTS tag, Twilio voice), ``language.toml`` (every fixed sentence
 in that language) and ``shortcuts.toml`` (its shortcut rules). Korean is the line's first language
 and its words live in ``bot/data/``; its folder holds only the code. Adding a language is one folder
-and its code in ``line.languages`` (docs/languages.md).
+and its code in ``line.languages`` (docs/languages.md); folders outside the checkout (a city's own
+language, without a fork) are found through ``line.language_dirs`` (``add_home``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -38,17 +40,55 @@ def untag(text: str) -> tuple[str | None, str]:
     return None, text
 
 
+def homes() -> list[Path]:
+    """Where language folders are looked for: this package first, then each ``add_home``."""
+    return [Path(p).resolve() for p in __path__]
+
+
+def _codes(home: Path) -> set[str]:
+    return {p.name for p in home.iterdir() if p.name.isalpha() and (p / "__init__.py").is_file()}
+
+
+def add_home(folder: Path) -> None:
+    """Look for languages in ``folder`` too (its ``<code>/`` folders become ``bot.languages.<code>``:
+    Python's package path does the finding). A code already served by another home is refused, so a
+    folder never silently replaces a language."""
+    folder = folder.resolve()
+    if folder in homes():
+        return
+    if not folder.is_dir():
+        raise UnknownLanguage(f"{folder} is not a folder")
+    for home in homes():
+        if clash := sorted(_codes(folder) & _codes(home)):
+            raise UnknownLanguage(f"{folder}/{clash[0]}/ would replace {home}/{clash[0]}/: one home per language")
+    __path__.append(str(folder))
+
+
+def remove_home(folder: Path) -> None:
+    """Forget a home added by ``add_home`` and the languages loaded from it (tests, reloads)."""
+    folder = folder.resolve()
+    if folder == HOME or str(folder) not in __path__:
+        return
+    for code in _codes(folder):
+        for name in [m for m in sys.modules if m == f"{__name__}.{code}" or m.startswith(f"{__name__}.{code}.")]:
+            del sys.modules[name]
+    __path__.remove(str(folder))
+    get.cache_clear()
+
+
 def known() -> list[str]:
-    """Every language with a folder here."""
-    return sorted(p.name for p in HOME.iterdir() if (p / "__init__.py").is_file())
+    """Every language with a folder in a home."""
+    return sorted(set().union(*(_codes(home) for home in homes())))
 
 
 @cache
 def get(code: str) -> Language:
-    """The language of a code ("ko", "en", "vi", "ru")."""
-    if not code.isalpha() or not (HOME / code / "__init__.py").is_file():
-        raise UnknownLanguage(f"no language folder bot/languages/{code}/ (known: {', '.join(known())})")
+    """The language of a code ("ko", "en", "vi", "ru", or one in an added home)."""
+    if not code.isalpha() or code not in known():
+        extra = "".join(f" nor {home}/{code}/" for home in homes()[1:])  # line.language_dirs
+        raise UnknownLanguage(f"no language folder bot/languages/{code}/{extra} (known: {', '.join(known())})")
     return importlib.import_module(f"{__name__}.{code}").LANGUAGE
 
 
-__all__ = ["HOME", "TTS_LANGUAGES", "Language", "UnknownLanguage", "get", "known", "tagged", "untag"]
+__all__ = ["HOME", "TTS_LANGUAGES", "Language", "UnknownLanguage", "add_home", "get", "homes", "known", "remove_home",
+           "tagged", "untag"]

@@ -8,8 +8,9 @@ shortcut rules) are the folder's data files, ``language.toml`` and ``shortcuts.t
 
 from __future__ import annotations
 
+import datetime as dt
+import inspect
 from abc import ABC, abstractmethod
-from datetime import date
 from pathlib import Path
 from typing import ClassVar
 
@@ -32,9 +33,7 @@ class Language(ABC):
     @property
     def folder(self) -> Path:
         """Where its data files live (the package folder)."""
-        import sys
-
-        return Path(sys.modules[type(self).__module__].__file__).resolve().parent
+        return Path(inspect.getfile(type(self))).resolve().parent
 
     # --- what the TTS reads ---------------------------------------------------------------------
 
@@ -53,7 +52,7 @@ class Language(ABC):
         """A clock time as said ("오전 9시", "9 AM")."""
 
     @abstractmethod
-    def date(self, day: date) -> str:
+    def date(self, day: dt.date) -> str:
         """A date with its weekday ("9월 28일 월요일", "Monday, September 28")."""
 
     @abstractmethod
@@ -73,7 +72,7 @@ class Language(ABC):
         """A break in the day ("점심시간 낮 12시부터 오후 1시까지")."""
 
     @abstractmethod
-    def opening(self, time: str, days_ahead: int, day: date) -> str:
+    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         """When the desk opens next: today at ``time``, tomorrow, or on ``day``."""
 
     def join(self, parts: list[str]) -> str:

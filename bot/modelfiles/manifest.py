@@ -366,7 +366,7 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
     models.toml. A failed download never falls back to the stand-in.
     """
     from bot.modelfiles.standin import build_standin_model
-    from bot.stages.supertonic_tts import check_model_dir, download_supertonic
+    from bot.stages.supertonic.files import SUPERTONIC_REPO, check_model_dir, download_supertonic, is_standin
 
     model_dir = _config_path(tts_cfg.model_dir, base_dir)
     manifest = load_manifest(manifest_path(base_dir))
@@ -390,8 +390,8 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
     if not entry.pinned:
         logger.warning("Supertonic: {} NOT PINNED in {} ({})", entry.name, MANIFEST_FILE, HOW_TO_PIN)
     _drop_marker(model_dir)
-    download_supertonic(model_dir, repo_id=entry.repo or TTS_REPO, revision=entry.revision or None)
-    if json.loads((model_dir / "onnx" / "tts.json").read_text()).get("standin", False):
+    download_supertonic(model_dir, repo_id=entry.repo or SUPERTONIC_REPO, revision=entry.revision or None)
+    if is_standin(model_dir):
         # The hub client can "succeed" offline on what is already in local_dir.
         raise ModelMissingError(f"could not download Supertonic 3 into {model_dir}: it still holds the stand-in model")
     check_model_dir(model_dir, tts_cfg.voice)
@@ -402,7 +402,7 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
 
 def ensure_models(config, *, offline: bool = False) -> None:
     """``run_bot.py models``: everything the config needs, downloaded or assembled. Blocking."""
-    from bot.stages.supertonic_tts import TTSDownloadError
+    from bot.stages.supertonic.errors import TTSDownloadError
 
     try:
         whisper = fetch_whisper(config.stt, config.base_dir, offline=offline)
@@ -416,7 +416,7 @@ def ensure_models(config, *, offline: bool = False) -> None:
 @contextmanager
 def startup_errors():
     """Turn the model loaders' typed errors into a ``StartupError`` with their message."""
-    from bot.stages.supertonic_tts import TTSModelMissingError, TTSProviderError
+    from bot.stages.supertonic.errors import TTSModelMissingError, TTSProviderError
 
     try:
         yield
@@ -433,7 +433,6 @@ MANIFEST_FILE = "models.toml"
 MARKER_FILE = ".model.json"
 OFFLINE = "offline"
 TTS_ENTRY, OFFLINE_TTS_ENTRY, OFFLINE_STT_ENTRY = "supertonic-3", "supertonic-standin", "whisper-base-offline"
-TTS_REPO = "Supertone/supertonic-3"
 HOW_TO_PIN = ("pin it: `run_bot.py models --pin` on a machine that reaches the hub writes the commit and every "
               "file's sha256 into models.toml; review and commit that")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -595,7 +594,7 @@ class ModelCheck:
 def _required_files(entry: ModelEntry) -> list[str]:
     """Files an unpinned entry must at least have (the loaders' own lists)."""
     if entry.use == "tts":
-        from bot.stages.supertonic_tts import REQUIRED_FILES
+        from bot.stages.supertonic.files import REQUIRED_FILES
 
         return list(REQUIRED_FILES)
     if entry.use == "stt":
@@ -644,8 +643,10 @@ def _dir_entry_name(model_dir: Path, use: str) -> str | None:
     if marked:
         return marked
     if use == "tts":
+        from bot.stages.supertonic.files import is_standin
+
         try:
-            if json.loads((model_dir / "onnx" / "tts.json").read_text(encoding="utf-8")).get("standin", False):
+            if is_standin(model_dir):
                 return OFFLINE_TTS_ENTRY
         except (OSError, ValueError):
             return None

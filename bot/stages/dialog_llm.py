@@ -421,7 +421,8 @@ class DialogLLMService(StructuredLLMService):
 
     async def _model_failed(self, e: LLMTurnError, run: int, spoken: list[str]):
         error = str(e)
-        answer = self._lp.model_failed(self.last_result is not None and self.last_result.route == "error")
+        answer = self._lp.model_failed(self.last_result is not None and self.last_result.route == "error",
+                                       failure=e.failure)
         logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
                      "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence",

@@ -26,7 +26,7 @@ from pipecat.turns.types import ProcessFrameResult, UserTurnSpeculation
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 
 from bot.core.datafile import DataFile
-from bot.stages.whisper_stt import UnclearSpeechFrame
+from bot.stages.whisper import UnclearSpeechFrame
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
 

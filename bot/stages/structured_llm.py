@@ -6,7 +6,7 @@ flow, answer_source) and streams the ``reply`` string out sentence by sentence w
 JSON is still being generated. An ``emergency`` flag other than "none" ends the call to the model at
 once: nothing of its reply is spoken (the dialog stage escalates instead). It parses and validates the whole answer, and turns every way a call can
 fail (unreachable server, slow first token, HTTP error, invalid or cut-off JSON, empty reply) into
-one ``LLMTurnError`` with a ``kind`` for the turn record. What a turn *means* (rules, the model or
+one ``LLMTurnError`` with a ``kind`` for the turn record and a ``failure`` for the policy. What a turn *means* (rules, the model or
 not, what follows a failure) is the dialog stage's (``bot/stages/dialog_llm.py``) and the policy's
 (``bot/dialog/policy.py``).
 """
@@ -25,15 +25,18 @@ from pipecat.services.openai.llm import OpenAILLMService
 
 from bot.config import LLMConfig
 from bot.dialog.domain import EMERGENCY_FIELD, Domain
+from bot.dialog.policy import LLMFailure
 from bot.dialog.reply_stream import KoreanSentenceSplitter, ReplyFieldExtractor, TurnParseError, parse_turn
 
 
 class LLMTurnError(Exception):
-    """Why a model turn failed; ``kind`` goes into the turn record."""
+    """Why a model turn failed: ``kind`` (detailed, e.g. "http_503") goes into the turn record,
+    ``failure`` (its class) to the policy."""
 
-    def __init__(self, kind: str, detail: str):
+    def __init__(self, kind: str, detail: str, *, failure: LLMFailure):
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
+        self.failure = failure
 
 
 async def _nothing() -> None:
@@ -160,15 +163,17 @@ class StructuredLLMService(OpenAILLMService):
             raise
         except TimeoutError as e:
             phase = "first_token_timeout" if not raw else "total_timeout"
-            raise LLMTurnError(phase, f"no {'first token' if not raw else 'complete answer'} in time") from e
+            raise LLMTurnError(phase, f"no {'first token' if not raw else 'complete answer'} in time",
+                               failure=LLMFailure.TIMEOUT) from e
         except APITimeoutError as e:
-            raise LLMTurnError("total_timeout", repr(e)) from e
+            raise LLMTurnError("total_timeout", repr(e), failure=LLMFailure.TIMEOUT) from e
         except (httpx.HTTPError, APIConnectionError) as e:
-            raise LLMTurnError("unreachable", f"{type(e).__name__}: {e} ({self._cfg.base_url})") from e
+            raise LLMTurnError("unreachable", f"{type(e).__name__}: {e} ({self._cfg.base_url})",
+                               failure=LLMFailure.UNREACHABLE) from e
         except Exception as e:  # openai.APIError and friends carry the HTTP status
             status = getattr(e, "status_code", None)
             kind = f"http_{status}" if status else type(e).__name__
-            raise LLMTurnError(kind, str(e)[:300]) from e
+            raise LLMTurnError(kind, str(e)[:300], failure=LLMFailure.REFUSED) from e
         finally:
             # Also on interruption (CancelledError): release the HTTP stream so vLLM stops generating.
             if stream is not None:
@@ -179,19 +184,20 @@ class StructuredLLMService(OpenAILLMService):
             return {EMERGENCY_FIELD: flagged}
         text = "".join(raw)
         if finish_reason == "length":
-            raise LLMTurnError("cut_off", f"finish_reason=length after {len(text)} chars (raise llm.max_tokens?)")
+            raise LLMTurnError("cut_off", f"finish_reason=length after {len(text)} chars (raise llm.max_tokens?)",
+                               failure=LLMFailure.CUT_OFF)
         try:
             turn = parse_turn(text)
         except TurnParseError as e:
-            raise LLMTurnError("invalid_json", str(e)) from e
+            raise LLMTurnError("invalid_json", str(e), failure=LLMFailure.INVALID) from e
         errors = self._domain.validate(turn)
         if errors:
-            raise LLMTurnError("schema", "; ".join(errors)[:300])
+            raise LLMTurnError("schema", "; ".join(errors)[:300], failure=LLMFailure.INVALID)
         # Whatever the splitter still holds is the last sentence of the reply.
         for sentence in splitter.flush():
             await sentence_out(sentence)
         if not sentences:
-            raise LLMTurnError("empty_reply", "the reply field was empty")
+            raise LLMTurnError("empty_reply", "the reply field was empty", failure=LLMFailure.EMPTY)
         return turn
 
 
@@ -202,4 +208,4 @@ async def _next_content_chunk(chunks):
             return chunk
         if chunk.choices and chunk.choices[0].finish_reason:
             return chunk
-    raise LLMTurnError("empty_stream", "the stream ended before any token")
+    raise LLMTurnError("empty_stream", "the stream ended before any token", failure=LLMFailure.EMPTY)

@@ -8,8 +8,10 @@ with a timeout so a slow database ends in a spoken apology, not silence.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import socket
 from collections.abc import Callable
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +122,7 @@ class CallLog:
 
     # --- the dialog's questions ---------------------------------------------------------------
 
-    async def create_ticket(self, **fields) -> str:
+    async def create_ticket(self, **fields: Any) -> str:
         return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
                                       ANSWER_TIMEOUT_SECS)
 
@@ -131,7 +133,8 @@ class CallLog:
     async def read_transfer_note(self, call_sid: str) -> str | None:
         return await asyncio.wait_for(asyncio.to_thread(self.store.transfer_note, call_sid), ANSWER_TIMEOUT_SECS)
 
-    async def request_callback(self, *, call_sid: str | None, after, reason: str, reception_no: str | None = None) -> int:
+    async def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str,
+                               reception_no: str | None = None) -> int:
         return await asyncio.wait_for(
             self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason,
                                                                           reception_no=reception_no)),
@@ -149,7 +152,7 @@ class CallLog:
     def hand_over(self, call_sid: str, reception_nos: list[str]) -> None:
         """The call went to a person: its open tickets are in_progress, audited as the bot's doing."""
         for number in reception_nos:
-            self.writer.submit(f"ticket {number} handed over", lambda s, n=number: s.hand_over(n, call_sid))
+            self.writer.submit(f"ticket {number} handed over", methodcaller("hand_over", number, call_sid))
 
     async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         # Reads need no ordering behind queued writes: a thread of their own.

@@ -212,8 +212,8 @@ class Store:
 
     # --- SMS outbox (bot/aftercall/notify.py sends) -------------------------------------------------------
 
-    def _queue_sms(self, conn, kind: str, number: str, call_sid: str | None, ticket_status: str | None,
-                   t: dt.datetime) -> bool:
+    def _queue_sms(self, conn: sa.Connection, kind: str, number: str, call_sid: str | None,
+                   ticket_status: str | None, t: dt.datetime) -> bool:
         """An SMS about ticket ``number`` to its call's caller, in the caller's transaction (False: no number)."""
         caller = conn.execute(sa.select(calls.c.caller).where(calls.c.call_sid == call_sid)).scalar() if call_sid else None
         if not caller:  # the QA page, a typed chat, or a number already cleared by retention
@@ -476,7 +476,7 @@ class Store:
                                                           from_status=row.status, to_status=status, note=note))
                 if notify and row.sms_opt_in and row.status != status and status in self.notify_statuses:
                     self._queue_sms(conn, "status", reception_no, row.call_sid, status, t)
-        return self.find_ticket(reception_no)  # type: ignore[return-value]
+        return self.find_ticket(reception_no)  # type: ignore[return-value]  # found above; tickets are never deleted
 
     def hand_over(self, reception_no: str, call_sid: str) -> None:
         """A warm transfer took the ticket's caller to a person: an open ticket becomes in_progress,
@@ -534,19 +534,19 @@ class Store:
                 raise StoreError(f"no staff account named {username!r}")
 
 
-def _turn(row) -> dict[str, Any]:
+def _turn(row: sa.RowMapping) -> dict[str, Any]:
     rec = dict(row["record"])
     rec.update(transcript=row["transcript"], reply=row["reply"])
     return rec
 
 
-def _ticket(row) -> dict[str, Any]:
+def _ticket(row: sa.RowMapping) -> dict[str, Any]:
     d = dict(row)
     d["created_at"], d["updated_at"] = _utc(d["created_at"]), _utc(d["updated_at"])
     return d
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: object) -> None:
     # WAL: readers (the CLI, status lookups) never block the writer; a crash loses no committed turn.
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

@@ -31,6 +31,9 @@ _CALLER_MARKS = ("speech_end", "vad_stop", "stt_done")
 # The greeting's own stage (greeting records only, so not in STAGES, whose tables are the caller's
 # turns): media stream start -> the greeting's first audio out.
 GREETING_STAGE = "greeting"
+# Canned greeting audio goes out within ~100 ms of the stream's start; 500 ms leaves room for load
+# and stays well under the second of silence after which a caller who just answered says "hello?".
+GREETING_BUDGET_MS = 500
 # Speech end -> the answer's first audible sample on the line (voice_to_voice counts the first byte,
 # silent or not). Audible: a 16-bit sample at or above -40 dBFS.
 AUDIBLE_STAGE = "voice_to_audible"

@@ -11,7 +11,7 @@ from collections import deque
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.config import LatencyConfig
-from bot.telemetry.latency import GREETING_STAGE, STAGES, TurnRecord, summarize
+from bot.telemetry.latency import AUDIBLE_STAGE, GREETING_BUDGET_MS, GREETING_STAGE, STAGES, TurnRecord, summarize
 
 BUCKETS_MS = (25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 5000, 10000)
 DEAD_AIR_MS = 2000.0  # first audio later than this after the caller went quiet: dead air on the line
@@ -62,6 +62,10 @@ class ProcessMetrics:
         for name, _, _, key in STAGES:
             if key:
                 self.budget_ms.labels(name).set(getattr(budgets, key))
+        self.budget_ms.labels(GREETING_STAGE).set(GREETING_BUDGET_MS)  # the VoiceGreetingSlow alert's line
+        for stage in (GREETING_STAGE, AUDIBLE_STAGE):
+            self.stage_ms.labels(stage)  # exported from the start, like the stages every turn has
+        self._greeted: set[str] = set()  # calls whose greeting ``greeting_sent`` observed
         self.backchannels = Counter("voice_backchannels", "Caller backchannels over the bot's speech (neither "
                                     "interruptions nor turns)", registry=r)
         self.dead_air = Counter("voice_dead_air_turns", f"Turns whose first audio came over {DEAD_AIR_MS / 1000:.0f} s "
@@ -94,14 +98,32 @@ class ProcessMetrics:
         self.calls_total.inc()
         self.active_calls.inc()
 
+    def greeting_sent(self, rec: TurnRecord) -> None:
+        """The greeting's first audio went out (``CallRecorder.on_greeting``): media stream start -> it,
+        as ``voice_stage_latency_ms{stage="greeting"}``. Observed now rather than when the call ends,
+        so a slow greeting reaches the alert while callers still hear it."""
+        ms = rec.stages_ms().get(GREETING_STAGE)
+        if ms is None or rec.call_id in self._greeted:
+            return
+        self._greeted.add(rec.call_id)
+        self._observe_greeting(ms)
+
+    def _observe_greeting(self, ms: float) -> None:
+        self.stage_ms.labels(GREETING_STAGE).observe(ms)
+        if ms > GREETING_BUDGET_MS:
+            self.over_budget.labels(GREETING_STAGE).inc()
+
     def call_finished(self, records: list[TurnRecord]) -> None:
         self.active_calls.dec()
         budgets = {name: getattr(self._budgets, key) for name, _, _, key in STAGES if key}
         for rec in records:
             self.backchannels.inc(rec.backchannels)  # the greeting's too
-            if rec.route == "greeting" and GREETING_STAGE in rec.stages_ms():
-                # Media stream start -> the greeting's first audio: voice_stage_latency_ms{stage="greeting"}.
-                self.stage_ms.labels(GREETING_STAGE).observe(rec.stages_ms()[GREETING_STAGE])
+            if rec.route == "greeting":
+                # Not seen by greeting_sent (a transport that does not report it): observed at the end.
+                if rec.call_id in self._greeted:
+                    self._greeted.discard(rec.call_id)
+                elif GREETING_STAGE in rec.stages_ms():
+                    self._observe_greeting(rec.stages_ms()[GREETING_STAGE])
             if rec.route in ("greeting", "pending"):
                 continue
             self._recent.append(rec)

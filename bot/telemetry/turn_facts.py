@@ -25,7 +25,7 @@ from pipecat.frames.frames import SystemFrame
 
 class AsksToRepeat:
     """Marks a frame that says the caller's words could not be read: the turn is answered with a
-    request to repeat (route ``unclear``). ``bot.stages.whisper_stt.UnclearSpeechFrame`` is one."""
+    request to repeat (route ``unclear``). ``bot.stages.whisper.UnclearSpeechFrame`` is one."""
 
 
 @dataclass

@@ -61,6 +61,8 @@ class CallRecorder:
         self.started = time.time()
         self.records: list[TurnRecord] = []
         self.bot_speaking = False
+        # Called once with the greeting's record when its first audio goes out (``ProcessMetrics.greeting_sent``).
+        self.on_greeting: Callable[[TurnRecord], None] | None = None
         self.current = self._new("greeting")
         self.current.mark("stream_start", self.started)  # built when the media stream starts
 
@@ -87,6 +89,17 @@ class CallRecorder:
         rec = self.current
         rec.mark("stt_done", overwrite=True)
         rec.stt_audio_secs, rec.stt_ms, rec.stt_rtf = audio_secs, transcribe_ms, rtf
+
+    def bot_started_speaking(self, t: float) -> None:
+        """The bot's audio started: the answer's first audio out (only once it has a sentence: the tail
+        of an interrupted reply is not this turn's answer)."""
+        self.bot_speaking = True
+        rec = self.current
+        if rec.first_sentence is None or rec.first_audio_out is not None:
+            return
+        rec.mark("first_audio_out", t)
+        if rec.route == "greeting" and self.on_greeting is not None:
+            self.on_greeting(rec)
 
     def user_turn_ended(self, t: float) -> TurnRecord:
         self.current.mark("turn_end", t, overwrite=True)
@@ -195,9 +208,7 @@ class TurnObserver(BaseObserver):
                 rec.current.mark("tts_first_audio", now)
                 _hear(rec.current, frame, now)
         elif isinstance(frame, BotStartedSpeakingFrame):
-            rec.bot_speaking = True
-            if rec.current.first_sentence is not None:
-                rec.current.mark("first_audio_out", now)
+            rec.bot_started_speaking(now)
         elif isinstance(frame, BotStoppedSpeakingFrame):
             rec.bot_speaking = False
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 
 from bot.config import STTConfig
-from bot.stages.whisper_stt import TranscriptResult, WhisperSTTProcessor
+from bot.stages.whisper import TranscriptResult, WhisperSTTProcessor
 
 
 class FixedDelayEngine:

@@ -23,7 +23,8 @@ import sys
 
 from loguru import logger
 
-from bot.call.pipeline import build_call
+from bot.call.build import build_call
+from bot.call.request import CallRequest
 from bot.privacy import mask
 from bot.testing.fixed_stt import FixedDelayEngine, parse_script
 from bot.testing.inject import apply_call_fault
@@ -33,18 +34,18 @@ def lab_call_builder(*, fault_injection: bool):
     """``build_call``, with the stream's ``fault`` parameter applied when injection is on, and its
     ``stt_script`` when the STT is the fixed-delay engine."""
 
-    def build(*, config, models, stream_parameters=None, call_id, **kwargs):
-        fault = (stream_parameters or {}).get("fault")
+    def build(request: CallRequest):
+        config, models, call_id = request.config, request.models, request.call_id
+        fault = request.stream_parameters.get("fault")
         if fault and fault_injection:
             logger.warning("call {}: FAULT INJECTED: {}", mask(call_id), fault)
             config, models = apply_call_fault(fault, config, models)
-        script = (stream_parameters or {}).get("stt_script")
+        script = request.stream_parameters.get("stt_script")
         if script and isinstance(models.whisper, FixedDelayEngine):
             texts = parse_script(script)
             logger.warning("call {}: TEST LAB: scripted STT ({} segment texts)", mask(call_id), len(texts))
             models = dataclasses.replace(models, whisper=models.whisper.scripted(texts))
-        return build_call(config=config, models=models, call_id=call_id, stream_parameters=stream_parameters,
-                          **kwargs)
+        return build_call(dataclasses.replace(request, config=config, models=models))
 
     return build
 

@@ -1,7 +1,8 @@
 """``bench --save-baseline FILE`` and ``bench --compare FILE``: a lost speedup fails loudly.
 
 A baseline is one bench run boiled down to what a regression would move: every stage's values
-(so p50/p90 and the rank test can be recomputed), LLM calls per turn, the shortcut share, the
+(so p50/p90 and the rank test can be recomputed; the greeting is a stage too, one value per call,
+judged by the same rule), LLM calls per turn, the shortcut share, the
 provider each ONNX session got, the escape hatches, failed turns, and the identity of the machine
 and config it ran on. ``compare`` holds a new run against it and names what got worse.
 
@@ -35,9 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.telemetry.latency import STAGES, percentile
+from bot.telemetry.latency import GREETING_STAGE, STAGES, percentile
 
 FORMAT = "voice-bench-baseline/1"
+# The turn stages, then the greeting (one per call: media stream start -> its first audio out).
+JUDGED_STAGES = (*(name for name, *_ in STAGES), GREETING_STAGE)
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,10 @@ def summarize_run(stats, *, meta: dict, settings: dict) -> dict[str, Any]:
     """A baseline from one run's ``bench.RunStats``: JSON-ready."""
     recs = stats.records
     stages = {}
-    for name, *_ in STAGES:
-        vals = sorted(round(r.stages_ms()[name], 1) for r in recs if name in r.stages_ms())
+    per_stage = {name: [r.stages_ms()[name] for r in recs if name in r.stages_ms()] for name, *_ in STAGES}
+    per_stage[GREETING_STAGE] = stats.greeting_server()
+    for name, values in per_stage.items():
+        vals = sorted(round(v, 1) for v in values)
         stages[name] = {"n": len(vals), "p50": percentile(vals, 50), "p90": percentile(vals, 90),
                         "p99": percentile(vals, 99), "values": vals}
     calls = [r.llm_calls for r in recs]
@@ -189,8 +194,12 @@ def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Findin
     for key in ("settings", "config"):
         if base.get(key) != new.get(key):
             out.append(Finding(key, f"baseline {base.get(key)} vs now {new.get(key)}", False))
-    for name, *_ in STAGES:
+    for name in JUDGED_STAGES:
         b, n = base["stages"].get(name) or {}, new["stages"].get(name) or {}
+        if name not in base["stages"]:
+            out.append(Finding(name, "not judged: the baseline has no such stage (saved before it was recorded: "
+                               "save it again)", False, unjudged=True))
+            continue
         if min(b.get("n", 0), n.get("n", 0)) < rule.min_n:
             if b.get("n", 0) >= rule.min_n and n.get("n", 0) == 0:
                 out.append(Finding(name, f"no turn reached this stage (baseline: {b['n']})", True))
@@ -245,7 +254,7 @@ def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, b
              "", "| stage | n base/now | p50 base | p50 now | p90 base | p90 now | verdict |", "|---|---|---|---|---|---|---|"]
     bad = {f.what for f in findings if f.regression}
     unjudged = [f.what for f in findings if f.unjudged]
-    for name, *_ in STAGES:
+    for name in JUDGED_STAGES:
         b, n = base["stages"].get(name) or {}, new["stages"].get(name) or {}
 
         def f(v):
@@ -257,7 +266,7 @@ def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, b
     lines += [f"- {'**REGRESSION**' if x.regression else '**NOT JUDGED**' if x.unjudged else 'note'} {x.what}: "
               f"{x.detail}" for x in findings]
     regressions = [x.what for x in findings if x.regression]
-    judged = [name for name, *_ in STAGES if name not in unjudged]
+    judged = [name for name in JUDGED_STAGES if name not in unjudged]
     if regressions:
         verdict = f"Verdict: **FAIL**, {len(regressions)} regression(s): {', '.join(regressions)}"
         if unjudged:

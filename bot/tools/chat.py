@@ -22,7 +22,9 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from bot.call.pipeline import DialogAssets, make_llm
+from bot.call.assets import DialogAssets
+from bot.call.language import new_dialog_state
+from bot.call.wiring import make_llm
 from bot.config import Config, Secrets
 from bot.stages.keypad import KeypadProcessor
 from bot.telemetry.latency import TurnRecord
@@ -72,8 +74,10 @@ class DialogSession:
         self._config = config
         self._recorder = CallRecorder("chat")  # its turn records (turn 0 stands for the greeting)
         self._observer = TurnObserver(self._recorder)
-        self.llm = make_llm(
-            config, secrets or Secrets.from_env(config), DialogAssets.load(config), end_call_on_end_flow=False,
+        assets = DialogAssets.load(config)
+        self.llm = make_llm(  # the call's own state: its language menu keys work as on the phone
+            config, secrets or Secrets.from_env(config), assets, dialog=new_dialog_state(config, assets),
+            end_call_on_end_flow=False,
             records=records, call_id=call_id, clock=(lambda: at) if at else None,
         )  # fmt: skip
         self._collector = _ReplyCollector()

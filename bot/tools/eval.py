@@ -259,7 +259,7 @@ def cer(reference: str, hypothesis: str) -> float:
 
 def _whisper(config: Config):
     from bot.modelfiles.manifest import resolve_whisper_model
-    from bot.stages.whisper_stt import WhisperEngine
+    from bot.stages.whisper import WhisperEngine
 
     return WhisperEngine(config.stt, resolve_whisper_model(config.stt, config.base_dir),
                          min_avg_logprob=config.stt.min_avg_logprob)  # fmt: skip
@@ -287,7 +287,7 @@ async def audio_turns(config: Config, secrets: Secrets, whisper, turn_timeout: f
 def tts_round_trip(config: Config, whisper, sentences: list[str]) -> dict[str, Any]:
     """Synthesize, transcribe, compare; the stand-in model gets a statement, not a number."""
     from bot.languages.ko.normalize import normalize_korean
-    from bot.stages.supertonic_tts import SupertonicEngine
+    from bot.stages.supertonic import SupertonicEngine
 
     engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
     if engine.is_standin:

@@ -25,7 +25,7 @@ This module measures and prints; it does not judge. ``run_bot.py faults`` is a b
 Whisper decides part of every silence, so it prints the figures with the limits beside them and
 exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/test_faults.py``)
 run the same scenarios with a fixed-delay STT, whose time they control, and hold each row to what
-the caller should hear and to the limits (``tests/faults_oracles.py``).
+the caller should hear and to the limits (``bot/testing/fault_oracles.py``).
 """
 
 from __future__ import annotations
@@ -40,9 +40,7 @@ import sqlite3
 import tempfile
 import time
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import websockets
@@ -52,6 +50,7 @@ from bot.config import Config
 from bot.core.wav import read_wav
 from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.fault_rows import Row
 from bot.testing.process import BotProcess, FakeTwilioAPI
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -87,28 +86,6 @@ BOT_B_OVERRIDES = ("server.max_calls=2", "server.drain_secs=3.0")
 
 
 # --------------------------------------------------------------------------------- rows
-
-
-@dataclass
-class Row:
-    """One fault as the caller met it."""
-
-    fault: str
-    injected: str
-    heard: str = "-"
-    first_audio_s: float | None = None  # caller's speech end -> first audible bot audio (caller side)
-    apology_s: float | None = None  # server: turn end -> first bot audio of the failed turn
-    longest_silence_s: float | None = None
-    lag_p99_ms: float | None = None
-    records_intact: bool | None = None
-    outcome: str = ""
-    #: The sentence names the caller heard, in order (from the turn records).
-    names: list[str] = field(default_factory=list)
-    #: What else the scenario observed, by name (status and close codes, counts, exit status).
-    facts: dict[str, Any] = field(default_factory=dict)
-    #: The calls that ran beside this one, as rows of their own.
-    others: list[Row] = field(default_factory=list)
-    seconds: float = 0.0  # how long the scenario ran
 
 
 def _s(v: float | None, digits: int = 2) -> str:
@@ -241,6 +218,7 @@ class FaultLab:
         self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
         self.work.mkdir(parents=True, exist_ok=True)
         self.clip_pcm, self.clip_rate = _read_clip(clip)
+        self._rows: set[str] | None = None  # run(rows=...): the llm and twice rows to run (None: all)
 
     def __enter__(self) -> FaultLab:
         try:
@@ -398,6 +376,7 @@ class FaultLab:
             ("llm invalid json", "a complete stream that is not JSON", "invalid_json", True),
             ("llm cut off", "JSON cut in half, finish_reason=length", "cut_off", True),
         ]
+        specs = [s for s in specs if self._wanted(s[0])]
 
         async def one(name, injected, fault, apology) -> Row:
             return await self.call_row(self.a, Row(name, injected), fault=f"llm:{fault}", apology=apology)
@@ -406,8 +385,9 @@ class FaultLab:
 
     async def repeated_failure_rows(self) -> list[Row]:
         """Two failed turns in a row: a person (bot A), or the opening hours and a hang-up (bot B)."""
-        transfer = self.call_row(self.a, Row("llm fails twice", "HTTP 500 on two turns in a row, transfer number set"),
-                                 fault="llm:500", turns=2, until_end=True, apology=True)
+        async def transfer() -> Row:
+            return await self.call_row(self.a, Row("llm fails twice", "HTTP 500 on two turns in a row, transfer "
+                                                   "number set"), fault="llm:500", turns=2, until_end=True, apology=True)
 
         async def closing() -> Row:
             await asyncio.sleep(STAGGER_S)
@@ -415,7 +395,9 @@ class FaultLab:
                                                    "no transfer number"), fault="llm:500", turns=2,
                                        until_end=True, apology=True)
 
-        return list(await asyncio.gather(transfer, closing()))
+        rows = [make() for name, make in (("llm fails twice", transfer), ("llm fails twice, no desk", closing))
+                if self._wanted(name)]
+        return list(await asyncio.gather(*rows))
 
     async def stage_rows(self) -> list[Row]:
         """The STT or the TTS raising inside one call while another call goes on beside it."""
@@ -681,9 +663,16 @@ class FaultLab:
     WAVES = (("llm",), ("twice", "idle", "loris"), ("stage",), ("hostile",), ("webhook", "overload"),
              ("soak", "shutdown"))
 
-    async def run(self, only: list[str] | None = None) -> list[Row]:
+    def _wanted(self, row: str) -> bool:
+        return self._rows is None or row in self._rows
+
+    async def run(self, only: list[str] | None = None, *, rows: set[str] | None = None,
+                  waves: tuple[tuple[str, ...], ...] | None = None) -> list[Row]:
         """Every scenario (or only those named: llm, twice, stage, idle, loris, hostile, webhook,
-        overload, soak, shutdown), rows in report order."""
+        overload, soak, shutdown), rows in report order. ``rows``: of the scenarios with a row per
+        fault (llm, twice), only the rows so named. ``waves``: other waves than ``WAVES`` (a
+        scenario in none of them does not run)."""
+        self._rows = rows
         scenarios = {"llm": self.llm_rows, "twice": self.repeated_failure_rows, "stage": self.stage_rows,
                      "idle": self.idle_row, "loris": self.slow_loris_row, "hostile": self.hostile_row,
                      "webhook": self.webhook_row, "overload": self.overload_row, "soak": self.soak_row,
@@ -692,7 +681,7 @@ class FaultLab:
         if unknown:
             raise ValueError(f"unknown scenarios {sorted(unknown)} (known: {', '.join(scenarios)})")
         rows: list[Row] = []
-        for batch in self.WAVES:
+        for batch in waves or self.WAVES:
             names = [n for n in batch if not only or n in only]
             if not names:
                 continue

@@ -74,7 +74,11 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
-from bot.call.pipeline import CallSession, build_call, make_audio_in_filter, speak_greeting
+from bot.call.build import build_call
+from bot.call.noise_filter import make_audio_in_filter
+from bot.call.openings import speak_greeting
+from bot.call.request import CallRequest
+from bot.call.session import CallSession
 from bot.desk.routes import CSP as DESK_CSP
 from bot.line.admission import Line
 from bot.line.callgate import CallGate
@@ -349,10 +353,10 @@ def mount_webrtc(
                                             audio_in_filter=make_audio_in_filter(config))
             )
             live = QALiveObserver()
-            session = build_call(
+            session = build_call(CallRequest(
                 config=config, secrets=secrets, models=models, transport=transport, call_id=call_id,
-                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=[live], records=records,
-            )  # fmt: skip
+                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=(live,), records=records,
+            ))  # fmt: skip
             if records is not None:
                 records.call_started(call_id, caller=None, qa=True)
             live.attach(session)

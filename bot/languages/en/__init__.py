@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+import datetime as dt
 
 from bot.languages.base import Language
 from bot.languages.en.normalize import normalize_english, read_digits_en
@@ -22,7 +22,7 @@ def spoken_time(hour: int, minute: int = 0) -> str:
     return f"{clock}{f':{minute:02d}' if minute else ''} {'AM' if hour < 12 else 'PM'}"
 
 
-def spoken_date(day: date) -> str:
+def spoken_date(day: dt.date) -> str:
     """"Monday, September 28"."""
     return f"{DAYS[day.weekday()]}, {MONTHS[day.month - 1]} {day.day}"
 
@@ -48,7 +48,7 @@ class English(Language):
     def time(self, hour: int, minute: int = 0) -> str:
         return spoken_time(hour, minute)
 
-    def date(self, day: date) -> str:
+    def date(self, day: dt.date) -> str:
         return spoken_date(day)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
@@ -60,7 +60,7 @@ class English(Language):
     def pause(self, span: str, lunch: bool) -> str:
         return f"with a {'lunch ' if lunch else ''}break {span}"
 
-    def opening(self, time: str, days_ahead: int, day: date) -> str:
+    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         when = f"at {time}"
         return when if days_ahead == 0 else f"tomorrow {when}" if days_ahead == 1 else f"on {spoken_date(day)}, {when}"
 

@@ -3,7 +3,7 @@ is bot/languages/ko/."""
 
 from __future__ import annotations
 
-from datetime import date
+import datetime as dt
 
 from bot.languages.base import Language
 from bot.languages.ko.normalize import normalize_korean, read_digits
@@ -26,7 +26,7 @@ def spoken_time(hour: int, minute: int = 0) -> str:
     return f"{text} {minute}분" if minute else text
 
 
-def spoken_date(day: date) -> str:
+def spoken_date(day: dt.date) -> str:
     """"9월 28일 월요일"."""
     return f"{day.month}월 {day.day}일 {DAYS[day.weekday()]}"
 
@@ -52,7 +52,7 @@ class Korean(Language):
     def time(self, hour: int, minute: int = 0) -> str:
         return spoken_time(hour, minute)
 
-    def date(self, day: date) -> str:
+    def date(self, day: dt.date) -> str:
         return spoken_date(day)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
@@ -64,7 +64,7 @@ class Korean(Language):
     def pause(self, span: str, lunch: bool) -> str:
         return f"{'점심시간' if lunch else '휴게시간'} {span}"
 
-    def opening(self, time: str, days_ahead: int, day: date) -> str:
+    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         if days_ahead == 0:
             return f"{time}에"
         if days_ahead == 1:

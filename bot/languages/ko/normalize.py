@@ -37,7 +37,7 @@ rules of 분 and 번) are in ``bot/data/counters.toml``, the rest is module-leve
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from math import gcd
 from pathlib import Path
@@ -291,7 +291,7 @@ _FOLD = str.maketrans(
 )
 
 
-def _alternation(words, not_followed_by: dict[str, tuple[str, ...]] | None = None) -> str:
+def _alternation(words: Iterable[str], not_followed_by: dict[str, tuple[str, ...]] | None = None) -> str:
     """Regex alternation, longest first; Latin entries must not run into letters.
 
     ``not_followed_by`` maps an entry to continuations it must not have (부 is no counter in 1부터).

@@ -8,7 +8,7 @@ calendar: ``HOLIDAYS`` translates its English ones.
 
 from __future__ import annotations
 
-from datetime import date
+import datetime as dt
 
 from bot.languages.base import Language
 from bot.languages.ru.normalize import FROM_DAYS, MONTHS, TO_DAYS, normalize_russian, read_digits_ru
@@ -45,7 +45,7 @@ HOLIDAYS = {
 }
 
 
-def spoken_date(day: date) -> str:
+def spoken_date(day: dt.date) -> str:
     """ "в понедельник, 28 сентября" (the normalizer reads "двадцать восьмого сентября")."""
     return f"{ON_DAYS[day.weekday()]}, {day.day} {MONTHS[day.month - 1]}"
 
@@ -72,7 +72,7 @@ class Russian(Language):
     def time(self, hour: int, minute: int = 0) -> str:
         return f"{hour}:{minute:02d}"
 
-    def date(self, day: date) -> str:
+    def date(self, day: dt.date) -> str:
         return spoken_date(day)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
@@ -89,7 +89,7 @@ class Russian(Language):
     def pause(self, span: str, lunch: bool) -> str:
         return f"с перерывом{' на обед' if lunch else ''} {span}"
 
-    def opening(self, time: str, days_ahead: int, day: date) -> str:
+    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         when = f"в {time}"
         return when if days_ahead == 0 else f"завтра {when}" if days_ahead == 1 else f"{spoken_date(day)}, {when}"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+import datetime as dt
 
 from bot.languages.base import Language
 from bot.languages.vi.normalize import normalize_vietnamese, read_digits_vi
@@ -21,7 +21,7 @@ def spoken_time(hour: int, minute: int = 0) -> str:
     return f"{hour % 12 or 12} giờ{f' {minute}' if minute else ''} {part}"
 
 
-def spoken_date(day: date) -> str:
+def spoken_date(day: dt.date) -> str:
     """"thứ Hai, ngày 28 tháng 9"."""
     return f"{DAYS[day.weekday()]}, ngày {day.day} tháng {day.month}"
 
@@ -71,7 +71,7 @@ class Vietnamese(Language):
     def time(self, hour: int, minute: int = 0) -> str:
         return spoken_time(hour, minute)
 
-    def date(self, day: date) -> str:
+    def date(self, day: dt.date) -> str:
         return spoken_date(day)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
@@ -91,7 +91,7 @@ class Vietnamese(Language):
     def pause(self, span: str, lunch: bool) -> str:
         return f"{'nghỉ trưa' if lunch else 'nghỉ giải lao'} {span}"
 
-    def opening(self, time: str, days_ahead: int, day: date) -> str:
+    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         when = f"lúc {time}"
         return when if days_ahead == 0 else f"ngày mai {when}" if days_ahead == 1 else f"vào {spoken_date(day)}, {when}"
 

@@ -47,10 +47,10 @@ def wheel_rows(report: CheckReport, config: Config, wheels: Iterable[tuple[str, 
 
 def provider_rows(report: CheckReport, config: Config, tts_engine=None, vad_session=None) -> Any:
     """The provider each ONNX session really got. Loads the TTS when no engine is given; returns it."""
-    from bot.stages.supertonic_tts import PROVIDER_NAMES
+    from bot.stages.supertonic import PROVIDER_NAMES
 
     if tts_engine is None:
-        from bot.stages.supertonic_tts import SupertonicEngine
+        from bot.stages.supertonic import SupertonicEngine
 
         try:
             tts_engine = SupertonicEngine(config.tts, base_dir=config.base_dir)

@@ -32,11 +32,17 @@ reaches Twilio's REST API) and, unless ``--no-fake-llm``, a fake vLLM in this pr
 ``--baseline stock`` the same calls then run against ``python -m bot.app.stock`` (stock Pipecat parts,
 see ``bot/app/stock.py``) and the report puts ours/stock ratios side by side. The servers run one
 after the other, never at once, so they do not compete for the CPU.
+
+``--find-capacity`` runs the calls at rising numbers at once against one server until a level
+breaks voice-to-voice p90 (``[latency] total_ms``) or event-loop lag p99 (20 ms), and prints the
+calls per worker that held (``bot/tools/bench/capacity.py``; ``DIR/capacity.md``, ``DIR/level-N/``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import secrets as pysecrets
 import sys
@@ -100,8 +106,20 @@ def _http_to_ws(url: str) -> str:
     raise BenchError(f"--url must start with http:// or https://, not {url!r}")
 
 
+def _url_target(config: Config, args, url: str, auth: str | None, admin_url: str | None = None) -> Target:
+    """A running server to call (``--url``, ``--baseline-url``)."""
+    if not auth:
+        logger.warning("bench: no --auth-token / TWILIO_AUTH_TOKEN: webhooks go unsigned")
+    base = url.rstrip("/")
+    host = args.public_host or config.server.public_host
+    return Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth,
+                  records_token=records_token(args), admin_url=admin_url)
+
+
 def run_bench(config: Config, args) -> int:
     """``run_bot.py bench``: see the module doc. ``args``: the parsed bench options."""
+    if getattr(args, "find_capacity", False):
+        return run_capacity(config, args)
     turn_set = load_turn_set(args.turns)
     n = args.calls
     if n < 1:
@@ -144,12 +162,7 @@ def run_bench(config: Config, args) -> int:
         for system in systems:
             url = args.url if system == "ours" else args.baseline_url
             if url:
-                if not auth:
-                    logger.warning("bench: no --auth-token / TWILIO_AUTH_TOKEN: webhooks go unsigned")
-                base = url.rstrip("/")
-                host = args.public_host or config.server.public_host
-                target = Target(base, f"https://{host}/twilio/voice", _http_to_ws(base) + "/twilio/media", auth,
-                                records_token=records_token(args))
+                target = _url_target(config, args, url, auth)
                 runs.append(asyncio.run(run_bench_calls(system, target, turn_set, n, seed=args.seed,
                                                         answer_timeout=args.answer_timeout, progress=not args.no_progress,
                                                         rounds=args.rounds)))
@@ -215,6 +228,89 @@ def run_bench(config: Config, args) -> int:
     (out / "compare.md").write_text(text, encoding="utf-8")
     print(text)
     return failed or (1 if baseline.failed(findings, allow_unjudged=allow) else 0)
+
+
+def run_capacity(config: Config, args) -> int:
+    """``bench --find-capacity``: rising numbers of calls at once against one server until a limit
+    breaks (``bot/tools/bench/capacity.py``); writes DIR/capacity.md and DIR/level-N/ (each level's
+    report). Exit 0 with the figure, 3 when a level could not be judged."""
+    from bot.tools.bench.capacity import (
+        DEFAULT_MIN_TURNS,
+        LevelFigures,
+        find_capacity,
+        render_capacity,
+        rounds_for_turns,
+    )
+    from bot.tools.bench.report import _environment_lines
+
+    for flag in ("baseline", "compare", "save_baseline", "features_off", "recording"):
+        if getattr(args, flag, None):
+            raise BenchError(f"--find-capacity runs one server at rising load: --{flag.replace('_', '-')} does not "
+                             "go with it")
+    if args.calls != 1:
+        raise BenchError("--find-capacity picks the number of calls itself: leave out --calls")
+    max_calls = args.capacity_max
+    min_turns = DEFAULT_MIN_TURNS if args.capacity_min_turns is None else args.capacity_min_turns
+    if max_calls < 1 or min_turns < 1:
+        raise BenchError(f"--capacity-max and --capacity-min-turns must be at least 1 (got {max_calls}, {min_turns})")
+    turn_set = load_turn_set(args.turns)
+    per_call = sum(len(c) for c in turn_set.calls) / len(turn_set.calls)
+    out = Path(args.out)
+    fake = args.fake_llm if args.fake_llm is not None else not args.url
+    if args.url and fake:
+        raise BenchError("--fake-llm needs the bench to start the server (no --url): a running server has its own LLM")
+    first_token_ms, char_ms = _fake_llm_delays(args)
+    config_lines = [f"- config: {args.config or 'config.toml'}; --set: {', '.join(args.overrides) or 'none'}"]
+    env: dict = {}
+
+    with contextlib.ExitStack() as stack:
+        if fake:
+            from bot.testing.fake_llm import FakeLLM
+
+            fake_llm = FakeLLM(first_token_delay=first_token_ms / 1000, token_delay=char_ms * FAKE_CHUNK_CHARS / 1000,
+                               chunk_chars=FAKE_CHUNK_CHARS, responder=bench_responder).start()
+            stack.callback(fake_llm.stop)
+            config_lines.append(f"- fake LLM (bot/testing/fake_llm.py): first token {first_token_ms:g} ms, "
+                                f"{char_ms:g} ms per character")
+        if args.url:
+            target = _url_target(config, args, args.url, args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN"),
+                                 args.admin_url)
+            config_lines.append(f"- server: {args.url} (its own config; the budget is this config's)")
+        else:
+            overrides = [*args.overrides, f"records.url='sqlite:///{(out / 'records' / 'calls.db').resolve()}'"]
+            if fake:
+                overrides.append(f"llm.base_url='{fake_llm.base_url}'")
+            if config.server.max_calls < max_calls:
+                overrides.append(f"server.max_calls={max_calls}")  # admission only: the search finds the limit
+                config_lines.append(f"- server.max_calls raised to {max_calls} for the search")
+            server = ServerProcess("ours", args.config, overrides, out / "server-ours.log", pysecrets.token_hex(16))
+            stack.callback(server.stop)
+            logger.info("bench: starting the server (log: {})", server.log_path)
+            server.wait_ready()
+            target = server.target
+
+        def measure(calls: int, rounds: int) -> LevelFigures:
+            run = asyncio.run(run_bench_calls("ours", target, turn_set, calls, seed=args.seed,
+                                              answer_timeout=args.answer_timeout, progress=not args.no_progress,
+                                              rounds=rounds))
+            env.update(run.environment or {})
+            meta = machine_meta(calls, turn_set, getattr(args, "argv", None))
+            meta["rounds"] = rounds
+            write_outputs(out / f"level-{calls}", [run], meta, config.latency, turn_set)
+            figures = dataclasses.replace(LevelFigures.of(RunStats.of(run), calls, rounds), load_avg=os.getloadavg()[0])
+            logger.info("bench: {} call(s) at once x {} round(s): {} turns, voice_to_voice p90 {:.0f} ms, loop lag "
+                        "p99 {:.1f} ms", calls, rounds, figures.turns, figures.v2v_p90, figures.lag_p99)
+            return figures
+
+        result = find_capacity(measure, max_calls=max_calls, budget_ms=config.latency.total_ms, min_turns=min_turns,
+                               rounds_for=rounds_for_turns(min_turns, per_call, args.rounds))
+    config_lines += [*_environment_lines(env), f"- machine: {machine_meta(0, None)['machine']}"]
+    text = render_capacity(result, config_lines)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "capacity.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"wrote {out / 'capacity.md'} and each level's report in {out}/level-N/", file=sys.stderr)
+    return 0 if result.unjudged is None else BENCH_FAILED
 
 
 # Exit status when a call of any server errored or an ours/stock ratio could not be computed

@@ -252,7 +252,7 @@ def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float
     return "no growth beyond noise (voice-to-voice p50 within x1.6 / +100 ms, loop-lag p99 within +5 ms)"
 
 
-# The turn-taking features of bot/call/pipeline.py, switched off for the "ours-basic" run.
+# The call's own features (bot/call/: turn-taking, canned audio), switched off for the "ours-basic" run.
 FEATURES_OFF = ("turn.korean_endpointing=false", "turn.speculative_reply=false", "tts.canned_audio=false")
 
 

@@ -81,6 +81,7 @@ class RunResult:
     loop_lag_worst: dict = field(default_factory=dict)  # worst window polled during the run
     started: float = 0.0
     wall_secs: float = 0.0
+    loop_lag_run: dict = field(default_factory=dict)  # samples since the run began (operations listener)
 
     def rows(self) -> list[dict]:
         """Caller turns joined to server records; then server turns no caller turn explains."""
@@ -169,6 +170,47 @@ async def _fetch_turns(client: httpx.AsyncClient, target: Target, since: float) 
     return resp.json()
 
 
+async def collect_records(client: httpx.AsyncClient, target: Target, since: float, ids: set[str], *,
+                          timeout: float = 60.0, retry_every: float = 0.5) -> dict:
+    """``/api/turns`` once the records of every call in ``ids`` are in, or what it has at the deadline.
+
+    A call's records arrive when its pipeline has finished. A failed request is retried until the
+    deadline (under load one failed with an empty error while the records were on their way); only
+    a refused token (``BenchError``) or a failure at the deadline ends the bench.
+    """
+    deadline = time.monotonic() + timeout
+    data: dict = {}
+    while True:
+        try:
+            data = await _fetch_turns(client, target, since)
+        except (httpx.HTTPError, ValueError) as e:
+            why = f"{type(e).__name__}: {e}".rstrip(": ")
+            if time.monotonic() > deadline:
+                raise BenchError(f"GET {target.base_url}/api/turns failed until the collect deadline "
+                                 f"({timeout:.0f} s): {why}") from e
+            logger.warning("bench: GET /api/turns failed ({}); retrying until the collect deadline", why)
+            await asyncio.sleep(retry_every)
+            continue
+        seen = {t.get("call_id") for t in data.get("turns", [])}
+        if ids <= seen or time.monotonic() > deadline:
+            if not ids <= seen:
+                logger.warning("bench: no server records for {} call(s)", len(ids - seen))
+            return data
+        await asyncio.sleep(retry_every)
+
+
+async def _run_loop_lag(client: httpx.AsyncClient, target: Target, since: float) -> dict:
+    """The operations listener's loop lag over the samples taken since the run began (its window
+    holds about the last 60 s: a longer run gets its end); {} when it does not answer."""
+    try:
+        resp = await client.get(f"{target.admin_url}/api/loop_lag", params={"since": since}, timeout=10)
+        resp.raise_for_status()
+        return resp.json()
+    except (httpx.HTTPError, ValueError) as e:
+        logger.warning("bench: {}/api/loop_lag failed ({}: {})", target.admin_url, type(e).__name__, e)
+        return {}
+
+
 async def _watch_loop_lag(client: httpx.AsyncClient, target: Target, worst: dict, every: float = 20.0) -> None:
     """Poll the server's loop-lag window during the run (it only covers the last 60 s).
 
@@ -200,6 +242,7 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
     total = sum(len(turn_set.script(i)) for i in range(n_calls * rounds))
     bar = tqdm(total=total, unit="turn", desc=f"bench {system} x{n_calls}", disable=not progress, file=sys.stderr)
     worst: dict = {}
+    run_lag: dict = {}
     async with httpx.AsyncClient() as client:
         watcher = asyncio.create_task(_watch_loop_lag(client, target, worst))
         try:
@@ -215,19 +258,9 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
             bar.close()
         wall = time.monotonic() - t0
         ids = {c.call_id for c in calls if c.ended_by != "rejected" and c.greeting_ms is not None}
-        data: dict = {}
-        deadline = time.monotonic() + collect_timeout
-        while True:  # a call's records arrive when its pipeline has finished
-            try:
-                data = await _fetch_turns(client, target, started)
-            except (httpx.HTTPError, ValueError) as e:
-                raise BenchError(f"GET {target.base_url}/api/turns failed: {e}") from e
-            seen = {t.get("call_id") for t in data.get("turns", [])}
-            if ids <= seen or time.monotonic() > deadline:
-                if not ids <= seen:
-                    logger.warning("bench: no server records for {} call(s)", len(ids - seen))
-                break
-            await asyncio.sleep(0.5)
+        data = await collect_records(client, target, started, ids, timeout=collect_timeout)
+        if target.admin_url:
+            run_lag = await _run_loop_lag(client, target, started)
     all_ids = {c.call_id for c in calls}
     turns = [t for t in data.get("turns", []) if t.get("call_id") in all_ids]
     lag = data.get("loop_lag") or {}
@@ -236,7 +269,7 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
         if isinstance(v, (int, float)) and not math.isnan(v) and v > worst.get(k, -1.0):
             worst[k] = v
     return RunResult(system, target.base_url, list(calls), turns, data.get("environment") or {}, lag, worst,
-                     started, wall)
+                     started, wall, run_lag)
 
 
 # --------------------------------------------------------------------------------- report

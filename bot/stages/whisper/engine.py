@@ -1,15 +1,11 @@
-"""Speech-to-text with faster-whisper for Korean phone audio.
+"""faster-whisper for Korean phone audio: one guarded engine per process, no Pipecat.
 
-Three pieces:
-
-* ``WhisperEngine``: one faster-whisper model per process, shared by every call. Its
-  ``transcribe`` is blocking and guarded (forced language, a single temperature, no-speech,
-  repetition, confidence, prompt-echo and length guards); ``transcribe_async`` runs it on the engine's own
-  worker threads so the event loop (and every other call's audio) keeps flowing.
-* ``WhisperSTTProcessor``: a Pipecat ``SegmentedSTTService`` that sends each VAD segment to the
-  engine and emits a ``TranscriptionFrame`` only for an accepted, non-empty transcript.
-* ``transcribe_file``: any WAV file (``bot/core/wav.py``: PCM, float, 8 kHz mu-law or A-law, mono or
-  stereo) through the same engine, for ``run_bot.py transcribe``.
+``WhisperEngine``: one faster-whisper model per process, shared by every call. Its ``transcribe`` is
+blocking and guarded (forced language, a single temperature, no-speech, repetition, confidence,
+prompt-echo and length guards); ``transcribe_async`` runs it on the engine's own worker threads so
+the event loop (and every other call's audio) keeps flowing. ``transcribe_file``: any WAV file
+(``bot/core/wav.py``: PCM, float, 8 kHz mu-law or A-law, mono or stereo) through the same engine,
+for ``run_bot.py transcribe``.
 
 Transcripts are personal data: they are logged at DEBUG only, never at INFO.
 """
@@ -20,10 +16,7 @@ import asyncio
 import dataclasses
 import math
 import os
-import re
 import time
-from collections import Counter
-from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,16 +25,10 @@ from typing import Any, Literal
 import numpy as np
 import soxr
 from loguru import logger
-from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
-from pipecat.processors.frame_processor import FrameDirection
-from pipecat.services.settings import STTSettings
-from pipecat.services.stt_service import SegmentedSTTService, STTService
-from pipecat.transcriptions.language import Language
-from pipecat.utils.time import time_now_iso8601
 
 from bot.config import STTConfig
 from bot.core.wav import read_wav
-from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
+from bot.stages.whisper.echo import is_prompt_echo
 
 WHISPER_SAMPLE_RATE = 16000
 
@@ -57,71 +44,6 @@ _MIN_NEW_TOKENS = 16
 # The encoder window (``WhisperEngine.window_frames``) is the speech plus this much, at least
 # ``stt.window_s``: cut to the speech alone, Whisper base looped on short clips.
 WINDOW_MARGIN_S = 1.0
-
-# Prompt echo (see ``is_prompt_echo``). faster-whisper puts ``hotwords`` (and ``initial_prompt``)
-# after <|startofprev|>, where Whisper was trained to see the previous window's transcript, so once
-# the decoder has written a word of the list it tends to go on copying the list: Whisper base heard
-# "주민등록등본 떼려면 어떻게 해요" as "주민등록등본 민원 불법주차 쓰레기 수거 가로등" (avg log-prob
-# -0.25, no-speech 0.06, compression 0.88: every other guard passes it).
-_ECHO_MIN_RUN = 3  # this many prompt words in the prompt's order, one after the other
-_ECHO_MIN_WORDS = 3  # or at least this many prompt words ...
-_ECHO_MIN_SHARE = 0.8  # ... making up at least this share of the transcript's words
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> list[str]:
-    """Lower-cased words, punctuation dropped ("수거, 가로등." -> ["수거", "가로등"])."""
-    return _WORD.findall(text.lower())
-
-
-def is_prompt_echo(text: str, *prompts: str) -> bool:
-    """Whether a transcript is the decoding prompt copied back rather than what was said.
-
-    ``prompts`` are the texts Whisper was prompted with (``stt.hotwords``, ``stt.initial_prompt``);
-    their words are the "prompt words". The transcript is an echo when, punctuation and spacing
-    ignored,
-
-    * it contains ``_ECHO_MIN_RUN`` (3) or more consecutive words of one prompt, in the prompt's
-      order ("민원 불법주차 쓰레기 수거 가로등", "수거, 가로등, 상수도", the whole list, the list
-      twice, the list without its spaces); or
-    * at least ``_ECHO_MIN_WORDS`` (3) of its words are prompt words and they make up at least
-      ``_ECHO_MIN_SHARE`` (80 %) of its words (the list shuffled or repeated).
-
-    A word counts only when it IS a prompt word: "가로등이" (with a particle) is not "가로등". So a
-    caller's sentence with a hotword or two in it passes ("대형폐기물 신고하려고요", "쓰레기 수거
-    문의드리려고요", "민원 불법주차"). The price: a caller who really says three list words in the
-    list's order ("쓰레기 수거 가로등") is rejected too, and with a prompt of one or two words an
-    echo cannot be told from a caller saying those words, so it is never rejected.
-    """
-    words = _words(text)
-    if not words:
-        return False
-    lists = [w for w in (_words(p) for p in prompts) if w]
-    if not lists:
-        return False
-    compact = "".join(words)
-    for plist in lists:
-        for i in range(len(plist) - _ECHO_MIN_RUN + 1):
-            if "".join(plist[i : i + _ECHO_MIN_RUN]) in compact:
-                return True
-    vocab = {w for plist in lists for w in plist}
-    hits = sum(w in vocab for w in words)
-    return hits >= _ECHO_MIN_WORDS and hits >= _ECHO_MIN_SHARE * len(words)
-
-
-@dataclass
-class UnclearSpeechFrame(DataFrame, AsksToRepeat):
-    """A segment long enough to be speech that the guards rejected (no_speech, low_confidence,
-    repetitive, prompt_echo): the turn-stop strategy can ask the caller to say it again instead
-    of waiting.
-    """
-
-    reason: str = ""
-    audio_secs: float = 0.0
-
-
-# Rejections that are probably speech we failed to read (not silence, not an over-long segment).
-UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive", "prompt_echo")
 
 
 @dataclass(frozen=True)
@@ -450,159 +372,6 @@ class WhisperEngine:
         """Stop the worker threads (waits for running transcriptions)."""
         self._executor.shutdown(wait=True)
 
-
-def _whisper_language(language: Language | str) -> str:
-    """``Language.KO`` / "ko-KR" / "ko" -> "ko" (Whisper takes base codes only)."""
-    return str(language.value if isinstance(language, Language) else language).split("-")[0].lower()
-
-
-class WhisperSTTProcessor(SegmentedSTTService):
-    """Segmented STT on a shared ``WhisperEngine``.
-
-    Each VAD segment arrives as raw 16-bit PCM at ``self.sample_rate`` and is transcribed on
-    the engine's worker threads, so this call's audio (and every other call's) keeps flowing.
-    A ``TranscriptionFrame`` is pushed only for an accepted, non-empty transcript; rejected
-    segments are logged at INFO with their reason (never their text) and counted in
-    ``rejected_counts``. A failed transcription becomes a non-fatal ``ErrorFrame``.
-
-    Args:
-        engine: The process-wide engine (already loaded and warmed up).
-        language: Language to force, e.g. "ko".
-        on_result: Called on the event loop with every ``TranscriptResult``, accepted or not
-            (latency records hook in here). Its exceptions are logged, not raised.
-        ttfs_p99_latency: Seconds from speech end to final transcript, broadcast to the turn
-            stop strategies (their wait for a late transcript). Default: VAD ``stop_secs``
-            (0.2) plus twice the engine's measured warm-up time, at least 0.5 s; 1.5 s when
-            the engine was not warmed up.
-        **kwargs: Passed to ``SegmentedSTTService`` (``sample_rate``, ``trailing_silence_secs``...).
-    """
-
-    def __init__(
-        self,
-        *,
-        engine: WhisperEngine,
-        language: str,
-        on_result: Callable[[TranscriptResult], None] | None = None,
-        ttfs_p99_latency: float | None = None,
-        unclear_min_segment_secs: float = 2.0,
-        detect: tuple[str, ...] | None = None,
-        decode_p: float = 0.5,
-        language_of: Callable[[], str] | None = None,
-        **kwargs,
-    ):
-        if ttfs_p99_latency is None:
-            if engine.warmup_ms is None:
-                ttfs_p99_latency = 1.5
-            else:
-                ttfs_p99_latency = max(0.5, round(0.2 + 2 * engine.warmup_ms / 1000, 2))
-        try:
-            lang: Language | str = Language(language)
-        except ValueError:
-            lang = language
-        super().__init__(
-            settings=STTSettings(model=engine.model_path, language=lang),
-            ttfs_p99_latency=ttfs_p99_latency,
-            **kwargs,
-        )
-        self._engine = engine
-        self._on_result = on_result
-        self._unclear_min_secs = unclear_min_segment_secs
-        # stt.language = "auto": the languages Whisper may pick; ``language_of`` gives the call's current one.
-        self._detect = detect
-        self._decode_p = decode_p
-        self._language_of = language_of
-        self.rejected_counts: Counter[str] = Counter()
-        # VAD segments queued behind the one being transcribed (see push_frame).
-        self._segments_waiting = 0
-
-    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
-        """Mark a transcript final only when no later speech is pending.
-
-        Stock ``SegmentedSTTService`` marks every segment's transcript final. When the caller
-        pauses mid-sentence, segment 1's transcript arrives after segment 2 has started; the
-        speech-timeout strategy then takes it as "STT has nothing more to send" and ends the
-        turn before segment 2 is transcribed, so the caller's last words leak into the next turn.
-        """
-        if isinstance(frame, TranscriptionFrame):
-            frame.finalized = not self._user_speaking and self._segments_waiting == 0
-            await STTService.push_frame(self, frame, direction)
-            return
-        await super().push_frame(frame, direction)
-
-    @property
-    def wants_wav_segments(self) -> bool:
-        """Segments come as raw PCM16 at ``self.sample_rate`` (no WAV header)."""
-        return False
-
-    def can_generate_metrics(self) -> bool:
-        """Processing-time metrics are reported for each segment."""
-        return True
-
-    def language_to_service_language(self, language: Language) -> str | None:
-        """Whisper takes base language codes: ``Language.KO_KR`` -> "ko"."""
-        return _whisper_language(language)
-
-    def _frame_language(self, code: str) -> Language | None:
-        try:
-            return Language(code)
-        except ValueError:
-            return None
-
-    async def _handle_user_stopped_speaking(self, frame):
-        queued = self._segment_queue.qsize()
-        await super()._handle_user_stopped_speaking(frame)
-        self._segments_waiting += self._segment_queue.qsize() - queued
-
-    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
-        """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
-        self._segments_waiting = max(0, self._segments_waiting - 1)
-        if self._language_of is not None:
-            language = self._language_of()
-        else:
-            language = _whisper_language(self._settings.language or self._engine.cfg.language)
-        await self.start_processing_metrics()
-        try:
-            # Forced language: the call is the same as before auto detection existed.
-            auto = {"detect": self._detect, "decode_p": self._decode_p} if self._detect else {}
-            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language, **auto)
-        except Exception as e:
-            # No traceback: loguru's would print local variables (the audio) into the log.
-            logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)
-            yield ErrorFrame(error=f"Whisper transcription failed: {type(e).__name__}: {e}", exception=e)
-            return
-        finally:
-            await self.stop_processing_metrics()
-
-        # The turn's record: this segment times the turn's STT (bot/telemetry/turns.py).
-        detected = result.detected is not None and result.accepted
-        await self.push_frame(SpeechReadFrame(audio_secs=result.audio_secs, transcribe_ms=result.transcribe_ms,
-                                              rtf=result.rtf, language_p=result.language_p if detected else None))
-        if self._on_result is not None:
-            try:
-                self._on_result(result)
-            except Exception as e:
-                logger.error("{}: on_result callback failed: {}: {}", self, type(e).__name__, e)
-
-        if not result.accepted:
-            reason = result.rejected_reason or "empty"
-            self.rejected_counts[reason] += 1
-            logger.info(
-                "{}: segment rejected ({}): {:.2f} s of audio, {:.0f} ms; rejected so far: {}", self, reason, result.audio_secs, result.transcribe_ms, dict(self.rejected_counts)
-            )
-            if reason in UNCLEAR_REASONS and result.audio_secs >= self._unclear_min_secs:
-                yield UnclearSpeechFrame(reason=reason, audio_secs=result.audio_secs)
-            return
-        logger.debug(
-            "{}: transcript in {:.0f} ms (rtf {:.2f}): [{}]", self, result.transcribe_ms, result.rtf, result.text
-        )
-        yield TranscriptionFrame(
-            result.text, self._user_id, time_now_iso8601(), self._frame_language(result.language)
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Files
-# ---------------------------------------------------------------------------------------------
 
 async def transcribe_file(
     engine: WhisperEngine, path: str | Path, *, language: str | None = None

@@ -1,31 +1,23 @@
-"""Supertonic 3 text-to-speech: an ONNX Runtime engine and its Pipecat service.
+"""Supertonic 3 on ONNX Runtime: the four sessions and the synthesis loop, no Pipecat.
 
 ``SupertonicEngine`` loads the four ONNX sessions of a Supertonic model directory once per process,
 with the execution providers the config asks for (TensorRT, CUDA, CPU), checks that every session
 really got the provider the config requires, and synthesizes one sentence at a time
-(``synthesize`` is blocking and thread-safe). ``SupertonicTTSService`` runs it off the event loop
-for each sentence Pipecat's sentence aggregator hands over, and pushes the audio in fixed-size
-frames so that a barge-in stops the bot within one frame.
-
-Model files come from ``python run_bot.py models`` (``download_supertonic``, needs the Hugging
-Face hub) or, for plumbing only, ``python run_bot.py models --offline`` (a stand-in built by
-``bot.modelfiles.standin``, which is random noise, not speech).
+(``synthesize`` is blocking and thread-safe). The Pipecat stage around it is
+``bot.stages.supertonic.service``; the model files are ``bot.stages.supertonic.files``.
 
 See ``/work/shared/notes/supertonic.md`` for the model's interface and the synthesis loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import inspect
 import json
 import math
 import re
 import threading
 import time
 import unicodedata
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,27 +26,12 @@ import numpy as np
 import onnxruntime as ort
 import soxr
 from loguru import logger
-from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
-from pipecat.services.settings import TTSSettings
-from pipecat.services.tts_service import TTSService
 
 from bot import languages
 from bot.config import TTSConfig
-from bot.core.errors import ModelMissingError
 from bot.languages.ko.normalize import remove_unsupported
-from bot.telemetry.turn_facts import SentenceReadyFrame
-
-#: Hugging Face hub repository of the real model (what the Supertonic SDK pins).
-SUPERTONIC_REPO = "Supertone/supertonic-3"
-
-SESSION_NAMES = ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")
-
-#: Files a usable model directory must contain (relative to it), besides the voice style.
-REQUIRED_FILES = (
-    *(f"onnx/{name}.onnx" for name in SESSION_NAMES),
-    "onnx/tts.json",
-    "onnx/unicode_indexer.json",
-)
+from bot.stages.supertonic.errors import SynthesisCancelled, TTSModelError, TTSProviderError
+from bot.stages.supertonic.files import SESSION_NAMES, check_model_dir, read_tts_json, resolve
 
 PROVIDER_NAMES = {
     "tensorrt": "TensorrtExecutionProvider",
@@ -62,11 +39,6 @@ PROVIDER_NAMES = {
     "cpu": "CPUExecutionProvider",
 }
 
-_HOW_TO_GET = (
-    "Get the model with `python run_bot.py models` (downloads Supertonic 3 from the Hugging Face "
-    "hub), or, without the hub, `python run_bot.py models --offline` (a stand-in voice for "
-    "plumbing only: it is noise, not speech)."
-)
 
 # Style tensor shapes (batch first); the voice style JSON files carry the same dims.
 _STYLE_TTL = (50, 256)
@@ -83,26 +55,6 @@ _WARMUP_TEXT = (
     "안녕하세요 시청 민원 안내 전화입니다 무엇을 도와드릴까요 주민등록등본은 가까운 주민센터나 "
     "정부 누리집에서 발급받으실 수 있습니다 대형 폐기물은 구청에 신고하신 뒤 배출해 주세요 "
 )
-
-
-class TTSModelMissingError(FileNotFoundError, ModelMissingError):
-    """A Supertonic model file is missing; the message names it and says how to get the model."""
-
-
-class TTSModelError(ValueError):
-    """The model directory holds files that are not a Supertonic model this code can run."""
-
-
-class TTSProviderError(ValueError):
-    """A session did not get the execution provider the config requires."""
-
-
-class TTSDownloadError(RuntimeError):
-    """Downloading the model from the hub failed; the message says what to do instead."""
-
-
-class SynthesisCancelled(Exception):
-    """``synthesize`` stopped early because its ``cancel`` event was set."""
 
 
 @dataclass(frozen=True)
@@ -144,41 +96,6 @@ class SynthResult:
 class _Style:
     ttl: np.ndarray  # [1, 50, 256] float32
     dp: np.ndarray  # [1, 8, 16] float32
-
-
-def _resolve(path: str, base_dir: Path | None) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() or base_dir is None else Path(base_dir) / p
-
-
-def check_model_dir(model_dir: Path, voice: str | None = None) -> None:
-    """Check that a Supertonic model directory has every file synthesis needs.
-
-    Args:
-        model_dir: The directory (``tts.model_dir``).
-        voice: Also require ``voice_styles/<voice>.json``; when None, require at least one style.
-
-    Raises:
-        TTSModelMissingError: Naming the first missing file and how to get the model.
-    """
-    model_dir = Path(model_dir)
-    if not model_dir.is_dir():
-        raise TTSModelMissingError(
-            f"Supertonic model directory {model_dir} does not exist (tts.model_dir). {_HOW_TO_GET}"
-        )
-    for rel in REQUIRED_FILES:
-        if not (model_dir / rel).is_file():
-            raise TTSModelMissingError(f"Supertonic model file missing: {model_dir / rel}. {_HOW_TO_GET}")
-    styles = model_dir / "voice_styles"
-    if voice is not None:
-        if not (styles / f"{voice}.json").is_file():
-            have = sorted(p.stem for p in styles.glob("*.json")) if styles.is_dir() else []
-            raise TTSModelMissingError(
-                f"Supertonic voice style missing: {styles / f'{voice}.json'} (tts.voice = {voice!r}; "
-                f"available: {', '.join(have) or 'none'}). {_HOW_TO_GET}"
-            )
-    elif not styles.is_dir() or not any(styles.glob("*.json")):
-        raise TTSModelMissingError(f"No voice styles in {styles}. {_HOW_TO_GET}")
 
 
 def _load_style(path: Path) -> _Style:
@@ -254,7 +171,7 @@ class SupertonicEngine:
             ValueError: Another invalid config value (named).
         """
         self.config = config
-        self.model_dir = _resolve(config.model_dir, base_dir)
+        self.model_dir = resolve(config.model_dir, base_dir)
         self._base_dir = base_dir
         if not 0.7 <= config.speed <= 2.0:
             raise ValueError(f"tts.speed = {config.speed} is outside the model's range 0.7-2.0")
@@ -263,7 +180,7 @@ class SupertonicEngine:
         check_model_dir(self.model_dir, config.voice)
 
         onnx_dir = self.model_dir / "onnx"
-        tts_cfg = json.loads((onnx_dir / "tts.json").read_text(encoding="utf-8"))
+        tts_cfg = read_tts_json(self.model_dir)
         try:
             self.sample_rate = int(tts_cfg["ae"]["sample_rate"])
             base_chunk = int(tts_cfg["ae"]["base_chunk_size"])
@@ -342,8 +259,8 @@ class SupertonicEngine:
                 # stale engine built for other shapes.
                 precision = "fp16" if cfg.trt_fp16 else "fp32"
                 tag = f"t{cfg.trt_max_text_length}-l{cfg.trt_max_latent_length}-{precision}"
-                engine_dir = _resolve(cfg.trt_engine_cache_dir, self._base_dir) / tag
-                timing_dir = _resolve(cfg.trt_timing_cache_dir, self._base_dir)
+                engine_dir = resolve(cfg.trt_engine_cache_dir, self._base_dir) / tag
+                timing_dir = resolve(cfg.trt_timing_cache_dir, self._base_dir)
                 engine_dir.mkdir(parents=True, exist_ok=True)
                 timing_dir.mkdir(parents=True, exist_ok=True)
                 opt_t = min(cfg.trt_max_text_length, 128)
@@ -674,201 +591,3 @@ class SupertonicEngine:
             )
         logger.info("TTS warmup done in {:.1f} s", time.perf_counter() - total0)
 
-
-OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
-
-
-class CannedAudio:
-    """Sentences synthesized once at startup and played from memory (greeting, shortcuts, apology).
-
-    Keyed by the exact text the dialog pushes, the output rate, the voice and the language tag
-    (a multilingual line's other languages are built with theirs). Synthesis is seeded, so a cached
-    sentence sounds exactly like a fresh one.
-    """
-
-    def __init__(self):
-        self._items: dict[tuple[str, int, str, str], SynthResult] = {}
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def build(self, engine: SupertonicEngine, texts: list[str], *, voice: str, sample_rates: list[int],
-              language: str | None = None) -> CannedAudio:
-        """Synthesize every text at every rate (blocking; startup only); ``language``: the TTS tag
-        (None: the engine's default, Korean)."""
-        t0 = time.perf_counter()
-        before = len(self._items)
-        lang = {"language": language} if language else {}
-        for rate in sample_rates:
-            for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
-                self._items[(text, rate, voice, language or "ko")] = engine.synthesize(text, rate, voice=voice, **lang)
-        logger.info(
-            "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or "ko", (time.perf_counter() - t0) * 1000
-        )
-        return self
-
-    def get(self, text: str, sample_rate: int, voice: str, language: str = "ko") -> SynthResult | None:
-        hit = self._items.get((text.strip(), sample_rate, voice, language))
-        return dataclasses.replace(hit, synth_ms=0.0) if hit else None
-
-
-class SupertonicTTSService(TTSService):
-    """Pipecat TTS service speaking through a shared ``SupertonicEngine``.
-
-    Pipecat's sentence aggregator calls ``run_tts`` once per sentence; synthesis runs in a worker
-    thread and the audio is pushed in ``frame_ms`` frames at the pipeline's output rate.
-    """
-
-    def __init__(
-        self,
-        *,
-        engine: SupertonicEngine,
-        voice: str,
-        frame_ms: int = 20,
-        on_sentence: OnSentence | None = None,
-        canned: CannedAudio | None = None,
-        language_of: Callable[[], str] | None = None,
-        **kwargs,
-    ):
-        """Create the service.
-
-        Args:
-            engine: The process-wide engine (loaded once, shared by every call).
-            voice: Voice style name (``F1`` ... ``M5``).
-            frame_ms: Length of each pushed audio frame; a barge-in cuts within one frame.
-            on_sentence: Called with each sentence's ``SynthResult`` (sync or async), e.g. for
-                latency records. Errors in it are logged, never raised.
-            canned: Pre-synthesized sentences, played from memory instead of synthesized.
-            **kwargs: Passed to ``TTSService`` (e.g. ``sample_rate``).
-        """
-        if voice not in engine.voices:
-            raise ValueError(f"TTS voice {voice!r} not available (have: {sorted(engine.voices)})")
-        if frame_ms <= 0:
-            raise ValueError(f"frame_ms must be positive, got {frame_ms}")
-        super().__init__(
-            push_start_frame=True,
-            push_stop_frames=True,
-            settings=TTSSettings(model="supertonic-3", voice=voice, language="ko"),
-            **kwargs,
-        )
-        self._engine = engine
-        self._frame_ms = frame_ms
-        self._on_sentence = on_sentence
-        self._canned = canned
-        self._language_of = language_of  # the call's language tag at each sentence ("ko" when None)
-
-    def can_generate_metrics(self) -> bool:
-        """TTFB, processing and usage metrics are supported."""
-        return True
-
-    def language_tag(self) -> str:
-        """The call's language tag now (canned audio is looked up by it)."""
-        return self._language_of() if self._language_of else "ko"
-
-    async def _notify(self, result: SynthResult) -> None:
-        if self._on_sentence is None:
-            return
-        try:
-            maybe = self._on_sentence(result)
-            if inspect.isawaitable(maybe):
-                await maybe
-        except Exception as e:  # a broken hook must not silence the bot
-            logger.exception("{}: on_sentence callback failed: {}", self, e)
-
-    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
-        """Synthesize one sentence and yield it as ``frame_ms`` audio frames.
-
-        Args:
-            text: The sentence.
-            context_id: The audio context (turn) it belongs to.
-        """
-        voice = str(self._settings.voice)
-        cancel = threading.Event()
-        await self.start_tts_usage_metrics(text)
-        own, text = languages.untag(text)  # a sentence in its own language (the 1345 notice's English)
-        tag = own or (self._language_of() if self._language_of else None)
-        result = self._canned.get(text, self.sample_rate, voice, own or self.language_tag()) if self._canned else None
-        if result is None:
-            try:
-                # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
-                # Only a multilingual line passes a language: a Korean-only call is synthesized as before.
-                lang = {"language": tag} if tag else {}
-                result = await asyncio.to_thread(
-                    self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel, **lang
-                )
-            except asyncio.CancelledError:
-                cancel.set()  # interrupted: let the worker thread stop at its next session run
-                raise
-            except SynthesisCancelled:
-                return
-            except Exception as e:
-                logger.exception("{}: synthesis failed", self)
-                await self.stop_ttfb_metrics()
-                yield ErrorFrame(error=f"{self}: synthesis failed: {e}")
-                return
-        await self.stop_ttfb_metrics()
-
-        rtf = f"{result.rtf:.3f}" if result.duration_s > 0 else "n/a"
-        logger.debug(
-            "{}: synthesized {:.2f} s of audio in {:.0f} ms (RTF {}, {} tokens, voice {})", self, result.duration_s, result.synth_ms, rtf, result.text_tokens, result.voice
-        )
-        await self._notify(result)
-        # The turn's record: which sentence, and how long it took (bot/telemetry/turns.py).
-        await self.push_frame(SentenceReadyFrame(synth_ms=result.synth_ms, text=result.normalized_text))
-
-        pcm = result.pcm
-        if not pcm:
-            # Nothing speakable (e.g. only punctuation). One frame of silence keeps pipecat from
-            # counting the turn as a provider that went quiet.
-            pcm = b"\x00\x00" * max(1, self.sample_rate * self._frame_ms // 1000)
-        step = max(1, self.sample_rate * self._frame_ms // 1000) * 2
-        for i in range(0, len(pcm), step):
-            yield TTSAudioRawFrame(
-                audio=pcm[i : i + step], sample_rate=self.sample_rate, num_channels=1, context_id=context_id
-            )
-
-
-def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO, revision: str | None = None) -> Path:
-    """Download Supertonic 3 from the Hugging Face hub into ``model_dir`` (needs network access).
-
-    Uses ``huggingface_hub.snapshot_download``, which shows tqdm progress bars and resumes
-    partial downloads, then checks that every file synthesis needs is there. Blocking.
-
-    Args:
-        model_dir: Target directory (``tts.model_dir``).
-        repo_id: Hub repository.
-        revision: The commit to download (models.toml pins it); None takes what the repository holds today.
-
-    Returns:
-        ``model_dir``.
-
-    Raises:
-        TTSDownloadError: The hub could not be reached or the download failed.
-        TTSModelMissingError: The download finished but files are missing.
-    """
-    model_dir = Path(model_dir)
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as e:
-        raise TTSDownloadError(
-            "huggingface_hub is not installed (it comes with faster-whisper): pip install huggingface_hub"
-        ) from e
-    logger.info("Downloading {} at {} into {} (about 400 MB)", repo_id, revision or "its newest commit (NOT PINNED)",
-                model_dir)
-    try:
-        snapshot_download(
-            repo_id=repo_id,
-            revision=revision,
-            local_dir=str(model_dir),
-            allow_patterns=["onnx/*", "voice_styles/*", "*.md", "LICENSE*"],
-        )
-    except Exception as e:
-        raise TTSDownloadError(
-            f"Could not download {repo_id} into {model_dir}: {type(e).__name__}: {str(e).rstrip('.')}. "
-            "Without access to the Hugging Face hub, copy a Supertonic 3 model directory from a "
-            "machine that has one and point tts.model_dir at it, or run "
-            "`python run_bot.py models --offline` for a stand-in voice (plumbing only, not speech)."
-        ) from e
-    check_model_dir(model_dir)
-    logger.info("Supertonic model ready in {}", model_dir)
-    return model_dir

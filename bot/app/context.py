@@ -1,0 +1,198 @@
+"""What every route of the app shares: the records, the line, the call gate, tokens, metrics, the senders.
+
+``AppContext.build`` makes it once per app (``bot.app.server.create_app``); each router of
+``bot.app.routes`` gets it. It also ends a call the same way for the phone and the QA page
+(``finish_call``) and drains the process on SIGTERM (``drain``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from loguru import logger
+from pipecat.frames.frames import EndFrame, TTSSpeakFrame
+
+from bot import DATA_DIR
+from bot.aftercall.callbacks import CallbackPlacer
+from bot.aftercall.notify import Outbox
+from bot.aftercall.twilio_api import TwilioAPI
+from bot.call.models import SharedModels
+from bot.call.request import CallRequest
+from bot.call.session import CallSession
+from bot.config import Config, Secrets
+from bot.dialog.state import CannedReplies
+from bot.line.admission import BusyAudio, Line
+from bot.line.callgate import CallGate, PrestartSockets
+from bot.line.tokens import StreamTokens
+from bot.ops.hatches import escape_hatches
+from bot.ops.readiness import LLMProbe
+from bot.privacy import mask
+from bot.stages.supertonic import PROVIDER_NAMES
+from bot.store.calls import CallLog
+from bot.telemetry.latency import call_report
+from bot.telemetry.looplag import LoopLagMonitor
+from bot.telemetry.metrics import ProcessMetrics
+
+
+class CallRegistry:
+    """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
+
+    A reservation is a webhook answered with a stream token whose media stream has not arrived
+    yet; it holds a call slot until the stream starts or the token expires.
+    """
+
+    def __init__(self, reserve_secs: float = 60.0):
+        self.active: dict[str, float] = {}
+        self.reserved: dict[str, float] = {}  # CallSid -> monotonic expiry
+        self._reserve_secs = reserve_secs
+
+    def reserve(self, call_sid: str) -> None:
+        self.reserved[call_sid] = time.monotonic() + self._reserve_secs
+
+    def __len__(self):
+        now = time.monotonic()
+        for sid in [s for s, t in self.reserved.items() if t < now]:
+            del self.reserved[sid]
+        return len(self.active) + len(self.reserved)
+
+
+@dataclass
+class AppContext:
+    """The app's shared state. ``call_builder`` builds each call's pipeline from a ``CallRequest``."""
+
+    config: Config
+    secrets: Secrets
+    models: SharedModels
+    call_builder: Callable[[CallRequest], CallSession]
+    records: CallLog
+    twilio_api: TwilioAPI | None  # every REST request: hang-ups, transfers, SMS
+    outbox: Outbox | None
+    placer: CallbackPlacer | None
+    lag: LoopLagMonitor
+    tokens: StreamTokens
+    calls: CallRegistry
+    metrics: ProcessMetrics
+    self_timing: Any  # serve times each start (bot/ops/selftime.py); None in tests
+    gate: CallGate
+    line: Line
+    canned: CannedReplies
+    busy_audio: BusyAudio
+    llm_probe: LLMProbe
+    hatches: list[str]
+    prestart: PrestartSockets
+    background: set[asyncio.Task] = field(default_factory=set)
+
+    @classmethod
+    def build(cls, config: Config, secrets: Secrets, models: SharedModels,
+              call_builder: Callable[[CallRequest], CallSession],
+              records: CallLog | None) -> AppContext:
+        """Open the records (unless given) and build every shared part, in the order their logs read best."""
+        lag = LoopLagMonitor()
+        records = records or CallLog.open(config, secrets)
+        twilio_api = TwilioAPI.from_config(config, secrets)
+        outbox, placer = _after_call_senders(config, records, twilio_api)
+        tokens = StreamTokens(config.server.token_ttl_secs)  # signed: any worker of the line checks them
+        calls = CallRegistry(config.server.token_ttl_secs)
+        metrics = ProcessMetrics(config.latency)
+        self_timing = getattr(models, "self_timing", None)
+        if self_timing is not None:
+            self_timing.export(metrics.registry)
+        gate = CallGate(calls, max_calls=config.server.max_calls, token_ttl_secs=config.server.token_ttl_secs,
+                        registry=metrics.registry)
+        # Shared with the other workers through the records database: token single use, the caller's
+        # number, the line-wide call limit, worker leases (bot/line/admission.py).
+        line = Line(records.store, worker=records.worker, line_max_calls=config.server.line_max_calls,
+                    lease_secs=config.server.worker_lease_secs, records_enabled=config.records.enabled,
+                    is_draining=lambda: gate.draining)
+        canned = CannedReplies.load(DATA_DIR / "replies.toml")
+        busy_audio = BusyAudio(models, config.tts.voice, canned.busy)
+        llm_probe = LLMProbe(config, secrets)
+        hatches = escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets)
+        metrics.set_escape_hatches(hatches)
+        metrics.set_onnx_providers(getattr(models.tts, "session_providers", {}),
+                                   PROVIDER_NAMES.get(config.tts.require_provider, config.tts.require_provider))
+        # Sockets before their start: capped per client and in all, a few KiB each, start_timeout_secs.
+        prestart = PrestartSockets(per_client=config.server.media_prestart_per_client,
+                                   total=config.server.media_prestart_max)
+        return cls(config=config, secrets=secrets, models=models, call_builder=call_builder, records=records,
+                   twilio_api=twilio_api, outbox=outbox, placer=placer, lag=lag, tokens=tokens, calls=calls,
+                   metrics=metrics, self_timing=self_timing, gate=gate, line=line, canned=canned,
+                   busy_audio=busy_audio, llm_probe=llm_probe, hatches=hatches, prestart=prestart)
+
+    async def admit(self, call_sid: str, caller: str | None):
+        """``(None, the issued token)``, or ``(why busy, the token or None)`` with the slot given back.
+
+        With a line limit the stream may reach any worker: the line's count (in the database) admits
+        the call and each worker checks its own max_calls when the stream arrives. Without one, this
+        worker reserves a slot of its own (one worker, or a proxy that keeps both on one worker).
+        """
+        gate, line = self.gate, self.line
+        busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
+        if not busy and line.line_max_calls <= 0:
+            self.calls.reserve(call_sid)  # before any await: webhooks arriving meanwhile see the slot taken
+        issued = None
+        if not busy:
+            issued = self.tokens.issue(call_sid)
+            busy = await line.admit(issued, caller)  # the caller's number waits in the database
+        if busy:
+            self.calls.reserved.pop(call_sid, None)
+        return busy, issued
+
+    def finish_call(self, session) -> None:
+        """Close a call's records, count it, and log its end and latency report (phone and QA page)."""
+        rec = session.recorder
+        rec.close()
+        self.metrics.call_finished(rec.records)
+        if session.dialog.transfer_requested:
+            reason = "emergency_transfer" if session.dialog.transfer_to else "transfer"
+            self.metrics.call_transferred("emergency" if session.dialog.transfer_to else "desk")
+        elif session.dialog.ended:
+            reason = "completed"
+        else:
+            reason = session.end_reason or "hangup"
+        self.records.call_ended(rec.call_id, reason)
+        logger.info("call {} ended ({}); latency:\n{}", mask(rec.call_id), reason,
+                    call_report(rec.records, self.config.latency, self._report_header()))
+
+    def _report_header(self) -> list[str]:
+        lines = [f"TTS providers: {self.models.tts.session_providers}"]
+        lines += [f"ESCAPE HATCH: {h}" for h in self.hatches] or ["escape hatches: none"]
+        return lines
+
+    def liveness(self) -> tuple[str, int]:
+        return ("draining", 503) if self.gate.draining else ("ok", 200)
+
+    async def drain(self) -> None:
+        """Refuse new calls, then end the calls in progress with a goodbye (DrainingServer, on SIGTERM)."""
+        await self.gate.drain(drain_secs=self.config.server.drain_secs, goodbye=self._say_goodbye)
+
+    async def _say_goodbye(self, session) -> None:
+        session.end_reason = session.end_reason or "server_shutdown"
+        await session.worker.queue_frames([TTSSpeakFrame(self.canned.shutdown_goodbye),
+                                           EndFrame(reason="server shutdown")])
+
+
+def _after_call_senders(config: Config, records: CallLog,
+                        twilio_api: TwilioAPI | None) -> tuple[Outbox | None, CallbackPlacer | None]:
+    """The SMS outbox and the callback placer, each when configured and Twilio's credentials are set."""
+    outbox = None
+    if config.sms.enabled and twilio_api is None:
+        logger.error("SMS NOT SENT: sms.enabled but TWILIO_ACCOUNT_SID / TWILIO_AUTH_TOKEN are not set; "
+                     "messages wait in the records database")
+    elif config.sms.enabled and config.records.enabled:
+        outbox = Outbox(store=records.store, api=twilio_api, config=config, worker=records.worker)
+        records.on_ticket = outbox.wake
+    placer = None
+    if config.callbacks.place_every_secs > 0 and twilio_api is None:
+        logger.error("CALLBACKS NOT PLACED: callbacks.place_every_secs is set but TWILIO_ACCOUNT_SID / "
+                     "TWILIO_AUTH_TOKEN are not")
+    elif config.callbacks.place_every_secs > 0:
+        try:
+            placer = CallbackPlacer(store=records.store, api=twilio_api, config=config)
+        except ValueError as e:
+            logger.error("CALLBACKS NOT PLACED: {}", e)
+    return outbox, placer

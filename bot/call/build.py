@@ -1,0 +1,88 @@
+"""Builds one call's pipeline from the process-wide models: the same for phone and browser.
+
+transport in → STT → user aggregator (Silero VAD, VAD turn start with barge-in that lets
+backchannels by, speech-timeout turn stop) → keypad → structured LLM → TTS → transport out →
+assistant aggregator.
+"""
+
+from __future__ import annotations
+
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMAssistantAggregatorParams,
+    LLMContextAggregatorPair,
+)
+
+from bot.call.guard import guard_call
+from bot.call.language import follow_heard_language, new_dialog_state, stt_language_of
+from bot.call.models import SharedModels
+from bot.call.request import CallRequest
+from bot.call.session import CallSession, assemble_session
+from bot.call.turn_taking import line_clock, user_turn_params
+from bot.call.wiring import make_llm
+from bot.config import Config
+from bot.dialog.state import DialogState
+from bot.recording.recorder import call_recording
+from bot.stages.keypad import KeypadProcessor
+from bot.stages.silero_vad import SharedSileroVADAnalyzer
+from bot.stages.supertonic import SupertonicTTSService
+from bot.stages.whisper import WhisperSTTProcessor
+from bot.telemetry.turns import CallRecorder, TurnObserver
+
+
+def build_call(request: CallRequest) -> CallSession:
+    """Assemble one call's pipeline. Phone: 16 kHz in (Whisper, Silero), 8 kHz out (no resampling burst).
+
+    Turns are written to ``request.records`` as they happen, and tickets are made and looked up there.
+    """
+    config, models, call_id, records = request.config, request.models, request.call_id, request.records
+    recorder = CallRecorder(call_id, qa=request.qa,
+                            sink=(lambda rec: records.turn(call_id, rec)) if records else None)
+    dialog = new_dialog_state(config, models.assets)
+    stt = _stt(config, models, dialog)
+    vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
+
+    def on_decision(kind: str, wait: float):
+        recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
+
+    user_agg, assistant_agg = LLMContextAggregatorPair(
+        LLMContext(),
+        user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
+                                     unclear_reply=lambda: llm.policy.for_language(dialog.language).canned.unclear,
+                                     backchannels=models.assets.backchannels,
+                                     line_playing=line_clock(request.transport)),
+        assistant_params=LLMAssistantAggregatorParams(),
+    )
+    llm = make_llm(config, request.secrets, models.assets, dialog=dialog,
+                   speech_end=lambda: recorder.current.speech_end, records=records, call_id=call_id)
+    # Both voices, written as the call goes (recording.enabled): an observer of the two transports.
+    observers = [*request.observers, *call_recording(config, call_id, in_rate=request.in_rate,
+                                                     out_rate=request.out_rate, records=records)]
+    session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, dialog),
+                               assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, observers=observers,
+                               keypad=KeypadProcessor(dialog=dialog),
+                               turn_observer=TurnObserver(recorder, sentence_names=models.heard_ids))
+    guard_call(session, user_agg, config, canned_audio=models.canned_audio)
+    return session
+
+
+def _stt(config: Config, models: SharedModels, dialog: DialogState) -> WhisperSTTProcessor:
+    """Whisper on the shared engine; with ``stt.language = "auto"`` it detects among the line's languages."""
+    auto = config.stt.language == "auto"
+    return WhisperSTTProcessor(engine=models.whisper,
+                               language=config.line.languages[0] if auto else config.stt.language,
+                               on_result=follow_heard_language(dialog),
+                               unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
+                               detect=tuple(config.line.languages) if auto else None,
+                               decode_p=config.stt.language_repeat_p, language_of=stt_language_of(config, dialog))
+
+
+def _tts(config: Config, models: SharedModels, dialog: DialogState) -> SupertonicTTSService:
+    """Supertonic on the shared engine, speaking in the call's language (its TTS tag) and from the
+    canned audio where a sentence is fixed."""
+    tags = {code: pack.tag for code, pack in models.assets.languages.items()}
+    return SupertonicTTSService(
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
+        language_of=(lambda: tags.get(dialog.language, "ko")) if tags else None,
+        canned=models.canned_audio,
+    )

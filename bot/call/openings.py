@@ -1,0 +1,35 @@
+"""How a call opens: the greeting, or a booked callback's opening."""
+
+from __future__ import annotations
+
+from pipecat.frames.frames import EndFrame, TTSSpeakFrame
+
+from bot.call.session import CallSession
+
+
+async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
+    """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
+    Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
+    notes = session.policy.greeting_notes(notice)
+    # "For English, press 9." last, where a caller expects a menu
+    notes += tuple(line for _language, _switched, line in session.policy.menu.values())
+    session.dialog.last_reply = " ".join((greeting, *notes))
+    session.recorder.current.mark("first_sentence")
+    session.recorder.current.line_open = session.policy.line_open()
+    await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
+
+
+async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
+    """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
+    status and (a person available) the transfer, which ends the bot's part once it is heard."""
+    if ticket and ticket.get("language") in session.policy.siblings:
+        session.dialog.set_language(ticket["language"])  # the language the ticket was taken in
+    answer = session.policy.for_language(session.dialog.language).callback_answered(number, ticket)
+    answer.change.apply(session.dialog, answer.reply)
+    session.recorder.current.mark("first_sentence")
+    session.recorder.current.line_open = session.policy.line_open()
+    session.recorder.current.reply = answer.reply  # the desk reads what the called-back person heard
+    frames = [TTSSpeakFrame(s) for s in answer.sentences]
+    if answer.change.transfer:
+        frames.append(EndFrame(reason="transfer"))  # the serializer hands the call to the desk (warm)
+    await session.worker.queue_frames(frames)

@@ -1,0 +1,45 @@
+"""What every call builder is given (``build_call``, the stock baseline's, the test lab's)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pipecat.observers.base_observer import BaseObserver
+from pipecat.transports.base_transport import BaseTransport
+
+from bot.call.models import SharedModels
+from bot.config import Config, Secrets
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One call to build: the line's config and models, the call's transport and identity.
+
+    Attributes:
+        config: The line's config (a test lab's faulted call gets its own copy).
+        secrets: The LLM key and Twilio credentials.
+        models: The process-wide models (``load_models``).
+        transport: The call's transport (Twilio websocket or WebRTC).
+        call_id: Twilio's CallSid, or ``qa-<pc_id>`` for a browser call.
+        in_rate: Pipeline input rate in Hz (Whisper and Silero: 16 kHz).
+        out_rate: Pipeline output rate in Hz (the phone's 8 kHz: no resampling burst).
+        qa: A browser QA call (RTVI on, turn records marked as QA).
+        observers: Extra pipeline observers (the QA page's live view).
+        records: The process's records database (``CallLog``): turns are written as they happen
+            and tickets are made and looked up there; None without records.
+        stream_parameters: The Twilio stream's customParameters (our webhook's token only; nothing
+            in the product reads them, the test lab's builder may).
+    """
+
+    config: Config
+    secrets: Secrets
+    models: SharedModels
+    transport: BaseTransport
+    call_id: str
+    in_rate: int = 16000
+    out_rate: int = 8000
+    qa: bool = False
+    observers: tuple[BaseObserver, ...] = ()
+    records: object | None = None
+    stream_parameters: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,56 @@
+"""One running call (``CallSession``) and its stages put in order in one worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+
+from bot.call.request import CallRequest
+from bot.dialog.policy import DialogPolicy
+from bot.dialog.state import DialogState
+from bot.stages.dialog_llm import DialogLLMService
+from bot.stages.supertonic import SupertonicTTSService
+from bot.stages.whisper import WhisperSTTProcessor
+from bot.telemetry.turns import CallRecorder, TurnObserver
+
+
+@dataclass
+class CallSession:
+    """One running call: its worker and what it records."""
+
+    worker: PipelineWorker
+    recorder: CallRecorder
+    dialog: DialogState
+    llm: DialogLLMService
+    stt: WhisperSTTProcessor
+    tts: SupertonicTTSService
+    end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
+    # The line's rules for the call's edges (greeting, callback opening): ours is the dialog stage's;
+    # the stock baseline's plain LLM has none, so bot/app/stock.py gives one (its greeting says the same).
+    policy: DialogPolicy | None = None
+
+
+def assemble_session(request: CallRequest, *, stt, user_agg, llm, tts, assistant_agg, recorder: CallRecorder,
+                     dialog: DialogState, observers: list | tuple = (), keypad=None,
+                     turn_observer: TurnObserver | None = None, policy: DialogPolicy | None = None) -> CallSession:
+    """The stages in call order, in one worker with the call's turn records (also the stock baseline's:
+    its ``turn_observer`` reads its stock STT and LLM). ``observers``: the request's and the call's own."""
+    stages = [request.transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts,
+              request.transport.output(), assistant_agg]
+    pipeline = Pipeline(stages)
+    worker = PipelineWorker(
+        pipeline,
+        params=PipelineParams(
+            audio_in_sample_rate=request.in_rate,
+            audio_out_sample_rate=request.out_rate,
+            enable_metrics=True,
+            enable_usage_metrics=True,
+        ),
+        observers=[turn_observer or TurnObserver(recorder), *observers],
+        idle_timeout_secs=request.config.call.idle_timeout_secs,
+        enable_rtvi=request.qa,
+    )
+    return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts,
+                       policy=policy or llm.policy)

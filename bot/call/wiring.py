@@ -1,0 +1,54 @@
+"""A line's dialog policy and dialog stage, wired from its config and data files."""
+
+from __future__ import annotations
+
+from bot import languages
+from bot.call.assets import DialogAssets, language_menu
+from bot.config import Config, Secrets
+from bot.dialog.policy import DialogPolicy
+from bot.stages.dialog_llm import DialogLLMService
+
+
+def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolicy:
+    """One line's rules; ``clock`` runs a call as if at another time (``chat --at``). Each other
+    language of the line gets the same rules with its own words (``DialogPolicy.for_language``)."""
+    def policy(shortcuts, canned, intake) -> DialogPolicy:
+        made = DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
+                            can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
+                            emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
+                            clock=clock, offer_callback=config.line.offer_callback,
+                            offer_sms=config.sms.enabled and config.sms.after_ticket)
+        made.unserved = assets.unserved
+        return made
+
+    main = policy(assets.shortcuts, assets.canned, assets.intake)
+    for code, pack in assets.languages.items():
+        sibling = policy(pack.shortcuts, pack.canned, pack.intake)
+        sibling.instruction, sibling.language = pack.instruction, code
+        if config.recording.enabled and config.call.recording_notice:
+            sibling.recording_notice = pack.recording_notice
+        main.siblings[code] = sibling
+    main.siblings |= {"ko": main}
+    for sibling in main.siblings.values():
+        sibling.siblings = main.siblings
+    # Each menu line is said in its own language, whatever the call's (``tagged``: the TTS reads it so).
+    main.menu = {key: (code, assets.languages[code].switched, languages.tagged(line, code))
+                 for key, code, line in language_menu(config, assets)}
+    return main
+
+
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
+    """The dialog stage of one call (or of ``chat``), with the line's policy."""
+    return DialogLLMService(
+        config=config.llm,
+        domain=assets.domain,
+        shortcuts=assets.shortcuts,
+        prompt_template=assets.prompt,
+        canned=assets.canned,
+        api_key=secrets.llm_api_key,
+        can_transfer=bool(config.call.transfer_number),
+        intake=assets.intake,
+        knowledge=assets.knowledge,
+        policy=make_policy(config, assets, clock),
+        **kwargs,
+    )

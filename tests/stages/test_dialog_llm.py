@@ -1,0 +1,326 @@
+"""The dialog stage (``DialogLLMService``) alone: frames in, frames out, against the fake vLLM.
+
+Pipecat's ``run_test`` sends the caller's turns as ``LLMContextFrame``s (what the user aggregator
+sends) and collects what the stage pushes: the sentences for the TTS (``AggregatedTextFrame``), the
+turn facts for the record (``TurnAnsweredFrame``, ``TurnMarkFrame``), the call's end
+(``EndWorkerFrame``). The model is the fake vLLM server over real HTTP; its per-request fault URLs
+are the ones the fault lab (bot/tools/faults.py) gives a call, so each LLM row of the lab has its
+stage-level test here, in milliseconds and with no process, STT or TTS around it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    EagerEndOfTurnCancelFrame,
+    EndWorkerFrame,
+    InterruptionFrame,
+    LLMContextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    UserStoppedSpeakingFrame,
+)
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.tests.utils import SleepFrame, run_test
+
+from bot.call.assets import DialogAssets
+from bot.call.wiring import make_llm
+from bot.config import Secrets, load_config
+from bot.dialog.state import CannedReplies
+from bot.stages.dialog_llm import DialogLLMService
+from bot.telemetry.turn_facts import LLMRequestFrame, LLMRequestWithdrawnFrame, TurnAnsweredFrame, TurnMarkFrame
+from bot.testing.fake_llm import FakeLLM
+from bot.testing.inject import CLOSED_PORT_URL
+
+DESK = "+8221200000"
+# A line whose desk always answers (the apology offers a person; two failures transfer).
+WITH_DESK = (f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]")
+# The lab's STT time (tests/test_faults.py): the caller went quiet this long before the request.
+STT_DELAY_S = 0.4
+# After an LLM failure the first words come within this of the caller's speech end (docs/faults.md).
+LIMIT_FIRST_WORDS_S = 1.5
+SAID = "쓰레기 수거 문의드리려고요"  # no shortcut: the model answers
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeLLM(first_token_delay=0.02, token_delay=0.002) as server:
+        yield server
+
+
+@pytest.fixture
+def llm_url(fake) -> str:
+    fake.reset()
+    return fake.base_url
+
+
+def make_stage(url: str, *extra: str, speech_end=None, **kw) -> DialogLLMService:
+    """The stage as a call builds it, on the product's timeouts (first token 1.5 s, filler 1.2 s)."""
+    config = load_config(overrides=[f"llm.base_url='{url}'", *extra])
+    if speech_end:
+        kw["speech_end"] = speech_end
+    return make_llm(config, Secrets(None, None, "EMPTY"), DialogAssets.load(config), call_id="CA-stage", **kw)
+
+
+def said(*texts: str) -> LLMContextFrame:
+    """One caller turn as the user aggregator sends it (earlier turns as history)."""
+    messages = []
+    for text in texts[:-1]:
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "네."}]
+    return LLMContextFrame(LLMContext(messages=[*messages, {"role": "user", "content": texts[-1]}]))
+
+
+def model(reply: str, **kw) -> dict:
+    return {"reply": reply, "intent": "report_problem", "category": "waste", "location": None, "time": None,
+            "flow": "continue"} | kw
+
+
+def sentences(frames) -> list[str]:
+    return [f.text for f in frames if isinstance(f, AggregatedTextFrame)]
+
+
+def answered(frames) -> list[TurnAnsweredFrame]:
+    return [f for f in frames if isinstance(f, TurnAnsweredFrame)]
+
+
+def first_words_at(frames, run: int) -> float:
+    """When the run's first sentence was pushed (the last overwrite of its "first_sentence" mark)."""
+    marks = [f for f in frames if isinstance(f, TurnMarkFrame) and f.run == run and f.mark == "first_sentence"]
+    return marks[0].t
+
+
+async def run(stage: DialogLLMService, *frames):
+    down, _ = await run_test(stage, frames_to_send=list(frames), expected_down_frames=None)
+    return down
+
+
+def canned(stage: DialogLLMService) -> CannedReplies:
+    """The line's canned sentences (their hours filled in), as the stage speaks them."""
+    return stage.policy.canned
+
+
+# --- a turn answered by rule: no model call -----------------------------------------------------
+
+
+async def test_a_shortcut_turn_makes_no_model_call_and_pushes_its_sentence(fake, llm_url):
+    stage = make_stage(llm_url)
+    down = await run(stage, said("여보세요?"))
+    assert fake.calls == 0
+    (turn,) = answered(down)
+    assert turn.route == "shortcut" and turn.intent == "greeting" and turn.reply == sentences(down)[0]
+    # Framed as one response, the sentence before the record's answer.
+    kinds = [type(f) for f in down if isinstance(f, (LLMFullResponseStartFrame, AggregatedTextFrame,
+                                                     TurnAnsweredFrame, LLMFullResponseEndFrame))]
+    assert kinds == [LLMFullResponseStartFrame, AggregatedTextFrame, TurnAnsweredFrame, LLMFullResponseEndFrame]
+    assert not any(isinstance(f, LLMRequestFrame) for f in down)
+
+
+async def test_an_emergency_said_escalates_by_rule_without_the_model(fake, llm_url):
+    stage = make_stage(llm_url)
+    down = await run(stage, said("지금 옆집에 불이 났어요"))
+    assert fake.calls == 0
+    (turn,) = answered(down)
+    assert turn.route == "emergency" and turn.escalation == "119"
+    assert "119" in sentences(down)[0]
+
+
+# --- a model turn -------------------------------------------------------------------------------
+
+
+async def test_a_model_turn_makes_one_call_and_streams_its_sentences_in_order(fake, llm_url):
+    fake.script(model("네, 대형 폐기물 수거를 도와드릴게요. 수거 일정은 동마다 다릅니다. 어느 동이신가요?"))
+    stage = make_stage(llm_url)
+    down = await run(stage, said(SAID))
+    assert fake.calls == 1 and fake.requests[0]["stream"] is True
+    assert sentences(down) == ["네, 대형 폐기물 수거를 도와드릴게요.", "수거 일정은 동마다 다릅니다.", "어느 동이신가요?"]
+    (turn,) = answered(down)
+    assert turn.route == "llm" and turn.intent == "report_problem" and turn.slots == {"category": "waste"}
+    assert turn.reply == " ".join(sentences(down))
+    assert [f.run for f in down if isinstance(f, LLMRequestFrame)] == [turn.run]
+    assert stage.dialog.known_slots() == {"category": "waste"}
+
+
+async def test_a_model_that_says_end_ends_the_call_after_its_goodbye(fake, llm_url):
+    fake.script(model("네, 감사합니다. 좋은 하루 보내세요.", intent="thanks_goodbye", category="none", flow="end"))
+    stage = make_stage(llm_url)
+    down = await run(stage, said(SAID))
+    ends = [i for i, f in enumerate(down) if isinstance(f, EndWorkerFrame)]
+    last_sentence = max(i for i, f in enumerate(down) if isinstance(f, AggregatedTextFrame))
+    assert len(ends) == 1 and ends[0] > last_sentence  # the caller hears the goodbye, then the call ends
+    assert down[ends[0]].reason == "dialog ended"
+
+
+async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fake, llm_url):
+    # The flag is the first field (the schema's order): nothing of the reply is spoken.
+    fake.script({"emergency": "crime"} | model("무슨 일인지 조금 더 말씀해 주시겠어요?", intent="other", category="none"))
+    stage = make_stage(llm_url)
+    down = await run(stage, said("그 사람이 오늘 밤에 또 온다고 했어요"))
+    assert fake.calls == 1
+    (turn,) = answered(down)
+    assert turn.route == "emergency" and turn.escalation == "112"
+    assert "112" in sentences(down)[0] and not any("조금 더 말씀해" in s for s in sentences(down))
+
+
+# --- the model failing (the fault lab's LLM rows) -----------------------------------------------
+
+
+@pytest.mark.parametrize(("fault", "kind"), [
+    ("500", "http_500"),
+    ("down", "http_502"),  # a proxy's 502 page: the model server behind it is gone
+    ("refused", "unreachable"),
+    ("invalid_json", "invalid_json"),
+    ("hang", "first_token_timeout"),
+])
+async def test_a_failed_model_turn_gives_the_apology_in_time_and_records_why(fake, llm_url, fault, kind):
+    url = CLOSED_PORT_URL if fault == "refused" else fake.fault_url(fault)
+    quiet = time.time() - STT_DELAY_S
+    stage = make_stage(url, *WITH_DESK, speech_end=lambda: quiet)
+    down = await run(stage, said(SAID))
+    spoken = sentences(down)
+    # A hanging model is covered by the filler until the first-token timeout gives the apology.
+    assert spoken == ([canned(stage).filler] if fault == "hang" else []) + [canned(stage).apology], spoken
+    (turn,) = answered(down)
+    assert turn.route == "error" and turn.error.startswith(kind), turn.error
+    assert first_words_at(down, turn.run) - quiet <= LIMIT_FIRST_WORDS_S
+    assert not any(isinstance(f, EndWorkerFrame) for f in down) and not stage.dialog.transfer_requested
+    assert fake.calls == (0 if fault == "refused" else 1)  # no silent retry
+
+
+async def test_a_reply_cut_off_mid_json_keeps_what_was_said_and_apologises(fake, llm_url):
+    quiet = time.time() - STT_DELAY_S
+    stage = make_stage(fake.fault_url("cut_off"), *WITH_DESK, speech_end=lambda: quiet)
+    down = await run(stage, said(SAID))
+    spoken = sentences(down)
+    assert spoken[-1] == canned(stage).apology and len(spoken) >= 2  # the reply's first sentence, then the apology
+    (turn,) = answered(down)
+    assert turn.route == "error" and turn.error.startswith("cut_off")
+    assert first_words_at(down, turn.run) - quiet <= LIMIT_FIRST_WORDS_S
+
+
+async def test_a_slow_model_gets_the_filler_then_its_answer(fake, llm_url):
+    fake.script(model("네, 확인해 드릴게요."), first_token_delay=1.2)  # the lab's "slow-1200"
+    quiet = time.time() - STT_DELAY_S
+    stage = make_stage(llm_url, speech_end=lambda: quiet)
+    down = await run(stage, said(SAID))
+    assert sentences(down) == [canned(stage).filler, "네, 확인해 드릴게요."]
+    (turn,) = answered(down)
+    assert turn.route == "llm"
+    # The filler is what the caller hears first, within the limit; it stays the first sentence.
+    assert first_words_at(down, turn.run) - quiet <= LIMIT_FIRST_WORDS_S
+
+
+async def test_a_prompt_model_gets_no_filler(fake, llm_url):
+    quiet = time.time()
+    stage = make_stage(llm_url, speech_end=lambda: quiet)
+    down = await run(stage, said(SAID))
+    assert canned(stage).filler not in sentences(down)
+
+
+async def test_two_failed_turns_in_a_row_transfer_to_the_desk(fake, llm_url):
+    stage = make_stage(fake.fault_url("500"), *WITH_DESK)
+    down = await run(stage, said(SAID), said(SAID, SAID))
+    assert sentences(down) == [canned(stage).apology, canned(stage).transfer_after_errors]
+    assert [t.route for t in answered(down)] == ["error", "error"]
+    (end,) = [f for f in down if isinstance(f, EndWorkerFrame)]
+    assert end.reason == "transfer"
+    # The phone serializer reads these to redirect the call to the desk (<Dial>).
+    assert stage.dialog.transfer_requested and stage.dialog.transfer_reason == "errors"
+
+
+async def test_two_failed_turns_without_a_desk_end_politely_with_the_opening_hours(fake, llm_url):
+    stage = make_stage(fake.fault_url("500"))
+    down = await run(stage, said(SAID), said(SAID, SAID))
+    assert sentences(down) == [canned(stage).apology_no_agent, canned(stage).closing_hours]
+    assert "{hours}" not in canned(stage).closing_hours  # the line's hours are said
+    (end,) = [f for f in down if isinstance(f, EndWorkerFrame)]
+    assert end.reason == "dialog ended" and not stage.dialog.transfer_requested
+
+
+async def test_a_good_turn_between_failures_resets_the_count(fake, llm_url):
+    fake.script(mode="http_error")
+    fake.script(model("네, 확인해 드릴게요."))
+    fake.script(mode="http_error")
+    stage = make_stage(llm_url, *WITH_DESK)
+    down = await run(stage, said(SAID), said(SAID, SAID), said(SAID, SAID, SAID))
+    assert [t.route for t in answered(down)] == ["error", "llm", "error"]
+    assert sentences(down)[-1] == canned(stage).apology and not any(isinstance(f, EndWorkerFrame) for f in down)
+
+
+# --- barge-in and speculation -------------------------------------------------------------------
+
+
+async def test_an_interruption_stops_the_reply_and_the_next_turn_is_answered(fake, llm_url):
+    long = "네, 안내해 드릴게요. " + "수거 일정은 동마다 다릅니다. " * 6 + "마지막 문장입니다."
+    fake.script(model(long), token_delay=0.05)  # about 5 s of streaming
+    fake.script(model("네, 말씀하세요."))
+    stage = make_stage(llm_url)
+    down = await run(stage, said(SAID), SleepFrame(1.0), InterruptionFrame(), SleepFrame(0.2), said(SAID, "잠깐만요"))
+    spoken = sentences(down)
+    assert spoken[0] == "네, 안내해 드릴게요." and "마지막 문장입니다." not in spoken
+    assert spoken[-1] == "네, 말씀하세요." and fake.calls == 2
+    # The cut-off turn is never recorded as answered; the next one is.
+    assert [t.reply for t in answered(down)] == ["네, 말씀하세요."]
+
+
+async def test_a_withdrawn_speculative_answer_is_never_spoken_nor_kept(fake, llm_url):
+    fake.script(model("네, 확인해 드릴게요.", category="roads"), first_token_delay=0.6)
+    stage = make_stage(llm_url)
+    early = said(SAID)
+    early.speculation = True
+    down = await run(stage, early, SleepFrame(0.3), EagerEndOfTurnCancelFrame())
+    assert sentences(down) == [] and answered(down) == []
+    assert [type(f) for f in down if isinstance(f, LLMRequestWithdrawnFrame)] == [LLMRequestWithdrawnFrame]
+    assert stage.dialog.known_slots() == {} and stage.last_result is None
+
+
+async def test_a_confirmed_speculative_answer_is_spoken_and_kept(fake, llm_url):
+    fake.script(model("네, 확인해 드릴게요.", category="roads"), first_token_delay=0.05)
+    stage = make_stage(llm_url)
+    early = said(SAID)
+    early.speculation = True
+    down = await run(stage, early, SleepFrame(0.5), UserStoppedSpeakingFrame(), SleepFrame(0.3))
+    assert sentences(down) == ["네, 확인해 드릴게요."]
+    # Held until the turn was confirmed, then released behind the frame that confirmed it.
+    confirmed_at = next(i for i, f in enumerate(down) if isinstance(f, UserStoppedSpeakingFrame))
+    assert all(i > confirmed_at for i, f in enumerate(down) if isinstance(f, AggregatedTextFrame))
+    assert [t.route for t in answered(down)] == ["llm"] and stage.dialog.known_slots() == {"category": "roads"}
+
+
+class _Tickets:
+    """The records database's ticket call, counted (the stage's only use of it here)."""
+
+    def __init__(self):
+        self.made: list[dict] = []
+
+    async def create_ticket(self, **kw) -> str:
+        self.made.append(kw)
+        return "20260001"
+
+
+async def test_a_withdrawn_speculative_yes_makes_no_ticket_and_a_confirmed_one_does(fake, llm_url):
+    tickets = _Tickets()
+    first = make_stage(llm_url, records=tickets)
+    fake.script(model("위치를 말씀해 주시겠어요?", category="street_lights"))
+    fake.script(model("알겠습니다.", category="street_lights", location="중앙로 12번길"))
+    history = ("가로등이 꺼졌어요", "중앙로 12번길이요")
+    down = await run(first, said(history[0]), said(*history))
+    assert sentences(down)[-1].endswith("이 내용으로 접수할까요?") and first.dialog.awaiting == "confirmation"
+
+    # The same call's dialog, each yes in a run of its own: the speculative turn is the only one in flight.
+    withdrawn = make_stage(llm_url, records=tickets, dialog=first.dialog)
+    yes = said(*history, "네")
+    yes.speculation = True
+    down = await run(withdrawn, yes, SleepFrame(0.3), EagerEndOfTurnCancelFrame())
+    assert tickets.made == [] and sentences(down) == []  # the caller went on: a withdrawn yes is no consent
+    assert first.dialog.awaiting == "confirmation"
+
+    confirmed = make_stage(llm_url, records=tickets, dialog=first.dialog)
+    yes = said(*history, "네")
+    yes.speculation = True
+    down = await run(confirmed, yes, SleepFrame(0.3), UserStoppedSpeakingFrame(), SleepFrame(0.3))
+    assert len(tickets.made) == 1 and tickets.made[0]["location"] == "중앙로 12번길"
+    assert sentences(down)[0].startswith("접수되었습니다") and answered(down)[0].route == "rule"
+    assert fake.calls == 2  # the yes is a rule: no model call
