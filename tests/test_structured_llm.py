@@ -137,7 +137,7 @@ async def test_a_greeting_with_a_request_goes_to_the_model(fake, config):
         ("invalid_json", "invalid_json", LLMFailure.INVALID),
         ("length", "cut_off", LLMFailure.CUT_OFF),
         ("hang", "first_token_timeout", LLMFailure.TIMEOUT),
-        ("drop", None, None),
+        ("drop", "unreachable", LLMFailure.UNREACHABLE),  # a connection cut mid-stream (httpx2 under openai)
     ],
 )
 async def test_failures_give_the_apology_within_the_timeout(fake, config, mode, kind, failure, monkeypatch):

@@ -49,38 +49,14 @@ def serve(config, llm_server, *, call_builder=None,
     """
     from bot.app.server import create_app
     from bot.call.build import build_call
-    from bot.call.models import load_models
-    from bot.config import Secrets
     from bot.line.callgate import WS_MAX_BYTES, DrainingServer
-    from bot.modelfiles.manifest import require_verified_models, startup_errors
-    from bot.ops.hatches import escape_hatches, log_banner
-    from bot.ops.preflight import startup_check
-    from bot.ops.selftime import self_time
 
     # A SIGTERM while loading (a supervisor stopping a worker it just restarted) is a clean stop:
     # no call was taken. uvicorn installs its own handlers (the drain) once it serves.
     signal.signal(signal.SIGTERM, _stop_before_serving)
     trusted_proxies(config)  # a bad entry stops us before minutes of model loading
-    secrets = Secrets.from_env(config)
-    with startup_errors():
-        require_verified_models(config)  # a missing, partial or altered model file stops us here (models.toml)
-        models = load_models(config)
-    config = llm_server.ready()
-    # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
-    checked, figures = startup_check(config, models, secrets)
-    # Timed on the product's engines, before the test lab may swap in its fixed-delay STT.
-    models.self_timing = self_time(config, secrets, models, llm_first_token_ms=figures.get("llm_first_token_ms"))
-    if prepare_models is not None:
-        models = prepare_models(models)
-    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)
-    if not config.twilio.validate_signature:
-        logger.warning("!" * 78)
-        logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
-        logger.warning("!" * 78)
-    elif not secrets.twilio_auth_token:
-        logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
-    if not secrets.records_api_token:
-        logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
+    config, secrets, models = _load_and_check(config, llm_server, prepare_models)
+    _warn_open_doors(config, secrets)
     app = create_app(config, secrets, models, call_builder=call_builder or build_call)
     logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
                 config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
@@ -93,6 +69,42 @@ def serve(config, llm_server, *, call_builder=None,
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # serving: uvicorn's handlers (the drain) from here
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))
+
+
+def _load_and_check(config, llm_server, prepare_models):
+    """``(config, secrets, models)``: the models loaded and verified, the LLM ready, the startup check passed."""
+    from bot.call.models import load_models
+    from bot.config import Secrets
+    from bot.modelfiles.manifest import require_verified_models, startup_errors
+    from bot.ops.hatches import escape_hatches, log_banner
+    from bot.ops.preflight import startup_check
+    from bot.ops.selftime import self_time
+
+    secrets = Secrets.from_env(config)
+    with startup_errors():
+        require_verified_models(config)  # a missing, partial or altered model file stops us here (models.toml)
+        models = load_models(config)
+    config = llm_server.ready()
+    # The check (`run_bot.py check`) with the loaded models: a failure stops us unless a declared hatch covers it.
+    checked, figures = startup_check(config, models, secrets)
+    # Timed on the product's engines, before the test lab may swap in its fixed-delay STT.
+    models.self_timing = self_time(config, secrets, models, llm_first_token_ms=figures.get("llm_first_token_ms"))
+    if prepare_models is not None:
+        models = prepare_models(models)
+    log_banner(escape_hatches(config, tts_engine=models.tts, whisper_engine=models.whisper, secrets=secrets) + checked)
+    return config, secrets, models
+
+
+def _warn_open_doors(config, secrets) -> None:
+    """Say loudly what is switched off: the Twilio signature check, the records API."""
+    if not config.twilio.validate_signature:
+        logger.warning("!" * 78)
+        logger.warning("TWILIO SIGNATURE CHECK IS OFF: anyone can open calls on this server")
+        logger.warning("!" * 78)
+    elif not secrets.twilio_auth_token:
+        logger.warning("TWILIO_AUTH_TOKEN is not set: every webhook will be refused (403)")
+    if not secrets.records_api_token:
+        logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
 
 
 def _stop_before_serving(signum, _frame) -> None:

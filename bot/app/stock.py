@@ -1,8 +1,9 @@
 """The bench's baseline: the same call built from stock Pipecat parts.
 
-``build_stock_call`` takes a ``CallRequest`` as ``bot.call.build.build_call`` does, so ``bot.app.server.create_app``
-serves it unchanged (``call_builder=build_stock_call``); ``python -m bot.app.stock`` is that server,
-started by ``run_bot.py bench --baseline stock``. What differs from our pipeline:
+``build_stock_call`` takes a ``CallRequest`` as ``bot.call.build.build_call`` does, so
+``bot.app.server.create_app`` serves it unchanged (``call_builder=build_stock_call``);
+``python -m bot.app.stock`` is that server, started by ``run_bot.py bench --baseline stock``. What
+differs from our pipeline:
 
 * STT: Pipecat's ``WhisperSTTService`` (faster-whisper with its defaults: beam 5, no hotwords,
   no segment guards) on the same local model directory. The service loads its model in

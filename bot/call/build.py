@@ -42,7 +42,7 @@ def build_call(request: CallRequest) -> CallSession:
     stt = _stt(config, models, dialog)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
 
-    def on_decision(kind: str, wait: float):
+    def on_decision(kind: str, wait: float) -> None:
         recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
 
     user_agg, assistant_agg = LLMContextAggregatorPair(

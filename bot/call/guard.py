@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from loguru import logger
-from pipecat.frames.frames import EndWorkerFrame, TTSAudioRawFrame, TTSSpeakFrame
+from pipecat.frames.frames import EndWorkerFrame, ErrorFrame, TTSAudioRawFrame, TTSSpeakFrame
+from pipecat.processors.aggregators.llm_response_universal import LLMUserAggregator
+from pipecat.processors.frame_processor import FrameProcessor
 
 from bot.call.session import CallSession
 from bot.config import Config
 from bot.dialog.policy import AfterFailure, StageFailure
 from bot.dialog.state import CannedReplies
-from bot.stages.supertonic import CannedAudio
+from bot.stages.supertonic import CannedAudio, SupertonicTTSService
 from bot.stages.whisper import UnclearSpeechFrame
 
 
-def guard_call(session: CallSession, user_agg, config: Config, canned_audio: CannedAudio | None = None) -> None:
+def guard_call(session: CallSession, user_agg: LLMUserAggregator, config: Config, canned_audio: CannedAudio | None = None) -> None:
     """The edges of a call end in speech, never silence.
 
     * Idle caller: after ``call.idle_prompt_secs`` of silence (Pipecat's idle timer, which runs only
@@ -32,12 +34,12 @@ def guard_call(session: CallSession, user_agg, config: Config, canned_audio: Can
 class CallGuard:
     """One call's guard: its event handlers and what they count."""
 
-    def __init__(self, session: CallSession, config: Config, canned_audio: CannedAudio | None):
+    def __init__(self, session: CallSession, config: Config, canned_audio: CannedAudio | None) -> None:
         self.session, self.config, self.canned_audio = session, config, canned_audio
         self.idle_prompts = 0  # idle timeouts since the caller last spoke
         self.failed_turns: set[int] = set()  # turns (record index) in which a stage raised
 
-    def attach(self, user_agg) -> None:
+    def attach(self, user_agg: LLMUserAggregator) -> None:
         """Handle the call's events: the caller's turns and silences, the STT's and TTS's errors."""
         user_agg.add_event_handler("on_user_turn_started", self._caller_spoke)
         user_agg.add_event_handler("on_user_backchannel", self._caller_acknowledged)
@@ -53,13 +55,13 @@ class CallGuard:
         session = self.session
         return session.llm.policy.for_language(session.dialog.language).canned
 
-    async def _caller_spoke(self, _agg, _strategy):
+    async def _caller_spoke(self, _agg: object, _strategy: object) -> None:
         self.idle_prompts = 0
 
-    async def _caller_acknowledged(self, _agg, _message):
+    async def _caller_acknowledged(self, _agg: object, _message: object) -> None:
         self.session.recorder.current.backchannels += 1  # the reply being spoken: neither interrupted nor a turn
 
-    async def _caller_idle(self, agg):
+    async def _caller_idle(self, agg: FrameProcessor) -> None:
         self.idle_prompts += 1
         if self.idle_prompts == 1:
             logger.info("call {}: caller silent for {:.0f} s: asking if they are there", self._call,
@@ -71,7 +73,7 @@ class CallGuard:
         await agg.push_frame(TTSSpeakFrame(self._canned().idle_goodbye))
         await agg.push_frame(EndWorkerFrame(reason="caller idle"))
 
-    def _stage_failed(self, stage: StageFailure, error) -> AfterFailure:
+    def _stage_failed(self, stage: StageFailure, error: ErrorFrame) -> AfterFailure:
         """Record the failure; what the policy says to do about it."""
         rec = self.session.recorder.current
         rec.error = rec.error or f"{stage}: {str(getattr(error, 'error', error))[:200]}"
@@ -79,7 +81,7 @@ class CallGuard:
         self.failed_turns.add(rec.index)
         return self.session.llm.policy.stage_failed(stage, len(self.failed_turns), first_of_turn)
 
-    async def _stt_failed(self, processor, error):
+    async def _stt_failed(self, processor: FrameProcessor, error: ErrorFrame) -> None:
         then = self._stage_failed(StageFailure.STT, error)
         if then is AfterFailure.END:
             await self._end_politely(self.session.tts, "stt_failed: twice in one call")
@@ -89,20 +91,20 @@ class CallGuard:
         elif then is AfterFailure.UNCLEAR:
             await self.session.tts.queue_frame(TTSSpeakFrame(self._canned().unclear))
 
-    async def _tts_failed(self, processor, error):
+    async def _tts_failed(self, processor: SupertonicTTSService, error: ErrorFrame) -> None:
         then = self._stage_failed(StageFailure.TTS, error)
         if then is AfterFailure.END:
             await self._end_politely(processor, "tts_failed: twice in one call")
         elif then is AfterFailure.APOLOGY:
             await self._play_canned(processor, self._canned().apology, "apology")
 
-    async def _end_politely(self, processor, reason: str):
+    async def _end_politely(self, processor: FrameProcessor, reason: str) -> None:
         logger.error("call {}: {}; ending the call politely", self._call, reason)
         self.session.end_reason = self.session.end_reason or reason.split(":")[0]
         await processor.queue_frame(TTSSpeakFrame(self._canned().closing_hours))
         await processor.queue_frame(EndWorkerFrame(reason=reason))
 
-    async def _play_canned(self, tts, text: str, name: str):
+    async def _play_canned(self, tts: SupertonicTTSService, text: str, name: str) -> None:
         """``text`` from the canned audio at once (pushed, not queued), or synthesized when missing."""
         canned, voice = self.canned_audio, self.config.tts.voice
         hit = canned.get(text, tts.sample_rate, voice, tts.language_tag()) if canned else None

@@ -10,6 +10,7 @@ from bot.call.assets import DialogAssets, language_menu
 from bot.config import Config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, SwitchRule
 from bot.dialog.state import DialogState
+from bot.stages.whisper import TranscriptResult
 
 
 def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
@@ -38,18 +39,22 @@ def stt_language_of(config: Config, dialog: DialogState) -> Callable[[], str]:
     return language
 
 
-def follow_heard_language(dialog: DialogState) -> Callable[[object], None]:
+def follow_heard_language(dialog: DialogState) -> Callable[[TranscriptResult], None]:
     """The STT's ``on_result``: with auto detection the call's language follows what Whisper heard
     (the record is the observer's)."""
 
-    def on_stt(result) -> None:
+    def on_stt(result: TranscriptResult) -> None:
         if result.detected is None or not result.accepted:
             return
+        # The engine sets each language with its probability (TranscriptResult).
+        assert result.language_p is not None, "a detected language without its probability"
         words = len(result.text.split())
         guess = LanguageGuess(result.detected, result.language_p, words, result.audio_secs)
         if dialog.observe_language(guess):
             logger.info("call language -> {} (Whisper p={:.2f})", dialog.language, result.language_p)
-        if result.heard and dialog.observe_heard(LanguageGuess(result.heard, result.heard_p, words, result.audio_secs)):
+        # ``heard`` comes with ``heard_p``: the second test only tells the checker so.
+        if result.heard and result.heard_p is not None and dialog.observe_heard(
+                LanguageGuess(result.heard, result.heard_p, words, result.audio_secs)):
             logger.warning("caller heard in {} (Whisper p={:.2f}), a language this line does not serve: "
                            "telling them where to call", result.heard, result.heard_p)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loguru import logger
+from pipecat.audio.filters.base_audio_filter import BaseAudioFilter
 
 from bot.config import Config
 
@@ -22,7 +23,7 @@ def check_noise_filter(config: Config) -> None:
                 config.audio.noise_filter)
 
 
-def make_audio_in_filter(config: Config):
+def make_audio_in_filter(config: Config) -> BaseAudioFilter | None:
     """A fresh input filter for one call's transport params (it keeps per-call state), or None."""
     if config.audio.noise_filter == "none":
         return None

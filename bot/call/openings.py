@@ -2,34 +2,43 @@
 
 from __future__ import annotations
 
-from pipecat.frames.frames import EndFrame, TTSSpeakFrame
+from pipecat.frames.frames import EndFrame, Frame, TTSSpeakFrame
 
 from bot.call.session import CallSession
+from bot.dialog.policy import DialogPolicy
+
+
+def _policy(session: CallSession) -> DialogPolicy:
+    # assemble_session always sets it (the dialog stage's, or the stock baseline's own).
+    assert session.policy is not None, "a call session without the line's policy"
+    return session.policy
 
 
 async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
     """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
     Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
-    notes = session.policy.greeting_notes(notice)
+    policy = _policy(session)
+    notes = policy.greeting_notes(notice)
     # "For English, press 9." last, where a caller expects a menu
-    notes += tuple(line for _language, _switched, line in session.policy.menu.values())
+    notes += tuple(line for _language, _switched, line in policy.menu.values())
     session.dialog.last_reply = " ".join((greeting, *notes))
     session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = session.policy.line_open()
+    session.recorder.current.line_open = policy.line_open()
     await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 
 async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
     """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
     status and (a person available) the transfer, which ends the bot's part once it is heard."""
-    if ticket and ticket.get("language") in session.policy.siblings:
+    policy = _policy(session)
+    if ticket and ticket.get("language") in policy.siblings:
         session.dialog.set_language(ticket["language"])  # the language the ticket was taken in
-    answer = session.policy.for_language(session.dialog.language).callback_answered(number, ticket)
+    answer = policy.for_language(session.dialog.language).callback_answered(number, ticket)
     answer.change.apply(session.dialog, answer.reply)
     session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = session.policy.line_open()
+    session.recorder.current.line_open = policy.line_open()
     session.recorder.current.reply = answer.reply  # the desk reads what the called-back person heard
-    frames = [TTSSpeakFrame(s) for s in answer.sentences]
+    frames: list[Frame] = [TTSSpeakFrame(s) for s in answer.sentences]
     if answer.change.transfer:
         frames.append(EndFrame(reason="transfer"))  # the serializer hands the call to the desk (warm)
     await session.worker.queue_frames(frames)

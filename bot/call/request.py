@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pipecat.observers.base_observer import BaseObserver
 from pipecat.transports.base_transport import BaseTransport
 
 from bot.call.models import SharedModels
 from bot.config import Config, Secrets
+
+if TYPE_CHECKING:  # for the annotation only: the store is not loaded to build a request
+    from bot.store.calls import CallLog
 
 
 @dataclass(frozen=True)
@@ -41,5 +45,5 @@ class CallRequest:
     out_rate: int = 8000
     qa: bool = False
     observers: tuple[BaseObserver, ...] = ()
-    records: object | None = None
+    records: CallLog | None = None
     stream_parameters: Mapping[str, str] = field(default_factory=dict)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipecat.observers.base_observer import BaseObserver
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.frame_processor import FrameProcessor
 
 from bot.call.request import CallRequest
 from bot.dialog.policy import DialogPolicy
 from bot.dialog.state import DialogState
 from bot.stages.dialog_llm import DialogLLMService
 from bot.stages.supertonic import SupertonicTTSService
-from bot.stages.whisper import WhisperSTTProcessor
 from bot.telemetry.turns import CallRecorder, TurnObserver
 
 
@@ -24,7 +25,7 @@ class CallSession:
     recorder: CallRecorder
     dialog: DialogState
     llm: DialogLLMService
-    stt: WhisperSTTProcessor
+    stt: FrameProcessor  # ours: WhisperSTTProcessor; the stock baseline's: Pipecat's
     tts: SupertonicTTSService
     end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
     # The line's rules for the call's edges (greeting, callback opening): ours is the dialog stage's;
@@ -32,8 +33,10 @@ class CallSession:
     policy: DialogPolicy | None = None
 
 
-def assemble_session(request: CallRequest, *, stt, user_agg, llm, tts, assistant_agg, recorder: CallRecorder,
-                     dialog: DialogState, observers: list | tuple = (), keypad=None,
+def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: FrameProcessor, llm: DialogLLMService,
+                     tts: SupertonicTTSService, assistant_agg: FrameProcessor, recorder: CallRecorder,
+                     dialog: DialogState, observers: list[BaseObserver] | tuple[BaseObserver, ...] = (),
+                     keypad: FrameProcessor | None = None,
                      turn_observer: TurnObserver | None = None, policy: DialogPolicy | None = None) -> CallSession:
     """The stages in call order, in one worker with the call's turn records (also the stock baseline's:
     its ``turn_observer`` reads its stock STT and LLM). ``observers``: the request's and the call's own."""

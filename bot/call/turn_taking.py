@@ -6,11 +6,18 @@ it stops (``KoreanEndOfTurnStopStrategy``), or a plain speech timeout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer
 from pipecat.processors.aggregators.llm_response_universal import LLMUserAggregatorParams
 from pipecat.transports.base_transport import BaseTransport
 from pipecat.turns.user_mute import MuteUntilFirstBotCompleteUserMuteStrategy
-from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUserTurnStartStrategy
-from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
+from pipecat.turns.user_start import (
+    BaseUserTurnStartStrategy,
+    TranscriptionUserTurnStartStrategy,
+    VADUserTurnStartStrategy,
+)
+from pipecat.turns.user_stop import BaseUserTurnStopStrategy, SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from bot.config import Config
@@ -18,9 +25,10 @@ from bot.stages.backchannel_turn_start import Backchannels, BackchannelTurnStart
 from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
 
 
-def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_decision=None,
-                     unclear_reply=None, backchannels: Backchannels | None = None,
-                     line_playing=None) -> LLMUserAggregatorParams:
+def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer | None = None,
+                     on_decision: Callable[[str, float], None] | None = None,
+                     unclear_reply: str | Callable[[], str] | None = None, backchannels: Backchannels | None = None,
+                     line_playing: Callable[[], bool] | None = None) -> LLMUserAggregatorParams:
     """Turn-taking: VAD starts a turn (barge-in on); the ending of what was said picks the wait.
 
     With ``backchannels``, speech over the bot interrupts once it lasts ``turn.barge_in_secs`` or
@@ -42,7 +50,8 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad=None, on_deci
     )
 
 
-def _turn_stop(config: Config, rules: EndOfTurnRules, on_decision, unclear_reply):
+def _turn_stop(config: Config, rules: EndOfTurnRules, on_decision: Callable[[str, float], None] | None,
+               unclear_reply: str | Callable[[], str] | None) -> BaseUserTurnStopStrategy:
     if config.turn.korean_endpointing:
         waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
                  "default": config.turn.speech_timeout_secs}
@@ -52,14 +61,15 @@ def _turn_stop(config: Config, rules: EndOfTurnRules, on_decision, unclear_reply
     return SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
 
 
-def _vad_start(config: Config, backchannels: Backchannels | None, line_playing):
+def _vad_start(config: Config, backchannels: Backchannels | None,
+               line_playing: Callable[[], bool] | None) -> BaseUserTurnStartStrategy:
     if backchannels is None or config.turn.barge_in_secs <= 0:
         return VADUserTurnStartStrategy(enable_interruptions=True)
     return BackchannelTurnStartStrategy(backchannels=backchannels, barge_in_secs=config.turn.barge_in_secs,
                                         line_playing=line_playing, vad_stop_secs=config.vad.stop_secs)
 
 
-def line_clock(transport: BaseTransport):
+def line_clock(transport: BaseTransport) -> Callable[[], bool] | None:
     """The phone line's clock of bot audio Twilio has not played yet (``PhoneSerializer``), or None.
 
     Pipecat's websocket output sends audio at twice real time, so the pipeline's "bot stopped

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
 from bot import languages
 from bot.call.assets import DialogAssets, language_menu
 from bot.config import Config, Secrets
+from bot.dialog.intake import Intake
 from bot.dialog.policy import DialogPolicy
+from bot.dialog.shortcuts import ShortcutMatcher
+from bot.dialog.state import CannedReplies
 from bot.stages.dialog_llm import DialogLLMService
 
 
-def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolicy:
+def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], datetime] | None = None) -> DialogPolicy:
     """One line's rules; ``clock`` runs a call as if at another time (``chat --at``). Each other
     language of the line gets the same rules with its own words (``DialogPolicy.for_language``)."""
-    def policy(shortcuts, canned, intake) -> DialogPolicy:
+    def policy(shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None) -> DialogPolicy:
         made = DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
                             can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
                             emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
@@ -37,7 +44,8 @@ def make_policy(config: Config, assets: DialogAssets, clock=None) -> DialogPolic
     return main
 
 
-def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock=None, **kwargs) -> DialogLLMService:
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock: Callable[[], datetime] | None = None,
+             **kwargs: Any) -> DialogLLMService:
     """The dialog stage of one call (or of ``chat``), with the line's policy."""
     return DialogLLMService(
         config=config.llm,

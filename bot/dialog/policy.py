@@ -223,8 +223,18 @@ class DialogPolicy:
         """A person can take the call now (the desk's hours; holidays closed)."""
         return self.calendar is None or self.calendar.is_open(self.clock())
 
+    def _need_calendar(self) -> LineCalendar:
+        # Reached only where the desk can be closed or a callback booked, both of which need a calendar.
+        assert self.calendar is not None, "the line's calendar used on a line without one"
+        return self.calendar
+
+    def _need_intake(self) -> Intake:
+        # Tickets, statuses and the read-back exist only on a line with the records (intake set).
+        assert self.intake is not None, "an intake answer on a line without the records"
+        return self.intake
+
     def _opens(self) -> str:
-        return self.calendar.opening_phrase(self.clock(), language=self.language)
+        return self._need_calendar().opening_phrase(self.clock(), language=self.language)
 
     def _desk_closed(self) -> bool:
         return self.can_transfer and not self.line_open()
@@ -233,7 +243,8 @@ class DialogPolicy:
         """Said once after the greeting: the recording notice, and a holiday's name when closed for it."""
         notes = [recording_notice] if recording_notice else []
         if self._desk_closed():  # a holiday matters to who wants a person
-            holiday = self.calendar.holiday(self.calendar.local(self.clock()).date(), self.language)
+            calendar = self._need_calendar()
+            holiday = calendar.holiday(calendar.local(self.clock()).date(), self.language)
             if holiday:
                 notes.append(self.canned.holiday_note.format(holiday=holiday))
         return tuple(notes)
@@ -271,12 +282,14 @@ class DialogPolicy:
     def _emergency(self, text: str, state: DialogState) -> Speak | None:
         """Emergencies before anything else: the number to call (and a transfer where configured);
         unsure, one short question; the answer to that question."""
+        rules = self.emergency
+        assert rules is not None, "decide() checks the emergency rules first"
         if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
-            kind = self.emergency.kinds[state.awaiting[len(EMERGENCY_CHECK):]]
+            kind = rules.kinds[state.awaiting[len(EMERGENCY_CHECK):]]
             act = self.shortcuts.match(text, context="confirmation")
-            if (act is not None and act.action == "confirm_yes") or (act is None and self.emergency.affirms(text)):
+            if (act is not None and act.action == "confirm_yes") or (act is None and rules.affirms(text)):
                 return self._escalate(kind, "confirmed")
-        verdict = self.emergency.classify(text)
+        verdict = rules.classify(text)
         if verdict is None:
             return None
         if state.awaiting and state.awaiting.startswith(EMERGENCY_CHECK):
@@ -363,7 +376,7 @@ class DialogPolicy:
     def shortcut(self, shortcut: Shortcut, state: DialogState) -> Speak:
         if shortcut.action == "repeat":
             last = state.last_reply
-            sentences = (shortcut.reply, last) if last else (self.canned.nothing_to_repeat,)
+            sentences: tuple[str, ...] = (shortcut.reply, last) if last else (self.canned.nothing_to_repeat,)
         elif shortcut.action == "transfer" and not self.can_transfer:
             offer = self._no_agent_transfer(shortcut.intent)
             if offer.change.awaiting == CALLBACK:
@@ -411,12 +424,13 @@ class DialogPolicy:
         """The ticket's reception number, or None when the database failed (the slots are kept).
 
         With SMS on and a number to text (``state.textable``), the offer to text it follows."""
+        intake = self._need_intake()
         if number and self.offer_sms and state is not None and state.textable:
-            return Speak((self.intake.confirmed(number), self.canned.sms_offer), "rule", "report_problem",
+            return Speak((intake.confirmed(number), self.canned.sms_offer), "rule", "report_problem",
                          change=Change(ticket=number, awaiting=SMS_OFFER))
         if number:
-            return Speak((self.intake.confirmed(number),), "rule", "report_problem", change=Change(ticket=number))
-        return Speak((self.intake.text("ticket_failed"),), "rule", "report_problem", change=Change(awaiting=None))
+            return Speak((intake.confirmed(number),), "rule", "report_problem", change=Change(ticket=number))
+        return Speak((intake.text("ticket_failed"),), "rule", "report_problem", change=Change(awaiting=None))
 
     def _sms_answer(self, yes: bool, state: DialogState) -> Decision:
         if yes:
@@ -430,21 +444,22 @@ class DialogPolicy:
         return Speak((sentence,), "rule", "report_problem", change=Change(awaiting=None))
 
     def _book_callback(self, state: DialogState) -> BookCallback:
-        return BookCallback(self.calendar.next_opening(self.clock()), state.tickets[-1] if state.tickets else None)
+        return BookCallback(self._need_calendar().next_opening(self.clock()), state.tickets[-1] if state.tickets else None)
 
     def status_found(self, number: str, ticket: dict | None, *, failed: bool = False) -> Speak:
-        sentence = self.intake.text("status_failed") if failed else self.intake.status(number, ticket)
+        intake = self._need_intake()
+        sentence = intake.text("status_failed") if failed else intake.status(number, ticket)
         return Speak((sentence,), "rule", "check_status")
 
     def directory(self, reply: str) -> Speak:
         """A department's number or hours, asked plainly: read from the directory (closed now: when it opens)."""
-        sentences = (reply,)
+        sentences: tuple[str, ...] = (reply,)
         if self.calendar is not None and not self.line_open():
             sentences += (self.canned.department_closed.format(opens=self._opens()),)
         return Speak(sentences, "rule", "ask_info")
 
     def _ask_correction(self) -> Speak:
-        return Speak((self.intake.text("ask_correction"),), "rule", "report_problem", change=Change(awaiting=None))
+        return Speak((self._need_intake().text("ask_correction"),), "rule", "report_problem", change=Change(awaiting=None))
 
     # --- after the model ----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from loguru import logger
 from pipecat.frames.frames import (
@@ -105,8 +105,8 @@ class BackchannelTurnStartStrategy(BaseUserTurnStartStrategy):
         barge_in_secs: float = 0.7,
         line_playing: Callable[[], bool] | None = None,
         vad_stop_secs: float = 0.2,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._backchannels = backchannels
         self._barge_in_secs = barge_in_secs
@@ -122,11 +122,11 @@ class BackchannelTurnStartStrategy(BaseUserTurnStartStrategy):
         """The bot is speaking, or its audio is still playing on the line."""
         return self._bot_speaking or bool(self._line_playing and self._line_playing())
 
-    async def cleanup(self):
+    async def cleanup(self) -> None:
         await super().cleanup()
         await self._cancel_barge_in()
 
-    async def handle_user_turn_started(self):
+    async def handle_user_turn_started(self) -> None:
         self._held_since = None
         await self._cancel_barge_in()
 
@@ -158,7 +158,7 @@ class BackchannelTurnStartStrategy(BaseUserTurnStartStrategy):
         logger.debug("{}: caller speaks over the bot: a barge-in if it lasts {:.2f} s more", self, wait)
         return ProcessFrameResult.STOP
 
-    async def _barge_in_after(self, wait: float):
+    async def _barge_in_after(self, wait: float) -> None:
         try:
             await asyncio.sleep(wait)
         except asyncio.CancelledError:
@@ -189,7 +189,7 @@ class BackchannelTurnStartStrategy(BaseUserTurnStartStrategy):
     def _held_secs(self) -> float:
         return time.monotonic() - self._held_since if self._held_since is not None else 0.0
 
-    async def _cancel_barge_in(self):
+    async def _cancel_barge_in(self) -> None:
         if self._barge_in_task:
             await self.task_manager.cancel_task(self._barge_in_task)
             self._barge_in_task = None

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
 
 from loguru import logger
 from pipecat.frames.frames import (
@@ -50,7 +52,7 @@ from bot.dialog.policy import (
 )
 from bot.dialog.shortcuts import ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
-from bot.knowledge import Knowledge, directory_reply, render_facts
+from bot.knowledge import Knowledge, Lookup, directory_reply, render_facts
 from bot.stages.keypad import KeypadEntryFrame
 from bot.stages.structured_llm import LLMTurnError, StructuredLLMService
 from bot.telemetry.turn_facts import (
@@ -135,6 +137,19 @@ class SpeculativeRun:
         return self.confirmed and self.speculative
 
 
+class TicketRecords(Protocol):
+    """What the stage needs of the records database: ``bot.store.calls.CallLog`` (a layer above the stages)."""
+
+    async def create_ticket(self, **fields: Any) -> str: ...
+
+    async def text_ticket(self, reception_no: str) -> None: ...
+
+    async def request_callback(self, *, call_sid: str | None, after: datetime, reason: str,
+                               reception_no: str | None = None) -> int: ...
+
+    async def find_ticket(self, reception_no: str) -> dict[str, Any] | None: ...
+
+
 class DialogLLMService(StructuredLLMService):
     """The LLM stage of a call: the policy decides, this carries it out (see the module doc)."""
 
@@ -153,11 +168,11 @@ class DialogLLMService(StructuredLLMService):
         can_transfer: bool = False,
         intake: Intake | None = None,
         knowledge: Knowledge | None = None,
-        records=None,
+        records: TicketRecords | None = None,
         call_id: str | None = None,
         policy: DialogPolicy | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(config=config, domain=domain, api_key=api_key, **kwargs)
         self._template = prompt_template
         self._canned = canned
@@ -183,7 +198,7 @@ class DialogLLMService(StructuredLLMService):
         """The line's rules in the caller's language."""
         return self.policy.for_language(self.dialog.language)
 
-    async def process_frame(self, frame: Frame, direction: FrameDirection):
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if isinstance(frame, EagerEndOfTurnCancelFrame):
             await self._withdraw_speculation()
         elif isinstance(frame, UserStoppedSpeakingFrame):
@@ -193,7 +208,7 @@ class DialogLLMService(StructuredLLMService):
             return
         await super().process_frame(frame, direction)
 
-    async def _withdraw_speculation(self):
+    async def _withdraw_speculation(self) -> None:
         """The caller kept talking: the speculative answer is discarded and never committed."""
         made_call, run = self._run.made_call, self._run.number
         if not self._run.withdraw():
@@ -202,13 +217,13 @@ class DialogLLMService(StructuredLLMService):
             await self.push_frame(LLMRequestWithdrawnFrame(run=run))
         logger.debug("speculative answer withdrawn (the caller went on speaking)")
 
-    async def _confirm_speculation(self):
+    async def _confirm_speculation(self) -> None:
         """The turn really ended: a held speculative answer becomes the answer."""
         pending = self._run.confirm()
         if pending:
             await self._commit(*pending)
 
-    async def _process_context(self, context: LLMContext):
+    async def _process_context(self, context: LLMContext) -> None:
         # A speculative run answers a turn that has not ended yet: the gate holds its frames,
         # and the dialog state changes only once the turn is confirmed.
         self._runs += 1
@@ -225,7 +240,7 @@ class DialogLLMService(StructuredLLMService):
         finally:
             self._run.active = False
 
-    async def _carry_out(self, decision: Decision, run: int, text: str, context: LLMContext | None = None):
+    async def _carry_out(self, decision: Decision, run: int, text: str, context: LLMContext | None = None) -> None:
         """Do what the policy decided; side effects come back to it for the words."""
         if isinstance(decision, CreateTicket):
             if not await self._run.is_final():
@@ -282,7 +297,7 @@ class DialogLLMService(StructuredLLMService):
         logger.info("ticket {}: the caller asked for a text; queued", number)
         return True
 
-    async def _book_callback(self, after, reception_no: str | None = None) -> bool:
+    async def _book_callback(self, after: datetime, reception_no: str | None = None) -> bool:
         """A callback for the desk's queue; False when the database failed (the caller is told)."""
         try:
             if self._records is None:
@@ -305,7 +320,7 @@ class DialogLLMService(StructuredLLMService):
             return self._lp.status_found(number, None, failed=True)
         return self._lp.status_found(number, ticket)
 
-    async def _say(self, answer: Speak, run: int, llm_calls: int = 0):
+    async def _say(self, answer: Speak, run: int, llm_calls: int = 0) -> None:
         """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
         if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
             logger.warning("caller asked for a person but call.transfer_number is not set")
@@ -339,7 +354,7 @@ class DialogLLMService(StructuredLLMService):
 
     # --- the phone pad ------------------------------------------------------------------------
 
-    async def _keypad_turn(self, keys: str):
+    async def _keypad_turn(self, keys: str) -> None:
         decision = self._lp.keypad(keys, self.dialog)
         if decision is None:
             return
@@ -358,7 +373,7 @@ class DialogLLMService(StructuredLLMService):
         """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
         return self.schema_for(fact_ids if self._knowledge is not None else None)
 
-    async def _look_up(self, text: str, run: int):
+    async def _look_up(self, text: str, run: int) -> Lookup | None:
         """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
         if self._knowledge is None or not text:
             return None
@@ -370,18 +385,17 @@ class DialogLLMService(StructuredLLMService):
                                               facts=[entry.id for entry, _ in found.hits], directory_hit=hit))
         return found
 
-    async def _answer_with_model(self, context: LLMContext, run: int, facts: str = ""):
-        self._settings.system_instruction = render_system_prompt(
-            self._template, self._domain, self.dialog.known_slots(), facts=facts
-        )
+    async def _answer_with_model(self, context: LLMContext, run: int, facts: str = "") -> None:
+        instruction = render_system_prompt(self._template, self._domain, self.dialog.known_slots(), facts=facts)
         if self._lp.instruction:
-            self._settings.system_instruction += "\n\n" + self._lp.instruction
+            instruction += "\n\n" + self._lp.instruction
+        self._settings.system_instruction = instruction
         trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
         spoken: list[str] = []
         self._run.made_call = True
         await self.push_frame(LLMRequestFrame(run=run))
 
-        async def first_token():
+        async def first_token() -> None:
             await self._stop_filler(filler)
             await self.push_frame(TurnMarkFrame(run=run, mark="llm_first_token", overwrite=True))
 
@@ -419,7 +433,7 @@ class DialogLLMService(StructuredLLMService):
         await self._finish_turn(TurnResult("llm", reply, turn["flow"], turn["intent"], 1), run, commit,
                                 ends_call=follow.ends_call, transfer=follow.change.transfer)
 
-    async def _model_failed(self, e: LLMTurnError, run: int, spoken: list[str]):
+    async def _model_failed(self, e: LLMTurnError, run: int, spoken: list[str]) -> None:
         error = str(e)
         answer = self._lp.model_failed(self.last_result is not None and self.last_result.route == "error",
                                        failure=e.failure)
@@ -456,7 +470,7 @@ class DialogLLMService(StructuredLLMService):
             return None
         return self.create_task(self._filler_after(delay, run), name="llm-filler")
 
-    async def _filler_after(self, delay: float, run: int):
+    async def _filler_after(self, delay: float, run: int) -> None:
         await asyncio.sleep(delay)
         logger.info("LLM: no first token {:.0f} ms after the request; speaking the filler", delay * 1000)
         self._filler_played = True
@@ -464,11 +478,11 @@ class DialogLLMService(StructuredLLMService):
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
         await self._speak(self._lp.canned.filler)  # canned: from memory, never synthesized
 
-    async def _stop_filler(self, task: asyncio.Task | None):
+    async def _stop_filler(self, task: asyncio.Task | None) -> None:
         if task is not None and not task.done():
             await self.cancel_task(task)
 
-    async def _speak_sentence(self, sentence: str, run: int, spoken: list[str]):
+    async def _speak_sentence(self, sentence: str, run: int, spoken: list[str]) -> None:
         sentence = sentence.strip()
         if not sentence:
             return
@@ -478,11 +492,11 @@ class DialogLLMService(StructuredLLMService):
         spoken.append(sentence)
         await self._speak(sentence)
 
-    async def _speak(self, text: str):
+    async def _speak(self, text: str) -> None:
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
 
     async def _finish_turn(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame], *,
-                           ends_call: bool, transfer: bool):
+                           ends_call: bool, transfer: bool) -> None:
         if ends_call and self._end_call:
             # Queued behind the closing sentence (and held with it while speculative): the caller
             # hears it, then the call ends, or is handed to a person (see PhoneSerializer).
@@ -492,7 +506,7 @@ class DialogLLMService(StructuredLLMService):
             return
         await self._commit(result, run, commit)
 
-    async def _commit(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame]):
+    async def _commit(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame]) -> None:
         answered = commit()
         self.last_result = result
         answered.reply = result.reply

@@ -9,6 +9,7 @@ is a person; '1'/'2' answer a read-back), so this stage collects them with the p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pipecat.frames.frames import Frame, InputDTMFFrame, SystemFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
@@ -34,12 +35,12 @@ class KeypadProcessor(FrameProcessor):
         dialog: The call's dialog state (a read-back waiting makes '1' and '2' act at once).
     """
 
-    def __init__(self, *, dialog: DialogState, **kwargs):
+    def __init__(self, *, dialog: DialogState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._dialog = dialog
         self._keys = KeyBuffer()
 
-    async def process_frame(self, frame: Frame, direction: FrameDirection):
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         await self.push_frame(frame, direction)
         if isinstance(frame, InputDTMFFrame) and direction == FrameDirection.DOWNSTREAM:

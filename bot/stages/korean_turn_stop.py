@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import (
@@ -90,8 +91,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         speculate: bool = True,
         on_decision: Callable[[str, float], None] | None = None,
         unclear_reply: str | Callable[[], str] | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(user_speech_timeout=waits["default"], **kwargs)
         self._rules = rules
         self._waits = waits
@@ -104,11 +105,11 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._unclear = False
         self._turn_open = False
 
-    async def handle_user_turn_started(self):
+    async def handle_user_turn_started(self) -> None:
         self._turn_open = True
         await super().handle_user_turn_started()
 
-    async def handle_user_turn_stopped(self):
+    async def handle_user_turn_stopped(self) -> None:
         self._turn_open = False
         await super().handle_user_turn_stopped()
 
@@ -122,7 +123,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             return ProcessFrameResult.CONTINUE
         return await super().process_frame(frame)
 
-    async def _handle_unclear_speech(self):
+    async def _handle_unclear_speech(self) -> None:
         if not self._unclear_reply or self._vad_stopped_at is None or self._vad_user_speaking:
             return
         self._unclear = True
@@ -135,6 +136,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         if self._user_speech_timeout_task:
             await self.task_manager.cancel_task(self._user_speech_timeout_task)
             self._user_speech_timeout_task = None
+        # Both callers checked: the wait counts from when speech stopped.
+        assert self._vad_stopped_at is not None, "a speech wait re-armed before speech stopped"
         remaining = wait - (time.monotonic() - self._vad_stopped_at)
         self._user_speech_wait_done = remaining <= 0
         if remaining > 0:
@@ -143,7 +146,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             )
         return remaining > 0
 
-    async def _reset(self, *, clear_vad_user_speaking: bool):
+    async def _reset(self, *, clear_vad_user_speaking: bool) -> None:
         self._segments = []
         self._vad_stopped_at = None
         self._speculated_text = None
@@ -151,17 +154,17 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._user_speech_timeout = self._waits["default"]
         await super()._reset(clear_vad_user_speaking=clear_vad_user_speaking)
 
-    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame):
+    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame) -> None:
         # The caller goes on: an answer prepared for the shorter turn must not be spoken.
         await self._withdraw_speculation()
         self._vad_stopped_at = None
         await super()._handle_vad_user_started_speaking(frame)
 
-    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame):
+    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
         self._vad_stopped_at = time.monotonic()
         await super()._handle_vad_user_stopped_speaking(frame)
 
-    async def _handle_transcription(self, frame: TranscriptionFrame):
+    async def _handle_transcription(self, frame: TranscriptionFrame) -> None:
         self._segments.append(frame.text.strip())
         text = " ".join(s for s in self._segments if s)
         kind, rule = self._rules.classify(text)
@@ -176,19 +179,19 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
                 await self._start_speculation(text)
         await super()._handle_transcription(frame)
 
-    async def _start_speculation(self, text: str):
+    async def _start_speculation(self, text: str) -> None:
         if self._speculated_text == text:
             return
         await self._withdraw_speculation()
         self._speculated_text = text
         await self.trigger_user_turn_inference_triggered(speculation=UserTurnSpeculation(text=text))
 
-    async def _withdraw_speculation(self):
+    async def _withdraw_speculation(self) -> None:
         if self._speculated_text is not None:
             self._speculated_text = None
             await self.trigger_user_turn_speculation_cancelled()
 
-    async def _maybe_trigger_user_turn_stopped(self):
+    async def _maybe_trigger_user_turn_stopped(self) -> None:
         if self._vad_user_speaking:
             return
         if not self._text and self._unclear:
@@ -197,6 +200,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
                 self._unclear = False
                 await self.trigger_user_turn_stopped()
                 reply = self._unclear_reply() if callable(self._unclear_reply) else self._unclear_reply
+                assert reply is not None, "unclear speech is handled only with an unclear_reply"
                 await self.push_frame(TTSSpeakFrame(reply))
             return
         if self._wait_for_transcript and not self._text:

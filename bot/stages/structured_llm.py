@@ -16,11 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 from loguru import logger
 from openai import APIConnectionError, APITimeoutError, AsyncOpenAI, DefaultAsyncHttpxClient
+from pipecat.adapters.llm.services.open_ai_adapter import OpenAILLMInvocationParams
 from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.services.openai.base_llm import OpenAILLMSettings
 from pipecat.services.openai.llm import OpenAILLMService
 
 from bot.config import LLMConfig
@@ -53,7 +56,10 @@ class StructuredLLMService(OpenAILLMService):
         **kwargs: Passed to ``OpenAILLMService``.
     """
 
-    def __init__(self, *, config: LLMConfig, domain: Domain, api_key: str, **kwargs):
+    # Pipecat's own hint (its class attribute alias ``Settings``) does not resolve for mypy.
+    _settings: OpenAILLMSettings
+
+    def __init__(self, *, config: LLMConfig, domain: Domain, api_key: str, **kwargs: Any) -> None:
         self._cfg = config  # create_client() reads the timeouts during super().__init__
         super().__init__(
             api_key=api_key,
@@ -84,7 +90,8 @@ class StructuredLLMService(OpenAILLMService):
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=httpx.Timeout(self._timeout_total(), connect=2.0),
+            # The ignore: openai 3.x hints httpx2's Timeout only, but converts httpx's (normalize_httpx_timeout).
+            timeout=httpx.Timeout(self._timeout_total(), connect=2.0),  # type: ignore[arg-type]  # see above
             http_client=DefaultAsyncHttpxClient(),
             default_headers=default_headers,
         )
@@ -92,7 +99,7 @@ class StructuredLLMService(OpenAILLMService):
     def _timeout_total(self) -> float:
         return self._cfg.total_timeout_ms / 1000.0
 
-    def build_chat_completion_params(self, params_from_context) -> dict:
+    def build_chat_completion_params(self, params_from_context: OpenAILLMInvocationParams) -> dict:
         params = super().build_chat_completion_params(params_from_context)
         params["response_format"] = self.response_format
         if self._cfg.dialect == "openai":
@@ -124,7 +131,7 @@ class StructuredLLMService(OpenAILLMService):
         finish_reason = None
         sentences = 0
 
-        async def sentence_out(sentence: str):
+        async def sentence_out(sentence: str) -> None:
             nonlocal sentences
             sentence = sentence.strip()
             if sentence:

@@ -9,6 +9,9 @@
   Every offer that would start a call takes one of the phone line's call slots first, within the
   QA page's own cap (``mount_webrtc``).
 
+``mount_webrtc`` only assembles: the shared state is ``QAContext``, the routes are one router
+(``qa_router``), and each call is a ``QACall``.
+
 Each peer connection runs one call through ``build_call`` with ``qa=True``: the same processors,
 config and records as a phone call; only the transport and the audio rates differ. The browser
 sends 48 kHz Opus, which the transport resamples to 16 kHz (Whisper and Silero need 16 kHz); the
@@ -44,10 +47,11 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from loguru import logger
@@ -232,90 +236,147 @@ def mount_webrtc(
     (``server.line_max_calls``) the line's count is checked as well. A call whose browser has not
     connected within ``server.qa_connect_timeout_secs`` is ended, and its slot freed.
     """
-    sc = config.server
-    calls = gate.calls
-    qa_limit = gate.qa_limit(sc.max_calls, sc.qa_max_calls)
-    if qa_limit < sc.qa_max_calls:
-        logger.warning("QA page: {} call(s) at once, not server.qa_max_calls {}: QA always leaves one of "
-                       "server.max_calls {} to the phone line", qa_limit, sc.qa_max_calls, sc.max_calls)
+    qa = QAContext.build(config=config, secrets=secrets, models=models, gate=gate, metrics=metrics,
+                         finish_call=finish_call, line=line, records=records)
+    app.mount("/qa/static", _SecureStaticFiles(directory=STATIC_DIR), name="qa-static")
+    app.include_router(qa_router(qa))
+    _chain_lifespan(app, qa.lifespan)
 
-    def check_token(request: Request) -> None:
-        if not qa_token_ok(request, secrets.qa_access_token):
+
+@dataclass
+class _Offer:
+    """One offer's slot as it passes from the route to ``QAContext.start_call`` (the handler's callback)."""
+
+    hold: Any = None  # the slot reserved for it; None once a call took it over
+    refused: str | None = None  # why the call could not start after all
+    connection: SmallWebRTCConnection | None = None  # the refused call's peer, to close
+
+
+@dataclass
+class QAContext:
+    """What the QA page's routes and calls share: the phone line's gate, the QA calls here, the signalling."""
+
+    config: Any
+    secrets: Any
+    models: Any
+    gate: CallGate
+    metrics: Any
+    finish_call: Callable[[CallSession], None]
+    line: Line | None
+    records: Any
+    qa_limit: int
+    # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
+    handler: SmallWebRTCRequestHandler = field(default_factory=SmallWebRTCRequestHandler)
+    running: set[asyncio.Task] = field(default_factory=set)
+    sessions: dict[str, CallSession] = field(default_factory=dict)
+    connections: dict[str, SmallWebRTCConnection] = field(default_factory=dict)  # pc_id -> QA call in progress here
+
+    @classmethod
+    def build(cls, *, config, gate: CallGate, **parts) -> QAContext:
+        """The QA page's state, with a warning when ``server.max_calls`` cuts its cap."""
+        sc = config.server
+        qa_limit = gate.qa_limit(sc.max_calls, sc.qa_max_calls)
+        if qa_limit < sc.qa_max_calls:
+            logger.warning("QA page: {} call(s) at once, not server.qa_max_calls {}: QA always leaves one of "
+                           "server.max_calls {} to the phone line", qa_limit, sc.qa_max_calls, sc.max_calls)
+        return cls(config=config, gate=gate, qa_limit=qa_limit, **parts)
+
+    def check_token(self, request: Request) -> None:
+        if not qa_token_ok(request, self.secrets.qa_access_token):
             raise HTTPException(status_code=401, detail="QA token required (Authorization: Bearer)",
                                 headers={"WWW-Authenticate": 'Bearer realm="qa"'})
 
-    # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
-    handler = SmallWebRTCRequestHandler()
-    running: set[asyncio.Task] = set()
-    sessions: dict[str, CallSession] = {}
-    connections: dict[str, SmallWebRTCConnection] = {}  # pc_id -> QA call in progress here
-
-    app.mount("/qa/static", _SecureStaticFiles(directory=STATIC_DIR), name="qa-static")
-
-    @app.get("/", include_in_schema=False)
-    async def qa_page(request: Request):
-        if "token" in request.query_params:  # an old bookmark: take the token out of the address bar
-            return RedirectResponse("/", status_code=303, headers=QA_HEADERS)
-        return FileResponse(STATIC_DIR / "qa.html", media_type="text/html", headers=QA_HEADERS)
-
-    def busy(why: str) -> JSONResponse:
-        gate.refuse(f"qa:{why.split(' ')[0]}")
+    def busy(self, why: str) -> JSONResponse:
+        sc, calls = self.config.server, self.gate.calls
+        self.gate.refuse(f"qa:{why.split(' ')[0]}")
         logger.warning("QA call rejected: {} ({} calls active or reserved here, {} of them QA; server.max_calls {}, "
-                       "QA limit {})", why, len(calls), gate.qa_calls(), sc.max_calls, qa_limit)
+                       "QA limit {})", why, len(calls), self.gate.qa_calls(), sc.max_calls, self.qa_limit)
         return JSONResponse({"error": "busy", "reason": why.split(" ")[0], "active_calls": len(calls.active)},
                             status_code=503)
 
-    @app.post("/api/offer")
-    async def offer(request: Request):
-        check_token(request)
-        body = await _json_object(request)
-        try:
-            webrtc_request = SmallWebRTCRequest.from_dict(
-                {k: body.get(k) for k in ("sdp", "type", "pc_id", "restart_pc")}
-                | {"request_data": body.get("request_data", body.get("requestData"))}
-            )
-        except TypeError as e:
-            raise HTTPException(status_code=400, detail=f"bad offer: {e}") from e
-        if not isinstance(webrtc_request.sdp, str) or not webrtc_request.sdp or webrtc_request.type != "offer":
-            raise HTTPException(status_code=400, detail="an SDP offer is required")
-        if "m=audio" not in webrtc_request.sdp:
-            raise HTTPException(status_code=400, detail="the offer has no audio (the page sends its microphone)")
-        if webrtc_request.pc_id is not None and not isinstance(webrtc_request.pc_id, str):
-            raise HTTPException(status_code=400, detail="pc_id must be a string")
-        if webrtc_request.restart_pc:  # Pipecat would end the call and keep a peer without one: call again
-            raise HTTPException(status_code=400, detail="restart_pc is not supported: hang up and call again")
+    def reserve(self):
+        """``(hold, None)``, or ``(hold, why busy)``: a QA slot, taken before any await."""
+        return self.gate.reserve_qa(self.config.server.qa_max_calls, self.config.server.qa_connect_timeout_secs)
+
+    async def answer(self, webrtc_request: SmallWebRTCRequest):
+        """The SDP answer, or a 503 busy response when the offer would start a call there is no slot for."""
         # A renegotiation of a QA call in progress keeps that call's slot; anything else (no pc_id, or
         # an unknown one, which Pipecat answers with a new connection) is a new call and takes one now.
-        offer_state: dict[str, Any] = {"hold": None, "refused": None, "connection": None}
-        if webrtc_request.pc_id not in connections:
-            offer_state["hold"], why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
-            if why is None and line is not None:
-                why = await line.full()
+        offer = _Offer()
+        if webrtc_request.pc_id not in self.connections:
+            offer.hold, why = self.reserve()
+            if why is None and self.line is not None:
+                why = await self.line.full()
                 if why:
-                    gate.release(offer_state["hold"])
+                    self.gate.release(offer.hold)
             if why:
-                return busy(why)
+                return self.busy(why)
 
         async def new_connection(connection: SmallWebRTCConnection) -> None:
-            await start_call(connection, offer_state)
+            await self.start_call(connection, offer)
 
         try:
-            answer = await handler.handle_web_request(webrtc_request, new_connection)
+            answer = await self.handler.handle_web_request(webrtc_request, new_connection)
         except HTTPException:
             raise
         except Exception as e:  # aiortc rejects a malformed SDP with ValueError and friends
             raise HTTPException(status_code=400, detail=f"offer refused: {type(e).__name__}") from e
         finally:
-            gate.release(offer_state["hold"])  # start_call took it over, or the offer failed
-        if offer_state["refused"]:
+            self.gate.release(offer.hold)  # start_call took it over, or the offer failed
+        if offer.refused:
             with suppress(Exception):
-                await offer_state["connection"].disconnect()
-            return busy(offer_state["refused"])
+                await offer.connection.disconnect()
+            return self.busy(offer.refused)
         return answer
 
-    @app.patch("/api/offer")
+    async def start_call(self, connection: SmallWebRTCConnection, offer: _Offer) -> None:
+        """Called by the handler for a new connection, before it answers the offer.
+
+        No await before the slot is the call's, so concurrent offers see it. The call runs in the background.
+        """
+        hold, offer.hold = offer.hold, None
+        if hold is None:  # its pc_id looked like a call in progress, which ended meanwhile: a new call after all
+            hold, why = self.reserve()
+            if why:
+                offer.refused, offer.connection = why, connection
+                return
+        call_id = f"qa-{connection.pc_id}"
+        self.gate.qa_started(hold, call_id)
+        self.connections[connection.pc_id] = connection
+        task = asyncio.create_task(QACall(self, connection, call_id).run())
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    @asynccontextmanager
+    async def lifespan(self, _app):
+        yield
+        # Server shutdown: end the QA calls so their records are written, then close the peers.
+        for session in list(self.sessions.values()):
+            with suppress(Exception):
+                await session.worker.cancel()
+        if self.running:
+            await asyncio.wait(list(self.running), timeout=10)
+        await self.handler.close()
+
+
+def qa_router(qa: QAContext) -> APIRouter:
+    """The page and its signalling: ``GET /``, ``POST /api/offer``, ``PATCH /api/offer`` (trickle ICE)."""
+    router = APIRouter()
+
+    @router.get("/", include_in_schema=False)
+    async def qa_page(request: Request):
+        if "token" in request.query_params:  # an old bookmark: take the token out of the address bar
+            return RedirectResponse("/", status_code=303, headers=QA_HEADERS)
+        return FileResponse(STATIC_DIR / "qa.html", media_type="text/html", headers=QA_HEADERS)
+
+    @router.post("/api/offer")
+    async def offer(request: Request):
+        qa.check_token(request)
+        return await qa.answer(_offer_request(await _json_object(request)))
+
+    @router.patch("/api/offer")
     async def ice_candidate(request: Request):
-        check_token(request)
+        qa.check_token(request)
         body = await _json_object(request)
         try:
             patch = SmallWebRTCPatchRequest(
@@ -324,97 +385,110 @@ def mount_webrtc(
             )
         except (KeyError, TypeError) as e:
             raise HTTPException(status_code=400, detail=f"bad ICE candidate patch: {e}") from e
-        await handler.handle_patch_request(patch)
+        await qa.handler.handle_patch_request(patch)
         return {"status": "success"}
 
-    async def start_call(connection: SmallWebRTCConnection, offer_state: dict[str, Any]) -> None:
-        # Called by the handler for a new connection, before it answers the offer; no await before
-        # the slot is the call's, so concurrent offers see it. The call runs in the background.
-        hold, offer_state["hold"] = offer_state["hold"], None
-        if hold is None:  # its pc_id looked like a call in progress, which ended meanwhile: a new call after all
-            hold, why = gate.reserve_qa(sc.qa_max_calls, sc.qa_connect_timeout_secs)
-            if why:
-                offer_state.update(refused=why, connection=connection)
-                return
-        call_id = f"qa-{connection.pc_id}"
-        gate.qa_started(hold, call_id)
-        connections[connection.pc_id] = connection
-        task = asyncio.create_task(run_qa_call(connection, call_id))
-        running.add(task)
-        task.add_done_callback(running.discard)
+    return router
 
-    async def run_qa_call(connection: SmallWebRTCConnection, call_id: str) -> None:
-        session = None
-        connected = asyncio.Event()
+
+def _offer_request(body: dict) -> SmallWebRTCRequest:
+    """The offer in ``body``, checked: HTTP 400 for anything but an audio SDP offer Pipecat can take."""
+    try:
+        webrtc_request = SmallWebRTCRequest.from_dict(
+            {k: body.get(k) for k in ("sdp", "type", "pc_id", "restart_pc")}
+            | {"request_data": body.get("request_data", body.get("requestData"))}
+        )
+    except TypeError as e:
+        raise HTTPException(status_code=400, detail=f"bad offer: {e}") from e
+    if not isinstance(webrtc_request.sdp, str) or not webrtc_request.sdp or webrtc_request.type != "offer":
+        raise HTTPException(status_code=400, detail="an SDP offer is required")
+    if "m=audio" not in webrtc_request.sdp:
+        raise HTTPException(status_code=400, detail="the offer has no audio (the page sends its microphone)")
+    if webrtc_request.pc_id is not None and not isinstance(webrtc_request.pc_id, str):
+        raise HTTPException(status_code=400, detail="pc_id must be a string")
+    if webrtc_request.restart_pc:  # Pipecat would end the call and keep a peer without one: call again
+        raise HTTPException(status_code=400, detail="restart_pc is not supported: hang up and call again")
+    return webrtc_request
+
+
+class QACall:
+    """One QA call: built with ``build_call`` (``qa=True``), run until the browser leaves, then finished."""
+
+    def __init__(self, qa: QAContext, connection: SmallWebRTCConnection, call_id: str):
+        self.qa = qa
+        self.connection = connection
+        self.call_id = call_id
+        self.session: CallSession | None = None
+        self.live: QALiveObserver | None = None
+        self.connected = asyncio.Event()
+
+    async def run(self) -> None:
         deadline = None
         try:
-            transport = SmallWebRTCTransport(
-                connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
-                                            audio_in_filter=make_audio_in_filter(config))
-            )
-            live = QALiveObserver()
-            session = build_call(CallRequest(
-                config=config, secrets=secrets, models=models, transport=transport, call_id=call_id,
-                in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=(live,), records=records,
-            ))  # fmt: skip
-            if records is not None:
-                records.call_started(call_id, caller=None, qa=True)
-            live.attach(session)
-            sessions[call_id] = session
-
-            @transport.event_handler("on_client_connected")
-            async def _connected(_t, _client):
-                connected.set()
-                logger.info("QA call {}: browser connected", call_id)
-                await live.send({"qa": "call", "call_id": call_id})
-                await speak_greeting(session, config.call.greeting, config.call.recording_notice)
-
-            @transport.event_handler("on_client_disconnected")
-            async def _disconnected(_t, _client):
-                # The page's 끊기 button closes the peer connection; aiortc sees it within ~0.1 s.
-                logger.info("QA call {}: browser disconnected", call_id)
-                await session.worker.cancel()
-
-            async def connect_deadline() -> None:
-                # Pipecat waits about 60 s for a peer that never connects; the slot is freed sooner.
-                await asyncio.sleep(sc.qa_connect_timeout_secs)
-                if not connected.is_set():
-                    logger.warning("QA call {}: the browser did not connect within {:.0f} s "
-                                   "(server.qa_connect_timeout_secs); ending it", call_id, sc.qa_connect_timeout_secs)
-                    session.end_reason = "qa_not_connected"
-                    await session.worker.cancel()
-
-            deadline = asyncio.create_task(connect_deadline())
-            metrics.call_started()
-            logger.info("QA call {}: pipeline starting ({} active)", call_id, len(calls))
+            self._build()
+            deadline = asyncio.create_task(self._connect_deadline())
+            self.qa.metrics.call_started()
+            logger.info("QA call {}: pipeline starting ({} active)", self.call_id, len(self.qa.gate.calls))
             runner = WorkerRunner(handle_sigint=False)
-            await runner.add_workers(session.worker)
+            await runner.add_workers(self.session.worker)
             await runner.run()
         except Exception as e:
-            logger.exception("QA call {} failed: {}", call_id, e)
+            logger.exception("QA call {} failed: {}", self.call_id, e)
         finally:
             if deadline is not None:
                 deadline.cancel()
-            calls.active.pop(call_id, None)
-            connections.pop(connection.pc_id, None)
-            sessions.pop(call_id, None)
-            with suppress(Exception):
-                await connection.disconnect()
-            if session is not None:
-                finish_call(session)
+            await self._close()
 
-    @asynccontextmanager
-    async def webrtc_lifespan(_app):
-        yield
-        # Server shutdown: end the QA calls so their records are written, then close the peers.
-        for session in list(sessions.values()):
-            with suppress(Exception):
-                await session.worker.cancel()
-        if running:
-            await asyncio.wait(list(running), timeout=10)
-        await handler.close()
+    def _build(self) -> None:
+        """The call's transport and pipeline, registered here and in the records, with the browser's events."""
+        qa, config, call_id = self.qa, self.qa.config, self.call_id
+        transport = SmallWebRTCTransport(
+            self.connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
+                                             audio_in_filter=make_audio_in_filter(config))
+        )
+        self.live = QALiveObserver()
+        self.session = build_call(CallRequest(
+            config=config, secrets=qa.secrets, models=qa.models, transport=transport, call_id=call_id,
+            in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=(self.live,), records=qa.records,
+        ))  # fmt: skip
+        if qa.records is not None:
+            qa.records.call_started(call_id, caller=None, qa=True)
+        self.live.attach(self.session)
+        qa.sessions[call_id] = self.session
+        transport.add_event_handler("on_client_connected", self._connected)
+        transport.add_event_handler("on_client_disconnected", self._disconnected)
 
-    _chain_lifespan(app, webrtc_lifespan)
+    async def _connected(self, _t, _client) -> None:
+        self.connected.set()
+        logger.info("QA call {}: browser connected", self.call_id)
+        await self.live.send({"qa": "call", "call_id": self.call_id})
+        call = self.qa.config.call
+        await speak_greeting(self.session, call.greeting, call.recording_notice)
+
+    async def _disconnected(self, _t, _client) -> None:
+        # The page's 끊기 button closes the peer connection; aiortc sees it within ~0.1 s.
+        logger.info("QA call {}: browser disconnected", self.call_id)
+        await self.session.worker.cancel()
+
+    async def _connect_deadline(self) -> None:
+        # Pipecat waits about 60 s for a peer that never connects; the slot is freed sooner.
+        timeout = self.qa.config.server.qa_connect_timeout_secs
+        await asyncio.sleep(timeout)
+        if not self.connected.is_set():
+            logger.warning("QA call {}: the browser did not connect within {:.0f} s "
+                           "(server.qa_connect_timeout_secs); ending it", self.call_id, timeout)
+            self.session.end_reason = "qa_not_connected"
+            await self.session.worker.cancel()
+
+    async def _close(self) -> None:
+        """Free the slot, forget the call, close the peer, and finish the call's records if it was built."""
+        self.qa.gate.calls.active.pop(self.call_id, None)
+        self.qa.connections.pop(self.connection.pc_id, None)
+        self.qa.sessions.pop(self.call_id, None)
+        with suppress(Exception):
+            await self.connection.disconnect()
+        if self.session is not None:
+            self.qa.finish_call(self.session)
 
 
 async def _json_object(request: Request) -> dict:

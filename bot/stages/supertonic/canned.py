@@ -30,10 +30,12 @@ class CannedAudio:
         (None: the engine's default, Korean)."""
         t0 = time.perf_counter()
         before = len(self._items)
-        lang = {"language": language} if language else {}
         for rate in sample_rates:
             for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
-                self._items[(text, rate, voice, language or "ko")] = engine.synthesize(text, rate, voice=voice, **lang)
+                # No language argument without one: an engine that has none (a test's) still fits.
+                made = (engine.synthesize(text, rate, voice=voice, language=language) if language
+                        else engine.synthesize(text, rate, voice=voice))
+                self._items[(text, rate, voice, language or "ko")] = made
         logger.info(
             "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or "ko", (time.perf_counter() - t0) * 1000
         )

@@ -217,7 +217,7 @@ class SupertonicEngine:
     def _profile_shapes(self, session: str, text_len: int, latent_len: int) -> str:
         """TensorRT optimization-profile string for one session (batch 1)."""
         c = self._latent_channels
-        shapes = {
+        profiles: dict[str, dict[str, tuple[int, ...]]] = {
             "duration_predictor": {
                 "text_ids": (1, text_len),
                 "style_dp": (1, *_STYLE_DP),
@@ -238,7 +238,8 @@ class SupertonicEngine:
                 "total_step": (1,),
             },
             "vocoder": {"latent": (1, c, latent_len)},
-        }[session]
+        }
+        shapes = profiles[session]
         return ",".join(f"{name}:{'x'.join(str(d) for d in dims)}" for name, dims in shapes.items())
 
     def _provider_chain(self, session: str) -> list[str | tuple[str, dict[str, Any]]]:
@@ -431,7 +432,8 @@ class SupertonicEngine:
 
     # -- synthesis ---------------------------------------------------------------------------
 
-    def _run(self, name: str, feeds: dict[str, np.ndarray], timings: dict[str, float], cancel) -> np.ndarray:
+    def _run(self, name: str, feeds: dict[str, np.ndarray], timings: dict[str, float],
+             cancel: threading.Event | None) -> np.ndarray:
         if cancel is not None and cancel.is_set():
             raise SynthesisCancelled()
         t0 = time.perf_counter()

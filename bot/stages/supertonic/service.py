@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
@@ -40,8 +41,8 @@ class SupertonicTTSService(TTSService):
         on_sentence: OnSentence | None = None,
         canned: CannedAudio | None = None,
         language_of: Callable[[], str] | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         """Create the service.
 
         Args:
@@ -104,10 +105,14 @@ class SupertonicTTSService(TTSService):
             try:
                 # Blocking ONNX work goes to a thread: the event loop keeps serving audio and frames.
                 # Only a multilingual line passes a language: a Korean-only call is synthesized as before.
-                lang = {"language": tag} if tag else {}
-                result = await asyncio.to_thread(
-                    self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel, **lang
-                )
+                if tag:
+                    result = await asyncio.to_thread(
+                        self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel, language=tag
+                    )
+                else:
+                    result = await asyncio.to_thread(
+                        self._engine.synthesize, text, self.sample_rate, voice=voice, cancel=cancel
+                    )
             except asyncio.CancelledError:
                 cancel.set()  # interrupted: let the worker thread stop at its next session run
                 raise

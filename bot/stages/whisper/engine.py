@@ -214,7 +214,7 @@ class WhisperEngine:
         t0 = time.perf_counter()
         cfg = self.cfg
         # "auto" decodes in the line's first language until a switch; the config makes that Korean.
-        language = language or (cfg.language if cfg.language != "auto" else "ko")
+        lang: str = language or (cfg.language if cfg.language != "auto" else "ko")
         detected: str | None = None
         language_p: float | None = None
         heard: tuple[str, float] | None = None
@@ -228,7 +228,7 @@ class WhisperEngine:
                 transcribe_ms=ms,
                 rtf=(ms / 1000 / audio_secs) if audio_secs > 0 else 0.0,
                 rejected_reason=reason,
-                language=language,
+                language=lang,
                 avg_logprob=seg.avg_logprob if seg is not None else None,
                 no_speech_prob=seg.no_speech_prob if seg is not None else None,
                 detected=detected,
@@ -248,7 +248,7 @@ class WhisperEngine:
             max_new_tokens = min(max_new_tokens, self._max_new_tokens_cap)
         segments, _info = self.model.transcribe(
             audio,
-            language=language,
+            language=lang,
             beam_size=cfg.beam_size,
             # One temperature: no fallback ladder, whose retries took 15-35 s on hallucinating clips.
             temperature=cfg.temperature,
@@ -268,10 +268,10 @@ class WhisperEngine:
         if detect or self.window_frames(len(audio)) < self.model.feature_extractor.nb_max_frames:
             # Nothing is decoded yet (the generator is lazy): decode from our own encoder pass instead,
             # over the window sized to the speech (``stt.window_s``), with the language read from it.
-            detected, language_p, segments, heard = self._encode_and_decode(audio, detect, language, decode_p,
+            detected, language_p, segments, heard = self._encode_and_decode(audio, detect, lang, decode_p,
                                                                             _info.transcription_options)
             if detect:
-                language = detected if language_p >= decode_p else language
+                lang = detected if language_p >= decode_p else lang
             else:
                 detected = language_p = None
         segments = list(segments)  # decode here, in this thread

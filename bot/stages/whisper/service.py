@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
@@ -75,8 +76,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
         detect: tuple[str, ...] | None = None,
         decode_p: float = 0.5,
         language_of: Callable[[], str] | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         if ttfs_p99_latency is None:
             if engine.warmup_ms is None:
                 ttfs_p99_latency = 1.5
@@ -102,7 +103,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
 
-    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         """Mark a transcript final only when no later speech is pending.
 
         Stock ``SegmentedSTTService`` marks every segment's transcript final. When the caller
@@ -150,8 +151,11 @@ class WhisperSTTProcessor(SegmentedSTTService):
         await self.start_processing_metrics()
         try:
             # Forced language: the call is the same as before auto detection existed.
-            auto = {"detect": self._detect, "decode_p": self._decode_p} if self._detect else {}
-            result = await self._engine.transcribe_async(audio, self.sample_rate, language=language, **auto)
+            if self._detect:
+                result = await self._engine.transcribe_async(audio, self.sample_rate, language=language,
+                                                             detect=self._detect, decode_p=self._decode_p)
+            else:
+                result = await self._engine.transcribe_async(audio, self.sample_rate, language=language)
         except Exception as e:
             # No traceback: loguru's would print local variables (the audio) into the log.
             logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)
