@@ -1,12 +1,14 @@
 """After the call, end to end (issue 22): a phone complaint whose caller says yes to the text is
 texted its reception number through the fake Twilio REST API (two 500s first: retried with
-backoff), and a status change texts a notice; a transfer to the desk is warm (Twilio fetches the
-whisper; the person hears the summary); callbacks are placed with AMD, and a person called back is
-handed to the desk with the ticket handed over.
+backoff), and a status change texts a notice; callbacks are placed with AMD, and a person called
+back is handed to the desk warm (Twilio fetches the whisper, which names the ticket) with the ticket
+handed over.
 
-Held lower down: a caller who says or keys no gets no text and no status notice, and a transfer
-hands the ticket over in its audit trail (tests/test_after_call.py on SQLite and PostgreSQL; keys
-1 and 2 answer the offer in tests/test_policy.py).
+Held lower down: a caller who says or keys no gets no text and no status notice, a transfer hands
+the ticket over in its audit trail, and the whisper sums the call up (tests/test_after_call.py, on
+SQLite and PostgreSQL); keys 1 and 2 answer the offer (tests/test_policy.py); the model choosing a
+person ends the call with a transfer (tests/stages/test_dialog_llm.py); the whisper's route refuses
+an unsigned request (tests/test_routes.py).
 
 The product's serve path in its own process (``bot.testing.lab_server``: the fixed-delay STT, each
 call's words scripted by its ``stt_script`` stream parameter), the fake vLLM, the stand-in TTS, the
@@ -155,39 +157,6 @@ async def test_a_caller_who_says_yes_is_texted_retried_after_500s_and_the_status
         store.close()
 
 
-async def test_a_transfer_to_the_desk_is_warm(bot, fake_llm, twilio):
-    fake_llm.reset()
-    twilio.reset()
-    fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?", location="시청앞 사거리"))
-    fake_llm.script({"reply": "상담원에게 연결해 드리겠습니다.", "intent": "transfer", "category": "none",
-                     "location": None, "time": None, "flow": "continue"})
-    call = await open_call(bot)
-    async with call:
-        await call.wait_for_media(timeout=20)
-        await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-        await say(call, SPOKEN)
-        await call.send_wav(SPOKEN)
-        await call.wait_closed(timeout=40)
-    (update,) = [h for h in twilio.hangups if call.call_sid in h["path"]]
-    twiml = update["form"]["Twiml"]
-    whisper_url = f"https://{PUBLIC_HOST}/twilio/whisper?call={call.call_sid}"
-    # Redirected to the desk (not hung up): the desk hears the bot's summary first.
-    assert f'<Dial><Number method="POST" url="{whisper_url}">{DESK}</Number></Dial>' in twiml
-    assert "Status" not in update["form"]
-
-    # The desk answers: Twilio posts (signed) to the whisper URL for what to play them first.
-    form = {"AccountSid": ACCOUNT_SID, "CallSid": new_sid("CA"), "ParentCallSid": call.call_sid,
-            "CallStatus": "in-progress", "Direction": "outbound-dial", "To": DESK}
-    signature = RequestValidator(AUTH_TOKEN).compute_signature(whisper_url, form)
-    local = f"{bot.base_url}/twilio/whisper?call={call.call_sid}"
-    async with httpx.AsyncClient() as client:
-        resp = await client.post(local, data=form, headers={"X-Twilio-Signature": signature})
-        forged = await client.post(local, data=form, headers={"X-Twilio-Signature": "forged"})
-    assert resp.status_code == 200 and forged.status_code == 403
-    assert '<Say language="ko-KR">민원 안내 전화에서 연결된 통화입니다.' in resp.text
-    assert "가로등" in resp.text and "시청앞 사거리" in resp.text
-
-
 # --- callbacks: `run_bot.py callbacks --place`, AMD, the human and the machine ----------------------
 
 
@@ -283,8 +252,10 @@ async def test_callbacks_are_placed_with_amd_a_person_gets_the_bot_a_machine_the
             await signed_post(bot, f"/twilio/callback/amd?id={human}", form(human, AnsweredBy="human"))
             await call.wait_closed(timeout=60)
         (transfer,) = [h for h in twilio.hangups if sid[human] in h["path"]]
-        assert f'<Number method="POST" url="https://{PUBLIC_HOST}/twilio/whisper?call={sid[human]}">{DESK}' \
-            in transfer["form"]["Twiml"]
+        # Redirected to the desk, warm (not hung up): the person hears the whisper first.
+        assert f'<Dial><Number method="POST" url="https://{PUBLIC_HOST}/twilio/whisper?call={sid[human]}">{DESK}' \
+            '</Number></Dial>' in transfer["form"]["Twiml"]
+        assert "Status" not in transfer["form"]
         whisper = await signed_post(bot, f"/twilio/whisper?call={sid[human]}", {"AccountSid": ACCOUNT_SID,
                                     "CallSid": new_sid("CA"), "ParentCallSid": sid[human]})
         assert read_digits(number) in whisper.text

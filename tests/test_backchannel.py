@@ -1,5 +1,6 @@
 """Backchannels are not interruptions: the decision, the turn-taking in Pipecat's real user aggregator,
-and a scripted phone call in the test lab (10 backchannels and 5 barge-ins over the bot's replies)."""
+and a scripted phone call in the test lab (4 backchannels and 2 barge-ins over the bot's replies; the
+lab's whole call, 10 and 5, is scripts/backchannel_figures.py's)."""
 
 from __future__ import annotations
 
@@ -207,18 +208,24 @@ async def test_barge_in_secs_0_interrupts_at_once_as_before():
 # --- a scripted call in the test lab ---------------------------------------------------------------
 
 STT_DELAY_MS = 300  # a GPU Whisper's time for a short clip, on the safe side
+# Rounds of the lab's call: the first is a long barge-in (its length decides), the second a short one
+# (its words decide), each after two backchannels over the reply.
+ROUNDS = 2
 
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory, whisper_dir, standin_tts_dir):
     import asyncio
 
+    from bot.testing import backchannel_call
     from bot.testing.backchannel_call import BackchannelLab
     from tests.conftest import offline_bot_overrides
 
     work = tmp_path_factory.mktemp("backchannel")
     overrides = offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "records")
-    with BackchannelLab(overrides, work, stt_delay_ms=STT_DELAY_MS) as lab:
+    with pytest.MonkeyPatch.context() as mp, BackchannelLab(overrides, work, stt_delay_ms=STT_DELAY_MS) as lab:
+        # The call's script and its rounds follow the barge-ins (stt_script and scripted_call read them).
+        mp.setattr(backchannel_call, "BARGE_INS", backchannel_call.BARGE_INS[:ROUNDS])
         result = asyncio.run(lab.run(CONFIG.turn.barge_in_secs))
     print(result.render())
     return result
@@ -227,19 +234,21 @@ def figures(tmp_path_factory, whisper_dir, standin_tts_dir):
 @pytest.mark.slow
 def test_no_reply_is_lost_to_a_backchannel(figures):
     backchannels = [s for s in figures.sounds if s.kind == "backchannel"]
-    assert len(backchannels) == 10
+    assert len(backchannels) == 2 * ROUNDS
     assert figures.lost_replies == 0, figures.render()
-    assert figures.backchannels_recorded == 10, figures.render()  # counted, over the replies they came in
+    assert figures.backchannels_recorded == 2 * ROUNDS, figures.render()  # counted, over the replies they came in
 
 
 @pytest.mark.slow
 def test_every_barge_in_stops_the_bot_and_is_answered(figures):
     from bot.testing.backchannel_call import BARGE_INS, QUESTION
 
-    assert figures.honoured == 5, figures.render()
-    # One model call per turn: the question, the 5 barge-ins and the final yes; none for a backchannel.
-    assert figures.llm_calls == 7, figures.render()
-    assert figures.turn_transcripts == [QUESTION[0], *(t for t, _ in BARGE_INS), "네"], figures.render()
+    barge_ins = [s for s in figures.sounds if s.kind == "barge_in"]
+    assert sorted(s.end - s.start > 1.0 for s in barge_ins) == [False, True]  # a short one and a long one
+    assert figures.honoured == ROUNDS, figures.render()
+    # One model call per turn: the question, each barge-in and the final yes; none for a backchannel.
+    assert figures.llm_calls == ROUNDS + 2, figures.render()
+    assert figures.turn_transcripts == [QUESTION[0], *(t for t, _ in BARGE_INS[:ROUNDS]), "네"], figures.render()
 
 
 @pytest.mark.slow

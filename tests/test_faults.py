@@ -38,12 +38,10 @@ from tests.conftest import offline_bot_overrides
 
 # A GPU Whisper's time for a short turn (large-v3-turbo on one H100: ~0.15-0.3 s), on the safe side.
 STT_DELAY_MS = 400
-# The scenarios that need real processes; of the one with a row per fault, the row that does. In
-# three waves: the calls of the first take turns to speak (the whole lab's first wave had seven);
-# the hostile client has bot A to itself apart from its two witnesses; bot B's shutdown comes last.
+# The scenarios that need real processes (in the lab's waves); of the one with a row per fault, the
+# row that does.
 SCENARIOS = ["twice", "idle", "loris", "stage", "hostile", "soak", "shutdown"]
 ROWS = {"llm fails twice, no desk"}
-WAVES = (("twice", "idle", "loris", "stage"), ("hostile",), ("soak", "shutdown"))
 # Every row the whole lab (`run_bot.py faults`) can report.
 ALL_ROWS = {"llm slow", "llm hang", "llm 500", "llm down", "llm refused", "llm invalid json", "llm cut off",
             "llm fails twice", "llm fails twice, no desk", "stt raises", "tts raises", "idle caller",
@@ -57,7 +55,7 @@ def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
                  "call.greeting='네, 말씀하세요.'"]
     t0 = time.monotonic()
     with FaultLab(None, overrides, work_dir=work, stt_delay_ms=STT_DELAY_MS) as lab:
-        result = asyncio.run(lab.run(SCENARIOS, rows=ROWS, waves=WAVES))
+        result = asyncio.run(lab.run(SCENARIOS, rows=ROWS))
     report = work / "faults-report.md"
     report.write_text(render_report(result, {"run": f"pytest tests/test_faults.py, {time.monotonic() - t0:.0f} s",
                                              "bot logs": str(work)}) + "\n" + verdicts(result), encoding="utf-8")
@@ -70,10 +68,6 @@ def lab(tmp_path_factory, whisper_dir, standin_tts_dir):
 @pytest.fixture(scope="module")
 def rows(lab):
     return lab[0]
-
-
-def test_every_scenario_run_here_is_in_a_wave():
-    assert sorted(n for wave in WAVES for n in wave) == sorted(SCENARIOS)
 
 
 def test_the_benchmark_prints_the_limits_the_tests_hold_it_to():

@@ -4,6 +4,10 @@ Real Whisper base (from PyPI), real Silero VAD, the real structured LLM stage ag
 vLLM server, a stand-in Supertonic model, and a fake Twilio REST API for the hang-up.
 STT runs in English here: Whisper base cannot read espeak's Korean reliably, and these tests are
 about the call path, not Korean recognition.
+
+Held lower down: the model's goodbye ends the call once it is said (tests/stages/test_dialog_llm.py),
+Twilio's hang-up request (tests/test_after_call.py), a call hung up through Twilio's API at its end
+(tests/test_faults.py: the idle caller), a warm transfer to the desk (tests/test_after_call_phone.py).
 """
 
 from __future__ import annotations
@@ -40,8 +44,6 @@ LONG_REPLY = {
     "셋째, 정해진 날 아침에 내놓으시면 됩니다. 넷째, 문의는 구청으로 하시면 됩니다. 마지막 문장입니다.",
     "intent": "ask_info", "category": "waste", "location": None, "time": None, "flow": "continue",
 }  # fmt: skip
-GOODBYE = {"reply": "네, 감사합니다. 좋은 하루 보내세요.", "intent": "thanks_goodbye", "category": "none",
-           "location": None, "time": None, "flow": "end"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -198,22 +200,6 @@ async def test_talking_over_the_bot_clears_once_and_drops_the_unspoken_reply(bot
         assert "마지막 문장입니다." not in spoken
         await call.stop()
     assert started > 0
-
-
-async def test_flow_end_says_goodbye_then_hangs_up_through_twilio(bot, fake_llm, twilio_api):
-    fake_llm.reset()
-    fake_llm.script(GOODBYE)
-    call = await open_call(bot)
-    async with call:
-        await wait_for_greeting(call)
-        before = len(call.media_audio())
-        await call.send_wav(HELLO)
-        code = await call.wait_closed(timeout=30)
-    assert len(call.media_audio()) - before > 8000  # the closing sentence was heard
-    assert code is not None
-    hangup = [h for h in twilio_api.hangups if call.call_sid in h["path"]]
-    assert len(hangup) == 1 and hangup[0]["form"]["Status"] == "completed"
-    assert hangup[0]["path"] == f"/2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call.call_sid}.json"
 
 
 async def test_health_and_metrics(bot):

@@ -24,8 +24,10 @@ failure the first words (the apology, or the filler while waiting) within 1.5 s 
 This module measures and prints; it does not judge. ``run_bot.py faults`` is a benchmark: real
 Whisper decides part of every silence, so it prints the figures with the limits beside them and
 exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/test_faults.py``)
-run the same scenarios with a fixed-delay STT, whose time they control, and hold each row to what
-the caller should hear and to the limits (``bot/testing/fault_oracles.py``).
+run the scenarios that need a real process with a fixed-delay STT, whose time they control, and
+hold each row to what the caller should hear and to the limits (``bot/testing/fault_oracles.py``);
+the model's faults are held at the dialog stage (``tests/stages/test_dialog_llm.py``), the webhook
+and overload rows in the app in-process (``tests/test_hostile_clients.py``).
 """
 
 from __future__ import annotations
@@ -601,12 +603,12 @@ class FaultLab:
         from bot.tools.soak import soak
 
         bot = self.a
-        row = Row("soak (short)", "after all the faults: 3 at once (warm-up), then 2 one after another and 3 at "
-                  "once (the full soak: run_bot.py bench --soak)")
+        row = Row("soak (short)", "after all the faults: 3 at once (warm-up), then 1 alone and 3 at once (the "
+                  "full soak: run_bot.py bench --soak)")
         t0, wall0 = time.monotonic(), time.time()
         target = Target(bot.proc.base_url, bot.public_url, bot.proc.ws_url, AUTH_TOKEN,
                         records_token=bot.proc.records_token, admin_url=bot.proc.admin_url)
-        result = await soak(target, load_turn_set(), rounds=1, sequential=2, concurrent=3, warmup_sequential=0)
+        result = await soak(target, load_turn_set(), rounds=1, sequential=1, concurrent=3, warmup_sequential=0)
         base, last = result.baseline, result.samples[-1]
         row.outcome = (f"RSS {base.rss_mb:.0f} → {last.rss_mb:.0f} MB ({result.rss_growth_pct(last):+.1f} %), "
                        f"asyncio tasks {base.tasks} → {last.tasks}, open fds {base.fds} → {last.fds} "
@@ -666,12 +668,10 @@ class FaultLab:
     def _wanted(self, row: str) -> bool:
         return self._rows is None or row in self._rows
 
-    async def run(self, only: list[str] | None = None, *, rows: set[str] | None = None,
-                  waves: tuple[tuple[str, ...], ...] | None = None) -> list[Row]:
+    async def run(self, only: list[str] | None = None, *, rows: set[str] | None = None) -> list[Row]:
         """Every scenario (or only those named: llm, twice, stage, idle, loris, hostile, webhook,
         overload, soak, shutdown), rows in report order. ``rows``: of the scenarios with a row per
-        fault (llm, twice), only the rows so named. ``waves``: other waves than ``WAVES`` (a
-        scenario in none of them does not run)."""
+        fault (llm, twice), only the rows so named."""
         self._rows = rows
         scenarios = {"llm": self.llm_rows, "twice": self.repeated_failure_rows, "stage": self.stage_rows,
                      "idle": self.idle_row, "loris": self.slow_loris_row, "hostile": self.hostile_row,
@@ -681,7 +681,7 @@ class FaultLab:
         if unknown:
             raise ValueError(f"unknown scenarios {sorted(unknown)} (known: {', '.join(scenarios)})")
         rows: list[Row] = []
-        for batch in waves or self.WAVES:
+        for batch in self.WAVES:
             names = [n for n in batch if not only or n in only]
             if not names:
                 continue

@@ -30,8 +30,16 @@ from bot.call.assets import DialogAssets
 from bot.call.wiring import make_llm
 from bot.config import Secrets, load_config
 from bot.dialog.state import CannedReplies
+from bot.languages.ko.normalize import read_digits
 from bot.stages.dialog_llm import DialogLLMService
-from bot.telemetry.turn_facts import LLMRequestFrame, LLMRequestWithdrawnFrame, TurnAnsweredFrame, TurnMarkFrame
+from bot.stages.keypad import KeypadEntryFrame
+from bot.telemetry.turn_facts import (
+    KeypadTurnFrame,
+    LLMRequestFrame,
+    LLMRequestWithdrawnFrame,
+    TurnAnsweredFrame,
+    TurnMarkFrame,
+)
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.inject import CLOSED_PORT_URL
 
@@ -87,7 +95,7 @@ def answered(frames) -> list[TurnAnsweredFrame]:
 
 
 def first_words_at(frames, run: int) -> float:
-    """When the run's first sentence was pushed (the last overwrite of its "first_sentence" mark)."""
+    """When the run's first sentence (the filler, if one played) was pushed: its first "first_sentence" mark."""
     marks = [f for f in frames if isinstance(f, TurnMarkFrame) and f.run == run and f.mark == "first_sentence"]
     return marks[0].t
 
@@ -127,6 +135,36 @@ async def test_an_emergency_said_escalates_by_rule_without_the_model(fake, llm_u
     assert "119" in sentences(down)[0]
 
 
+class _Records:
+    """The records database's calls the stage makes: tickets made, tickets looked up."""
+
+    def __init__(self, tickets: dict[str, dict] | None = None):
+        self.tickets = tickets or {}
+        self.made: list[dict] = []
+
+    async def create_ticket(self, **kw) -> str:
+        self.made.append(kw)
+        return "20260001"
+
+    async def find_ticket(self, number: str) -> dict | None:
+        return self.tickets.get(number)
+
+
+async def test_a_reception_number_keyed_in_reads_its_status_without_the_model(fake, llm_url):
+    number = "20260007"
+    records = _Records({number: {"reception_no": number, "category": "street_lights", "status": "open"}})
+    stage = make_stage(llm_url, records=records)
+    down = await run(stage, KeypadEntryFrame(keys=number), SleepFrame(0.5))  # a keypad turn is a task of its own
+    assert fake.calls == 0
+    (keyed,) = [f for f in down if isinstance(f, KeypadTurnFrame)]
+    assert keyed.transcript == f"[keypad] {number}#"
+    assert sentences(down) == [f"접수번호 {read_digits(number)}, 가로등·보안등 민원은 현재 접수 상태입니다."]
+    (turn,) = answered(down)
+    assert turn.route == "rule" and turn.intent == "check_status"
+    kinds = [type(f) for f in down if isinstance(f, (LLMFullResponseStartFrame, LLMFullResponseEndFrame))]
+    assert kinds == [LLMFullResponseStartFrame, LLMFullResponseEndFrame]  # one response, as a spoken turn's
+
+
 # --- a model turn -------------------------------------------------------------------------------
 
 
@@ -141,6 +179,7 @@ async def test_a_model_turn_makes_one_call_and_streams_its_sentences_in_order(fa
     assert turn.reply == " ".join(sentences(down))
     assert [f.run for f in down if isinstance(f, LLMRequestFrame)] == [turn.run]
     assert stage.dialog.known_slots() == {"category": "waste"}
+    assert stage._client.is_closed()  # the call's HTTP client is closed at its end (no CLOSE-WAIT socket left)
 
 
 async def test_a_model_that_says_end_ends_the_call_after_its_goodbye(fake, llm_url):
@@ -151,6 +190,21 @@ async def test_a_model_that_says_end_ends_the_call_after_its_goodbye(fake, llm_u
     last_sentence = max(i for i, f in enumerate(down) if isinstance(f, AggregatedTextFrame))
     assert len(ends) == 1 and ends[0] > last_sentence  # the caller hears the goodbye, then the call ends
     assert down[ends[0]].reason == "dialog ended"
+
+
+@pytest.mark.parametrize("desk", [True, False])
+async def test_the_model_choosing_a_person_transfers_only_to_a_desk(fake, llm_url, desk):
+    fake.script(model("상담원에게 연결해 드리겠습니다.", intent="transfer", category="none"))
+    stage = make_stage(llm_url, *(WITH_DESK if desk else ()))
+    down = await run(stage, said("이건 담당하시는 분께 직접 설명드려야 할 것 같아요"))
+    (turn,) = answered(down)
+    assert fake.calls == 1 and turn.route == "llm" and turn.intent == "transfer"
+    ends = [f.reason for f in down if isinstance(f, EndWorkerFrame)]
+    if desk:  # said, then the call goes to the desk (the phone serializer redirects it: <Dial>)
+        assert sentences(down) == ["상담원에게 연결해 드리겠습니다."] and ends == ["transfer"]
+        assert stage.dialog.transfer_requested
+    else:  # no person to take it: the caller is told so, and the call goes on
+        assert ends == [] and not stage.dialog.transfer_requested and len(sentences(down)) > 1
 
 
 async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fake, llm_url):
@@ -257,6 +311,7 @@ async def test_an_interruption_stops_the_reply_and_the_next_turn_is_answered(fak
     fake.script(model(long), token_delay=0.05)  # about 5 s of streaming
     fake.script(model("네, 말씀하세요."))
     stage = make_stage(llm_url)
+    # The first sentence is out after ~0.4 s of streaming; the interruption comes well after it.
     down = await run(stage, said(SAID), SleepFrame(1.0), InterruptionFrame(), SleepFrame(0.2), said(SAID, "잠깐만요"))
     spoken = sentences(down)
     assert spoken[0] == "네, 안내해 드릴게요." and "마지막 문장입니다." not in spoken
@@ -289,19 +344,8 @@ async def test_a_confirmed_speculative_answer_is_spoken_and_kept(fake, llm_url):
     assert [t.route for t in answered(down)] == ["llm"] and stage.dialog.known_slots() == {"category": "roads"}
 
 
-class _Tickets:
-    """The records database's ticket call, counted (the stage's only use of it here)."""
-
-    def __init__(self):
-        self.made: list[dict] = []
-
-    async def create_ticket(self, **kw) -> str:
-        self.made.append(kw)
-        return "20260001"
-
-
 async def test_a_withdrawn_speculative_yes_makes_no_ticket_and_a_confirmed_one_does(fake, llm_url):
-    tickets = _Tickets()
+    tickets = _Records()
     first = make_stage(llm_url, records=tickets)
     fake.script(model("위치를 말씀해 주시겠어요?", category="street_lights"))
     fake.script(model("알겠습니다.", category="street_lights", location="중앙로 12번길"))
