@@ -13,7 +13,7 @@ Measured on the caller's side (the simulator's playback clock): replies lost to 
 ``clear``, i.e. the bot stopping, before that round's barge-in), the longest pause in the reply's
 audio around each backchannel, barge-ins honoured (a ``clear`` after the barge-in began) and the
 time from the barge-in's first speech to that ``clear`` (Twilio drops its buffer: the bot is quiet).
-``tests/test_backchannel.py`` asserts the counts; ``scripts/backchannel_figures.py`` prints them.
+``tests/call/test_backchannel.py`` asserts the counts; ``scripts/backchannel_figures.py`` prints them.
 """
 
 from __future__ import annotations

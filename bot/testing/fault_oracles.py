@@ -1,6 +1,6 @@
 """What each fault row of the lab (bot/tools/faults.py) should show, and the judging: the tests' side.
 
-Test lab only: ``tests/test_faults.py`` asserts with it; the benchmark (``run_bot.py faults``) never
+Test lab only: ``tests/call/test_faults.py`` asserts with it; the benchmark (``run_bot.py faults``) never
 judges, so no product module or command imports it.
 
 The lab measures and reports (``Row``: what the caller heard, the times, ``facts``, the calls beside

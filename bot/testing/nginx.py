@@ -1,6 +1,6 @@
 """A real nginx (Debian's package) in front of bot workers: round-robin, WebSocket upgrade, no stickiness.
 
-Used by ``tests/test_scaleout.py`` and ``scripts/bench_scaleout.py``. The configuration is the one in
+Used by ``tests/app/test_scaleout.py`` and ``scripts/bench_scaleout.py``. The configuration is the one in
 ``deploy/nginx.conf`` with this run's ports and a private prefix (pid, logs, temp files in a temp
 dir), so nothing of the machine's nginx setup is touched. ``.ci/run`` installs ``nginx``;
 ``CI_REQUIRE_NGINX=1`` turns a missing binary into a failure instead of a skip.

@@ -23,11 +23,11 @@ failure the first words (the apology, or the filler while waiting) within 1.5 s 
 
 This module measures and prints; it does not judge. ``run_bot.py faults`` is a benchmark: real
 Whisper decides part of every silence, so it prints the figures with the limits beside them and
-exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/test_faults.py``)
+exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/call/test_faults.py``)
 run the scenarios that need a real process with a fixed-delay STT, whose time they control, and
 hold each row to what the caller should hear and to the limits (``bot/testing/fault_oracles.py``);
 the model's faults are held at the dialog stage (``tests/stages/test_dialog_llm.py``), the webhook
-and overload rows in the app in-process (``tests/test_hostile_clients.py``).
+and overload rows in the app in-process (``tests/app/test_hostile_clients.py``).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def render_report(rows: list[Row], meta: dict[str, str]) -> str:
              f"Limits: longest silence after the caller's turn <= {LIMIT_SILENCE_S} s; LLM failures: first words "
              f"<= {LIMIT_APOLOGY_S} s after the turn ends (server record); hostile client: other calls' event-loop "
              f"lag p99 < {LIMIT_LAG_P99_MS:.0f} ms. What each row should sound like: docs/faults.md "
-             "(tests/test_faults.py asserts it).", "",
+             "(tests/call/test_faults.py asserts it).", "",
              f"| fault | injected | caller heard (first words) | first audio s | apology s (limit {LIMIT_APOLOGY_S}) | "
              f"longest silence s (limit {LIMIT_SILENCE_S}) | loop lag p99 ms (target {LIMIT_LAG_P99_MS:.0f}) | "
              "records intact | outcome |",
@@ -799,7 +799,7 @@ def run_faults(config: Config, args) -> int:
     meta["wall time"] = f"{time.monotonic() - t0:.0f} s"
     out.write_text(render_report(rows, meta), encoding="utf-8")
     print(out.read_text(encoding="utf-8"))
-    return 0  # figures, not a gate: tests/test_faults.py asserts the rows with a fixed-delay STT
+    return 0  # figures, not a gate: tests/call/test_faults.py asserts the rows with a fixed-delay STT
 
 
 __all__ = ["FaultLab", "Row", "render_report", "run_faults", "silence_after"]

@@ -46,7 +46,7 @@ from bot.testing.inject import CLOSED_PORT_URL
 DESK = "+8221200000"
 # A line whose desk always answers (the apology offers a person; two failures transfer).
 WITH_DESK = (f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]")
-# The lab's STT time (tests/test_faults.py): the caller went quiet this long before the request.
+# The lab's STT time (tests/call/test_faults.py): the caller went quiet this long before the request.
 STT_DELAY_S = 0.4
 # After an LLM failure the first words come within this of the caller's speech end (docs/faults.md).
 LIMIT_FIRST_WORDS_S = 1.5

@@ -1,0 +1,195 @@
+"""bot/dialog/emergency.py, the shipped bot/data/emergency.toml and its table bench/emergency_table.toml."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules
+from bot.dialog.emergency_eval import NONE, evaluate, format_table, load_cases, mismatches
+from bot.dialog.shortcuts import normalize
+from tests.conftest import ROOT
+
+TABLE = ROOT / "bench" / "emergency_table.toml"
+FAMILIES = ROOT / "bench" / "emergency_families.toml"  # issue 33: new wordings, three dialects
+CASES = load_cases(TABLE) + load_cases(FAMILIES)
+NUMBERS = {"fire": "119", "medical": "119", "crime": "112", "missing_child": "112", "gas": "119", "rescue": "119",
+           "suicide": "109"}
+
+
+@pytest.fixture(scope="module")
+def rules() -> EmergencyRules:
+    return EmergencyRules.load()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.text for c in CASES])
+def test_table_case(rules: EmergencyRules, case) -> None:
+    v = rules.classify(case.text)
+    got = v.kind.name if v else NONE
+    assert got == case.expect, f"{case.text!r} -> {normalize(case.text)!r}: {got} ({v.rule if v else '-'})"
+    if v is not None:
+        assert v.sure == case.sure, f"{case.text!r}: sure={v.sure} by {v.rule}, expected sure={case.sure}"
+
+
+def test_precision_and_recall_per_kind(rules: EmergencyRules) -> None:
+    scores = evaluate(rules, CASES)
+    print("\n" + format_table(scores))
+    assert set(scores) == set(NUMBERS)
+    for name, s in scores.items():
+        assert s["recall"] == 1.0, (name, s)
+        assert s["precision"] >= 0.98, (name, s)
+    assert mismatches(rules, CASES) == []
+
+
+def test_table_size() -> None:
+    assert len(CASES) >= 150
+    assert sum(c.expect == NONE for c in CASES) >= len(CASES) / 2
+    for name in NUMBERS:
+        assert sum(c.expect == name for c in CASES) >= 10, name
+    assert load_cases(TABLE, set(NUMBERS))  # every expect is a kind or "none"
+    families = load_cases(FAMILIES, set(NUMBERS))
+    assert len(families) >= 60
+    assert sum(c.expect == NONE for c in families) >= sum(c.expect != NONE for c in families)
+
+
+@pytest.mark.parametrize("text", [
+    "복도 불이 계속 꺼져 있어요", "가로등 불이 안 들어와요", "불 좀 켜 주세요",
+    "119 구급차가 불법주차 때문에 골목에 못 들어와요", "지난달 불탄 정자는 언제 고쳐요",
+    "작년에 화재 난 건물 철거는 언제 하나요", "더워 죽겠는데 냉방 지원 되나요", "배고파 죽겠어요", "웃겨 죽겠네",
+    "죽을 것 같이 배고파요", "가스 요금이 너무 많이 나왔어요", "가스 점검 언제 와요", "소방서 전화번호 알려 주세요",
+    "불법 투기", "불편해요", "불만", "불량", "폭발적으로 늘었어요", "애가 학교 끝나고 놀이터가 위험해요",
+    "경찰서 위치가 어디예요", "112에 신고했는데 처리됐는지", "", "네", "여보세요?",
+])
+def test_named_near_misses_are_not_emergencies(rules: EmergencyRules, text: str) -> None:
+    assert rules.classify(text) is None, rules.classify(text)
+
+
+def test_negative_context_leaves_the_rest_of_the_utterance(rules: EmergencyRules) -> None:
+    # 불 as a light is blanked out; the fire later in the same turn is still found.
+    v = rules.classify("가로등 불이 안 들어와서 전화했는데 지금 옆 건물에 불이 났어요")
+    assert v is not None and v.kind.name == "fire" and v.sure
+    v = rules.classify("작년에 불났던 곳인데 지금 또 불이 났어요")
+    assert v is not None and v.kind.name == "fire" and v.sure
+
+
+def test_a_hedge_makes_a_sure_hit_unsure(rules: EmergencyRules) -> None:
+    assert rules.classify("불이 났어요").sure
+    v = rules.classify("불이 났어요 아닐 수도 있는데")
+    assert v.kind.name == "fire" and not v.sure and v.rule == "fire.sure[0]"
+
+
+def test_kinds_numbers_and_sentences(rules: EmergencyRules) -> None:
+    assert {n: k.number for n, k in rules.kinds.items()} == NUMBERS
+    for name, kind in rules.kinds.items():
+        assert kind.name == name
+        assert kind.number in kind.sentences[0], name
+        assert 1 <= len(kind.sentences) <= 2, name
+        assert kind.question.endswith("?"), name
+        assert kind.ends_call is False, name
+    assert "도시가스" in rules.kinds["gas"].sentences[0]
+    suicide = " ".join(rules.kinds["suicide"].sentences)
+    assert "24시간" in suicide and "듣고 있을게요" in suicide
+
+
+def test_classify_is_cheap(rules: EmergencyRules) -> None:
+    # Called before every other rule on every turn: no model, well under a millisecond a turn.
+    start = time.perf_counter()
+    for case in CASES:
+        rules.classify(case.text)
+    assert (time.perf_counter() - start) / len(CASES) < 0.005
+
+
+# --- bad data ------------------------------------------------------------------------------------
+
+MINIMAL = """
+[macros]
+fire_word = ['불', '화재']
+
+[kind.fire]
+number = "119"
+sentences = ["지금 바로 119에 전화해 주세요."]
+question = "지금 불이 난 상황인가요?"
+sure = ['${fire_word}(?:이|가)?났']
+"""
+
+
+def _load(tmp_path: Path, text: str) -> EmergencyRules:
+    path = tmp_path / "emergency.toml"
+    path.write_text(text, encoding="utf-8")
+    return EmergencyRules.load(path)
+
+
+def test_minimal_file_loads(tmp_path: Path) -> None:
+    rules = _load(tmp_path, MINIMAL)
+    assert rules.classify("화재가 났어요").rule == "fire.sure[0]"
+    assert rules.kinds["fire"].ends_call is False
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('number = "119"\n', "", "emergency.toml:5: kind.fire.number: missing"),
+    ('number = "119"', 'number = 119', "emergency.toml:6: kind.fire.number: must be a string"),
+    ("sure = ['${fire_word}(?:이|가)?났']", "sure = ['불(?:이']", "emergency.toml:9: kind.fire.sure[0]: bad regex '불(?:이'"),
+    ("sure = ['${fire_word}(?:이|가)?났']", "sure = ['${nope}났']", "kind.fire.sure[0]: unknown macro ${nope}"),
+    ("sure = ['${fire_word}(?:이|가)?났']", "sure = []", "kind.fire.sure: missing"),
+    ('question = "지금 불이 난 상황인가요?"', 'question = "?"\ncolour = "red"', "kind.fire.colour: unknown key"),
+    ('sentences = ["지금 바로 119에 전화해 주세요."]', 'sentences = ["바로 전화해 주세요."]',
+     "kind.fire.sentences: the first sentence must name 119"),
+    ('question = "지금 불이 난 상황인가요?"', 'question = "?"\nends_call = "no"', "kind.fire.ends_call: must be true or false"),
+    ("[macros]", "[context]\nnegative = ['(']\n[macros]", "context.negative[0]: bad regex '('"),
+    ("[macros]", "[extras]\n[macros]", "extras: unknown key"),
+    ("[macros]", "[answer]\nmaybe = []\n[macros]", "answer.maybe: unknown key"),
+    ("[macros]", "[answer]\nyes = ['(']\n[macros]", "answer.yes[0]: bad regex '('"),
+])
+def test_bad_data_names_the_key(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in MINIMAL
+    with pytest.raises(EmergencyDataError) as e:
+        _load(tmp_path, MINIMAL.replace(old, new, 1))
+    assert message in str(e.value)
+
+
+def test_missing_file_names_it(tmp_path: Path) -> None:
+    with pytest.raises(EmergencyDataError, match="emergency file not found"):
+        EmergencyRules.load(tmp_path / "nope.toml")
+    assert DEFAULT_PATH.is_file()
+
+
+def test_eval_script_fails_under_the_bar(tmp_path: Path) -> None:
+    # One near miss the rules call a fire: fire's precision drops under 98 %, so the script exits 1.
+    table = tmp_path / "table.toml"
+    table.write_text('[[case]]\ntext = "불이 났어요"\nexpect = "none"\n', encoding="utf-8")
+    script = [sys.executable, str(ROOT / "scripts" / "eval_emergency.py")]
+    bad = subprocess.run([*script, "--table", str(table)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "불이 났어요 | none -> fire" in bad.stdout and "FAIL: fire" in bad.stdout
+    good = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    assert good.returncode == 0, good.stdout[-3000:]
+    assert "rules + the model's flag: not measured" in good.stdout  # never assumed without a model
+
+
+def test_eval_script_measures_both_nets_with_a_model_server(tmp_path: Path) -> None:
+    from bot.testing.fake_llm import FakeLLM
+    from bot.testing.responders import default_responder
+
+    missed = "그 사람이 오늘 밤에 다시 온다고 했어요"  # the rules do not see it; the (fake) model does
+    assert EmergencyRules.load().classify(missed) is None
+
+    def responder(body: dict) -> dict:
+        said = body["messages"][-1]["content"]
+        return default_responder(body) | {"emergency": "crime" if "그 사람" in said else "none"}
+
+    table = tmp_path / "table.toml"
+    table.write_text(f'[[case]]\ntext = "{missed}"\nexpect = "crime"\n\n'
+                     '[[case]]\ntext = "불이 났어요"\nexpect = "fire"\n\n'
+                     '[[case]]\ntext = "가로등이 꺼졌어요"\nexpect = "none"\n', encoding="utf-8")
+    script = [sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--table", str(table)]
+    with FakeLLM(responder=responder, first_token_delay=0.0, token_delay=0.0) as fake:
+        run = subprocess.run([*script, "--llm", fake.base_url], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout  # rules alone still miss one: crime recall 0 %
+    assert "the model caught 1 of the 1 emergencies the rules missed" in run.stdout
+    both = run.stdout.split("rules + the model's flag")[1]
+    assert "crime             1    0    0     100.0%  100.0%" in both
+    dead = subprocess.run([*script, "--llm", "http://127.0.0.1:9/v1"], capture_output=True, text=True, timeout=120)
+    assert dead.returncode == 1 and "NOT JUDGED: 3 model calls failed" in dead.stdout

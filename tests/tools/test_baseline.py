@@ -1,0 +1,304 @@
+"""``bench --save-baseline`` / ``bench --compare``: the noise rule, what fails, and one real regression."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bot.tools import baseline
+from bot.tools.bench import RunStats
+from tests.conftest import ROOT
+from tests.tools.conftest import GOODBYE_WINDOW_S, _synthetic_run
+
+SETTINGS = {"calls": 2, "rounds": 1, "overrides": [], "turn_set": "t.toml", "fake_llm": None}
+META = {"date": "2026-12-04", "pipecat": "1.14.0", "git": "abc"}
+
+
+def _base(scale: float = 1.0) -> dict:
+    b = baseline.jsonable(baseline.summarize_run(RunStats.of(_synthetic_run(scale=scale)), meta=META,
+                                                 settings=SETTINGS))
+    b["stages"]["greeting"] = _few([100.0, 104.0, 110.0, 121.0])  # four calls' greetings (the run has two)
+    return b
+
+
+def _stage(b: dict, name: str, factor: float = 1.0, plus: float = 0.0) -> dict:
+    out = copy.deepcopy(b)
+    st = out["stages"][name]
+    st["values"] = [v * factor + plus for v in st["values"]]
+    st["p50"], st["p90"] = st["p50"] * factor + plus, st["p90"] * factor + plus
+    return out
+
+
+def _regressions(base, new, rule=baseline.NoiseRule()) -> list[str]:
+    return [f.what for f in baseline.compare(base, new, rule) if f.regression]
+
+
+def test_a_baseline_holds_stages_calls_share_providers_hatches_and_machine():
+    b = _base()
+    assert b["format"] == baseline.FORMAT
+    assert b["stages"]["voice_to_voice"]["n"] == 4 and b["stages"]["voice_to_voice"]["p50"] == pytest.approx(950, abs=1)
+    assert len(b["stages"]["voice_to_voice"]["values"]) == 4
+    assert b["llm_calls_per_turn"] == {"mean": 0.75, "max": 1, "per_model_turn": 1.0}
+    assert b["shortcut_share"] == pytest.approx(0.25)
+    assert b["providers"]["vocoder"] == ["CPUExecutionProvider"]
+    assert "STT on CPU (int8); production runs float16 on CUDA" in b["escape_hatches"]
+    assert b["failed_turns"] == 1  # the synthetic run's unanswered turn
+    assert b["machine"]["cpus"] and b["machine"]["cpu"]
+    assert b["config"]["stt"]["beam_size"] == 1
+
+
+def test_the_greeting_is_a_stage_of_the_baseline_one_value_per_call_judged_like_the_others():
+    raw = baseline.summarize_run(RunStats.of(_synthetic_run()), meta=META, settings=SETTINGS)
+    assert raw["stages"]["greeting"]["values"] == [100.0, 100.0]  # media stream start -> first audio out
+    b = _base()
+    assert _regressions(b, _stage(b, "greeting", 3.0)) == ["greeting"]  # x3, +200 ms and more
+    assert _regressions(b, _stage(b, "greeting", 1.0, 50.0)) == []  # +50 ms: noise
+    one = copy.deepcopy(b)
+    one["stages"]["greeting"] = _few([900.0])  # one call whose greeting took 0.9 s
+    assert _regressions(b, one) == ["greeting"]
+    text = baseline.render(b, one, baseline.compare(b, one), baseline.NoiseRule(), base_path="b.json")
+    assert "**SLOWER**" in text.split("| greeting | 4/1 |")[1].split("\n")[0]
+
+
+def test_a_baseline_saved_before_the_greeting_was_recorded_does_not_judge_it_and_says_so():
+    old = _base()
+    del old["stages"]["greeting"]
+    findings = [f for f in baseline.compare(old, _base()) if f.what == "greeting"]
+    assert [(f.regression, f.unjudged) for f in findings] == [(False, True)] and "save it again" in findings[0].detail
+    assert baseline.failed(findings) and not baseline.failed(findings, allow_unjudged=True)
+
+
+def test_the_same_run_passes_and_round_trips_through_the_file(tmp_path):
+    b = _base()
+    path = baseline.save(tmp_path / "b.json", b)
+    again = baseline.load(path)
+    assert again == json.loads(json.dumps(b))
+    assert _regressions(again, b) == []
+    text = baseline.render(again, b, baseline.compare(again, b), baseline.NoiseRule(), base_path=str(path))
+    assert "Verdict: ok, every stage within noise" in text and "SLOWER" not in text and "**not judged**" not in text
+
+
+@pytest.mark.parametrize(("factor", "plus", "slower"), [
+    (1.7, 0.0, True),    # x1.7 and +665 ms on voice_to_voice
+    (1.55, 0.0, False),  # +522 ms but only x1.55: within noise (one config moved x1.52 run to run)
+    (1.0, 95.0, False),  # under the +100 ms floor
+    (1.0, 700.0, True),  # x1.74, +700 ms
+])  # fmt: skip
+def test_a_stage_is_slower_only_past_both_the_ratio_and_the_margin(factor, plus, slower):
+    b = _base()
+    assert ("voice_to_voice" in _regressions(b, _stage(b, "voice_to_voice", factor, plus))) is slower
+
+
+def test_p90_is_judged_only_with_enough_turns_on_both_sides():
+    b = _base()
+    worse_tail = copy.deepcopy(b)
+    worse_tail["stages"]["voice_to_voice"]["p90"] *= 2  # 4 turns: the p90 is one turn
+    assert _regressions(b, worse_tail) == []
+    for x in (b, worse_tail):
+        x["stages"]["voice_to_voice"]["n"] = 20
+    assert _regressions(b, worse_tail) == ["voice_to_voice"]
+
+
+def test_a_rule_from_the_command_line_and_a_bad_one():
+    rule = baseline.NoiseRule.from_args(argparse.Namespace(noise_ratio=2.5, noise_ms=300.0))
+    assert (rule.ratio, rule.min_ms) == (2.5, 300.0)
+    assert baseline.NoiseRule.from_args(argparse.Namespace()) == baseline.NoiseRule()
+    with pytest.raises(ValueError, match="--noise-ratio must be >= 1"):
+        baseline.NoiseRule.from_args(argparse.Namespace(noise_ratio=0.8, noise_ms=None))
+    b = _base()
+    assert _regressions(b, _stage(b, "voice_to_voice", 2.0)) == ["voice_to_voice"]
+    assert _regressions(b, _stage(b, "voice_to_voice", 2.0), rule) == []
+
+
+def test_a_short_stage_is_not_failed_on_a_ratio_alone():
+    b = _base()
+    # The synthetic transport stage is ~10 ms: x3 is +20 ms, a scheduler hiccup, not a regression.
+    assert _regressions(b, _stage(b, "transport", 3.0)) == []
+
+
+def _few(values: list[float]) -> dict:
+    return {"n": len(values), "p50": baseline.percentile(values, 50), "p90": baseline.percentile(values, 90),
+            "p99": baseline.percentile(values, 99), "values": values}
+
+
+def test_a_stage_with_too_few_turns_is_not_judged_and_fails_unless_allowed_but_a_stage_that_vanished_fails():
+    b = _base()
+    few = copy.deepcopy(b)
+    few["stages"]["llm"] = _few([b["stages"]["llm"]["p50"], b["stages"]["llm"]["p50"] * 1.1])
+    findings = baseline.compare(b, few)
+    assert _regressions(b, few) == [] and [f.what for f in findings if f.unjudged] == ["llm"]
+    assert baseline.failed(findings) and not baseline.failed(findings, allow_unjudged=True)
+    gone = copy.deepcopy(b)
+    gone["stages"]["llm"] = {"n": 0, "p50": None, "p90": None, "p99": None, "values": []}
+    assert _regressions(b, gone) == ["llm"]
+
+
+def test_the_verdict_never_says_within_noise_about_a_stage_it_skipped():
+    """The issue's report: llm_first_token 191 -> 928 ms from 2 turns, table "ok", "within noise", exit 0."""
+    b = _base()
+    few = copy.deepcopy(b)
+    few["stages"]["llm_first_token"] = _few([60.0, 61.0])  # not slower, but 2 turns
+    findings = baseline.compare(b, few)
+    text = baseline.render(b, few, findings, baseline.NoiseRule(), base_path="b.json")
+    assert "| llm_first_token | 3/2 |" in text and "| **not judged** |" in text.split("| llm_first_token |")[1]
+    assert "within noise" not in text and "Verdict: **FAIL**, not judged (too few turns): llm_first_token" in text
+    allowed = baseline.render(b, few, findings, baseline.NoiseRule(), base_path="b.json", allow_unjudged=True)
+    verdict = allowed.split("Verdict:")[1]
+    assert verdict.startswith(" ok for endpointing, stt, llm, tts, transport, voice_to_voice, greeting (within noise")
+    assert "NOT judged (too few turns, --allow-unjudged): llm_first_token" in verdict
+    both = copy.deepcopy(b)
+    for st in both["stages"].values():
+        st.update(n=2, values=st["values"][:2])
+    text = baseline.render(both, both, baseline.compare(both, both), baseline.NoiseRule(), base_path="b.json",
+                           allow_unjudged=True)
+    assert "within noise" not in text and "Verdict: no stage judged" in text and "Verdict: ok" not in text
+
+
+@pytest.mark.parametrize(("rule", "slower"), [(baseline.NoiseRule(), True),
+                                              (baseline.NoiseRule(ratio=2.5, min_ms=300.0), True)])
+def test_one_turn_of_a_much_slower_llm_fails_naming_the_stage(rule, slower):
+    """One call, the first token at 900 ms against a 150 ms baseline: too few turns for a p50, but
+    every turn is beyond the baseline's p90 x ratio, its p90 + margin and its slowest turn."""
+    b = _base()
+    b["stages"]["llm_first_token"] = _few([150.0, 155.0, 160.0, 170.0, 190.0])
+    one = copy.deepcopy(b)
+    one["stages"]["llm_first_token"] = _few([928.0])
+    findings = [f for f in baseline.compare(b, one, rule) if f.what == "llm_first_token"]
+    assert [f.regression for f in findings] == [slower] and "every one of 1 turn(s) (928 ms)" in findings[0].detail
+    text = baseline.render(b, one, baseline.compare(b, one, rule), rule, base_path="b.json")
+    assert "**SLOWER**" in text.split("| llm_first_token |")[1].split("\n")[0]
+    assert "Verdict: **FAIL**, 1 regression(s): llm_first_token" in text
+
+
+def test_few_turns_within_the_baselines_own_spread_are_not_called_slower():
+    b = _base()
+    b["stages"]["stt"] = _few([900.0, 1000.0, 1100.0, 1200.0, 3100.0])  # one 3.1 s outlier in the baseline
+    for values in ([2900.0], [1000.0, 4000.0]):  # beyond p90 x1.6 but not the slowest; one turn ordinary
+        one = copy.deepcopy(b)
+        one["stages"]["stt"] = _few(values)
+        found = [f for f in baseline.compare(b, one) if f.what == "stt"]
+        assert [(f.regression, f.unjudged) for f in found] == [(False, True)], found
+
+
+def test_more_llm_calls_per_turn_fail():
+    b = _base()
+    new = _base()
+    new["llm_calls_per_turn"] = {"mean": 1.2, "max": 2, "per_model_turn": 1.6}
+    assert _regressions(b, new) == ["llm_calls"]
+    chained = _base()  # no turn over one call, but more model turns making two calls on average
+    chained["llm_calls_per_turn"]["per_model_turn"] = 1.2
+    assert _regressions(b, chained) == ["llm_calls"]
+
+
+def test_another_cut_of_the_same_speech_into_turns_is_no_regression():
+    b = _base()
+    new = _base()  # one more shortcut turn: the mean over all turns fell, then rose; per model turn still 1
+    new["llm_calls_per_turn"] = {"mean": 0.86, "max": 1, "per_model_turn": 1.0}
+    assert _regressions(b, new) == []
+
+
+def test_a_provider_change_fails_naming_the_session():
+    b = _base()
+    b["providers"]["vocoder"] = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    findings = [f for f in baseline.compare(b, _base()) if f.regression]
+    assert [f.what for f in findings] == ["provider"] and "vocoder" in findings[0].detail
+
+
+def test_an_escape_hatch_turned_on_fails():
+    b = _base()
+    new = _base()
+    new["escape_hatches"] = sorted(new["escape_hatches"] + ["CUDA graphs off (vllm --enforce-eager)"])
+    findings = [f for f in baseline.compare(b, new) if f.regression]
+    assert [f.what for f in findings] == ["escape_hatches"] and "enforce-eager" in findings[0].detail
+
+
+def test_failed_turns_fail_and_a_machine_or_config_change_is_only_noted():
+    b = _base()
+    new = _base()
+    new["failed_turns"] += 2
+    new["machine"]["cpu"] = "another CPU"
+    new["config"]["stt"]["beam_size"] = 5
+    found = baseline.compare(b, new)
+    assert [f.what for f in found if f.regression] == ["failed_turns"]
+    assert {"machine", "config"} <= {f.what for f in found if not f.regression}
+
+
+def test_a_missing_or_foreign_baseline_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no such baseline.*--save-baseline"):
+        baseline.load(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="not a baseline: format is 'something else'"):
+        baseline.load(bad)
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not a baseline"):
+        baseline.load(bad)
+
+
+def test_the_shipped_cpu_baseline_loads_and_covers_every_stage():
+    b = baseline.load(ROOT / "bench" / "baseline-cpu.json")
+    assert set(b["stages"]) >= {"stt", "llm_first_token", "llm", "tts", "voice_to_voice"}
+    assert b["stages"]["voice_to_voice"]["n"] >= 10 and b["llm_calls_per_turn"]["max"] == 1
+    assert b["providers"] and all(p == ["CPUExecutionProvider"] for p in b["providers"].values())
+
+
+# ----------------------------------------------------------------------------------- a real regression
+
+
+def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "4", "--turns", str(turns),
+         "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
+         "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
+         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}", *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.mark.slow  # three real bench runs (real Whisper, the stand-in TTS)
+def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(tmp_path, whisper_dir,
+                                                                               standin_tts_dir):
+    audio = ROOT / "bench" / "audio"
+    turns = tmp_path / "turns.toml"
+    turns.write_text(
+        f'[[turns]]\nid = "trash"\nwav = "{audio / "trash.wav"}"\nroute = "llm"\nlabel = "trash"\n\n'
+        f'[[turns]]\nid = "bye"\nwav = "{audio / "bye.wav"}"\nroute = "shortcut"\nlabel = "bye"\n\n'
+        '[[calls]]\nturns = ["trash", "bye"]\n',
+        encoding="utf-8",
+    )
+    saved = tmp_path / "base.json"
+    first = _bench(tmp_path, "base", turns, whisper_dir, standin_tts_dir, "--save-baseline", str(saved))
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert baseline.load(saved)["stages"]["llm_first_token"]["n"] == 4
+
+    # The gate's rule (scripts/perf_gate.sh): real Whisper on a loaded 2-core box moves x1.5 run to run.
+    gate = ("--noise-ratio", "2.5", "--noise-ms", "300")
+    slow = _bench(tmp_path, "slow", turns, whisper_dir, standin_tts_dir, "--compare", str(saved),
+                  "--fake-llm-first-token-ms", "600", *gate)
+    assert slow.returncode == 1, slow.stdout[-3000:] + slow.stderr[-3000:]
+    table = (tmp_path / "slow" / "compare.md").read_text()
+    assert "| llm_first_token | 4/4 |" in table and "**REGRESSION** llm_first_token: p50" in table
+    assert "Verdict: **FAIL**" in table and "llm_first_token" in table.split("Verdict:")[1]
+    assert "| stt |" in table and "**REGRESSION** stt" not in table
+
+    same = _bench(tmp_path, "same", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), *gate)
+    assert same.returncode == 0, (tmp_path / "same" / "compare.md").read_text()
+    assert "Verdict: ok, every stage within noise" in (tmp_path / "same" / "compare.md").read_text()
+
+    # One call (one model turn) at 900 ms, the default rule: once "ok, within noise" from 2 turns
+    # (the stage was never judged); now slower by the few-turns rule, and the rest "not judged".
+    one = _bench(tmp_path, "one", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), "--rounds", "1",
+                 "--fake-llm-first-token-ms", "900")
+    table = (tmp_path / "one" / "compare.md").read_text()
+    assert one.returncode == 1, table
+    row = table.split("| llm_first_token | 4/1 |")[1].split("\n")[0]
+    assert "**SLOWER**" in row and "**REGRESSION** llm_first_token: every one of 1 turn(s)" in table
+    verdict = table.split("Verdict:")[1]
+    assert "llm_first_token" in verdict.split(";")[0] and "within noise" not in verdict
+    assert "| stt | 8/2 |" in table and "**not judged**" in table.split("| stt | 8/2 |")[1].split("\n")[0]
+    assert "**REGRESSION** stt" not in table
