@@ -14,14 +14,13 @@ from pipecat.processors.aggregators.llm_response_universal import (
 )
 
 from bot.call.guard import guard_call
-from bot.call.language import follow_heard_language, new_dialog_state, stt_language_of
+from bot.call.language import CallLanguage, new_dialog_state
 from bot.call.models import SharedModels
 from bot.call.request import CallRequest
 from bot.call.session import CallSession, assemble_session
 from bot.call.turn_taking import line_clock, user_turn_params
 from bot.call.wiring import make_llm
 from bot.config import Config
-from bot.dialog.state import DialogState
 from bot.recording.recorder import call_recording
 from bot.stages.keypad import KeypadProcessor
 from bot.stages.silero_vad import SharedSileroVADAnalyzer
@@ -39,7 +38,8 @@ def build_call(request: CallRequest) -> CallSession:
     recorder = CallRecorder(call_id, qa=request.qa,
                             sink=(lambda rec: records.turn(call_id, rec)) if records else None)
     dialog = new_dialog_state(config, models.assets)
-    stt = _stt(config, models, dialog)
+    language = CallLanguage(config, dialog, tags={code: pack.tag for code, pack in models.assets.languages.items()})
+    stt = _stt(config, models, language)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
 
     def on_decision(kind: str, wait: float) -> None:
@@ -58,7 +58,7 @@ def build_call(request: CallRequest) -> CallSession:
     # Both voices, written as the call goes (recording.enabled): an observer of the two transports.
     observers = [*request.observers, *call_recording(config, call_id, in_rate=request.in_rate,
                                                      out_rate=request.out_rate, records=records)]
-    session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, dialog),
+    session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, language),
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, observers=observers,
                                keypad=KeypadProcessor(dialog=dialog),
                                turn_observer=TurnObserver(recorder, sentence_names=models.heard_ids))
@@ -66,23 +66,21 @@ def build_call(request: CallRequest) -> CallSession:
     return session
 
 
-def _stt(config: Config, models: SharedModels, dialog: DialogState) -> WhisperSTTProcessor:
+def _stt(config: Config, models: SharedModels, language: CallLanguage) -> WhisperSTTProcessor:
     """Whisper on the shared engine; with ``stt.language = "auto"`` it detects among the line's languages."""
     auto = config.stt.language == "auto"
     return WhisperSTTProcessor(engine=models.whisper,
                                language=config.line.languages[0] if auto else config.stt.language,
-                               on_result=follow_heard_language(dialog),
+                               call_language=language,
                                unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
                                detect=tuple(config.line.languages) if auto else None,
-                               decode_p=config.stt.language_repeat_p, language_of=stt_language_of(config, dialog))
+                               decode_p=config.stt.language_repeat_p)
 
 
-def _tts(config: Config, models: SharedModels, dialog: DialogState) -> SupertonicTTSService:
+def _tts(config: Config, models: SharedModels, language: CallLanguage) -> SupertonicTTSService:
     """Supertonic on the shared engine, speaking in the call's language (its TTS tag) and from the
     canned audio where a sentence is fixed."""
-    tags = {code: pack.tag for code, pack in models.assets.languages.items()}
     return SupertonicTTSService(
-        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
-        language_of=(lambda: tags.get(dialog.language, "ko")) if tags else None,
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, call_language=language,
         canned=models.canned_audio,
     )

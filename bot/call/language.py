@@ -1,8 +1,6 @@
-"""A call's language: where it starts, what Whisper decodes in, and how detection moves it."""
+"""A call's language: where it starts, what Whisper decodes in and the TTS speaks, and how detection moves it."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from loguru import logger
 
@@ -25,25 +23,32 @@ def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
     return state
 
 
-def stt_language_of(config: Config, dialog: DialogState) -> Callable[[], str]:
-    """The language Whisper decodes each segment in: the call's, once it has left the line's first
-    (auto detection or the keypad menu); until then a forced ``stt.language`` holds."""
-    start = config.line.languages[0]
-    forced = None if config.stt.language == "auto" else config.stt.language
+class CallLanguage:
+    """The call's language as one object the stages are given, not closures over the dialog state:
+    Whisper asks it what to decode in and tells it what it heard (``STTLanguage``); the TTS asks it
+    which tag to speak with (``TTSLanguage``). The dialog state holds the language; the policy and the
+    keypad move it too."""
 
-    def language() -> str:
-        if forced is not None and dialog.language == start:
-            return forced
-        return dialog.language
+    def __init__(self, config: Config, dialog: DialogState, tags: dict[str, str]) -> None:
+        self._dialog = dialog
+        self._start = config.line.languages[0]
+        # A forced stt.language holds until the call leaves the line's first language.
+        self._forced = None if config.stt.language == "auto" else config.stt.language
+        self._tags = tags  # the line's other languages' TTS tags; empty: a Korean-only line
 
-    return language
+    def stt_language(self) -> str:
+        """The language Whisper decodes the next segment in."""
+        if self._forced is not None and self._dialog.language == self._start:
+            return self._forced
+        return self._dialog.language
 
+    def tts_tag(self) -> str | None:
+        """The TTS tag of the call's language; None on a Korean-only line (synthesized as before)."""
+        return self._tags.get(self._dialog.language, "ko") if self._tags else None
 
-def follow_heard_language(dialog: DialogState) -> Callable[[TranscriptResult], None]:
-    """The STT's ``on_result``: with auto detection the call's language follows what Whisper heard
-    (the record is the observer's)."""
-
-    def on_stt(result: TranscriptResult) -> None:
+    def heard(self, result: TranscriptResult) -> None:
+        """With auto detection the call's language follows what Whisper heard (the record is the observer's)."""
+        dialog = self._dialog
         if result.detected is None or not result.accepted:
             return
         # The engine sets each language with its probability (TranscriptResult).
@@ -57,5 +62,3 @@ def follow_heard_language(dialog: DialogState) -> Callable[[TranscriptResult], N
                 LanguageGuess(result.heard, result.heard_p, words, result.audio_secs)):
             logger.warning("caller heard in {} (Whisper p={:.2f}), a language this line does not serve: "
                            "telling them where to call", result.heard, result.heard_p)
-
-    return on_stt

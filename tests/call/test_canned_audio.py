@@ -61,15 +61,20 @@ async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_
     assert canned.get(canned_en.apology, 8000, "F1", "en") is not None
     assert canned.get(canned_en.apology, 8000, "F1") is None  # a Korean call never plays English audio
 
-    language = ["ko"]
+    class Call:  # the call's language (bot.call.language.CallLanguage) as the TTS sees it
+        tag = "ko"
+
+        def tts_tag(self) -> str:
+            return self.tag
+
+    call = Call()
     built.clear()
-    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000,
-                               language_of=lambda: language[0])
+    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000, call_language=call)
     frames = [LLMFullResponseStartFrame(), AggregatedTextFrame(canned_en.apology, TextType.SENTENCE),
               LLMFullResponseEndFrame()]
     await run_test(tts, frames_to_send=frames, expected_down_frames=None)
     assert built == ["ko"]  # in a Korean call: synthesized live with the call's tag
-    language[0] = "en"
+    call.tag = "en"
     built.clear()
     down, _ = await run_test(tts, frames_to_send=frames, expected_down_frames=None)
     assert built == []  # in an English call: from memory

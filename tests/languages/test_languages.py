@@ -4,7 +4,7 @@
 import pytest
 
 from bot.call.assets import DialogAssets
-from bot.call.language import new_dialog_state, stt_language_of
+from bot.call.language import CallLanguage, new_dialog_state
 from bot.call.wiring import make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
@@ -114,23 +114,33 @@ def test_whisper_decodes_in_a_forced_language_until_the_call_switches():
     # English audio decoded as Korean because the call's language was used instead).
     config = _config("stt.language='en'")
     state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = stt_language_of(config, state)
+    decode_in = CallLanguage(config, state, tags={}).stt_language
     assert state.language == "ko" and decode_in() == "en"
     state.set_language("en")
     assert decode_in() == "en"
     config = _config("stt.language='ko'")
     state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = stt_language_of(config, state)
+    decode_in = CallLanguage(config, state, tags={}).stt_language
     assert decode_in() == "ko"
     state.set_language("en")  # the keypad menu: later turns in English
     assert decode_in() == "en"
     # Auto: always the call's current language.
     config = _config("stt.language='auto'")
     state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = stt_language_of(config, state)
+    decode_in = CallLanguage(config, state, tags={}).stt_language
     assert decode_in() == "ko"
     state.observe_language(LanguageGuess("en", 0.95, 5, 2.0))
     assert decode_in() == "en"
+
+
+def test_the_tts_speaks_the_calls_language_tag_and_a_korean_only_line_none():
+    config = _config("stt.language='auto'")
+    state = new_dialog_state(config, DialogAssets.load(config))
+    language = CallLanguage(config, state, tags={"en": "en"})
+    assert language.tts_tag() == "ko"
+    state.set_language("en")
+    assert language.tts_tag() == "en"
+    assert CallLanguage(load_config(ROOT / "config.toml"), state, tags={}).tts_tag() is None
 
 
 @pytest.mark.parametrize("recorded", [True, False])

@@ -9,7 +9,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
@@ -23,6 +23,14 @@ from bot.stages.supertonic.errors import SynthesisCancelled
 from bot.telemetry.turn_facts import SentenceReadyFrame
 
 OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
+
+
+class TTSLanguage(Protocol):
+    """The call's language as the TTS sees it (``bot.call.language.CallLanguage``)."""
+
+    def tts_tag(self) -> str | None:
+        """The tag to speak the next sentence with; None: Korean, synthesized without a tag."""
+        ...
 
 
 class SupertonicTTSService(TTSService):
@@ -40,7 +48,7 @@ class SupertonicTTSService(TTSService):
         frame_ms: int = 20,
         on_sentence: OnSentence | None = None,
         canned: CannedAudio | None = None,
-        language_of: Callable[[], str] | None = None,
+        call_language: TTSLanguage | None = None,
         **kwargs: Any,
     ) -> None:
         """Create the service.
@@ -52,6 +60,7 @@ class SupertonicTTSService(TTSService):
             on_sentence: Called with each sentence's ``SynthResult`` (sync or async), e.g. for
                 latency records. Errors in it are logged, never raised.
             canned: Pre-synthesized sentences, played from memory instead of synthesized.
+            call_language: The call's language, asked for its TTS tag at each sentence (None: Korean).
             **kwargs: Passed to ``TTSService`` (e.g. ``sample_rate``).
         """
         if voice not in engine.voices:
@@ -68,7 +77,7 @@ class SupertonicTTSService(TTSService):
         self._frame_ms = frame_ms
         self._on_sentence = on_sentence
         self._canned = canned
-        self._language_of = language_of  # the call's language tag at each sentence ("ko" when None)
+        self._call_language = call_language
 
     def can_generate_metrics(self) -> bool:
         """TTFB, processing and usage metrics are supported."""
@@ -76,7 +85,10 @@ class SupertonicTTSService(TTSService):
 
     def language_tag(self) -> str:
         """The call's language tag now (canned audio is looked up by it)."""
-        return self._language_of() if self._language_of else "ko"
+        return self._tag() or "ko"
+
+    def _tag(self) -> str | None:
+        return self._call_language.tts_tag() if self._call_language is not None else None
 
     async def _notify(self, result: SynthResult) -> None:
         if self._on_sentence is None:
@@ -99,7 +111,7 @@ class SupertonicTTSService(TTSService):
         cancel = threading.Event()
         await self.start_tts_usage_metrics(text)
         own, text = languages.untag(text)  # a sentence in its own language (the 1345 notice's English)
-        tag = own or (self._language_of() if self._language_of else None)
+        tag = own or self._tag()
         result = self._canned.get(text, self.sample_rate, voice, own or self.language_tag()) if self._canned else None
         if result is None:
             try:

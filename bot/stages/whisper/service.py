@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
@@ -22,6 +22,18 @@ from pipecat.utils.time import time_now_iso8601
 
 from bot.stages.whisper.engine import TranscriptResult, WhisperEngine
 from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
+
+
+class STTLanguage(Protocol):
+    """The call's language as the STT sees it (``bot.call.language.CallLanguage``)."""
+
+    def stt_language(self) -> str:
+        """The language the next segment is decoded in."""
+        ...
+
+    def heard(self, result: TranscriptResult) -> None:
+        """What Whisper heard in a segment (its detected language may move the call's)."""
+        ...
 
 
 @dataclass
@@ -56,6 +68,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
     Args:
         engine: The process-wide engine (already loaded and warmed up).
         language: Language to force, e.g. "ko".
+        call_language: The call's language: asked what to decode each segment in, told what was
+            heard (auto detection); None: ``language`` for every segment.
         on_result: Called on the event loop with every ``TranscriptResult``, accepted or not
             (latency records hook in here). Its exceptions are logged, not raised.
         ttfs_p99_latency: Seconds from speech end to final transcript, broadcast to the turn
@@ -75,7 +89,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         unclear_min_segment_secs: float = 2.0,
         detect: tuple[str, ...] | None = None,
         decode_p: float = 0.5,
-        language_of: Callable[[], str] | None = None,
+        call_language: STTLanguage | None = None,
         **kwargs: Any,
     ) -> None:
         if ttfs_p99_latency is None:
@@ -95,10 +109,10 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._engine = engine
         self._on_result = on_result
         self._unclear_min_secs = unclear_min_segment_secs
-        # stt.language = "auto": the languages Whisper may pick; ``language_of`` gives the call's current one.
+        # stt.language = "auto": the languages Whisper may pick; ``call_language`` gives the call's current one.
         self._detect = detect
         self._decode_p = decode_p
-        self._language_of = language_of
+        self._call_language = call_language
         self.rejected_counts: Counter[str] = Counter()
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
@@ -144,8 +158,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
         self._segments_waiting = max(0, self._segments_waiting - 1)
-        if self._language_of is not None:
-            language = self._language_of()
+        if self._call_language is not None:
+            language = self._call_language.stt_language()
         else:
             language = _whisper_language(self._settings.language or self._engine.cfg.language)
         await self.start_processing_metrics()
@@ -168,6 +182,11 @@ class WhisperSTTProcessor(SegmentedSTTService):
         detected = result.detected is not None and result.accepted
         await self.push_frame(SpeechReadFrame(audio_secs=result.audio_secs, transcribe_ms=result.transcribe_ms,
                                               rtf=result.rtf, language_p=result.language_p if detected else None))
+        if self._call_language is not None:
+            try:
+                self._call_language.heard(result)
+            except Exception as e:
+                logger.error("{}: the call's language failed to follow: {}: {}", self, type(e).__name__, e)
         if self._on_result is not None:
             try:
                 self._on_result(result)
