@@ -17,14 +17,15 @@ from typing import Any
 
 from bot.languages.ko.digits import DIGIT_WORDS
 
+# Digits right after "3." are a fraction, never the start of a number below (a float in a log line).
 # Resident registration number: 6 digits (birth date), hyphen, 7 digits.
-_RRN = re.compile(r"(?<![0-9A-Za-z])(\d{6})[- ]?([1-8])\d{6}(?![0-9A-Za-z])")
+_RRN = re.compile(r"(?<![0-9A-Za-z])(?<!\d\.)(\d{6})[- ]?([1-8])\d{6}(?![0-9A-Za-z])")
 # International numbers: +country code, then groups (E.164 run together, or "+82 10-2222-3333", "+82 (10) ...").
 _INTL = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}(?![0-9A-Za-z])")
 # Domestic numbers: 010-1234-5678, 01012345678, 02 123 4567, (010)1234-5678, (02) 123-4567.
-_PHONE = re.compile(r"(?<![0-9A-Za-z(])\(?(0\d{1,2})\)?[- .]?(\d{3,4})[- .]?(\d{4})(?![0-9A-Za-z])")
+_PHONE = re.compile(r"(?<![0-9A-Za-z(])(?<!\d\.)\(?(0\d{1,2})\)?[- .]?(\d{3,4})[- .]?(\d{4})(?![0-9A-Za-z])")
 # Card numbers: 15-16 digits in groups (4-4-4-4, 4-6-5) or run together.
-_CARD = re.compile(r"(?<![0-9A-Za-z])(\d{4})[- ]?(?:\d{4}[- ]?\d{4}[- ]?\d{4}|\d{6}[- ]?\d{5})(?![0-9A-Za-z])")
+_CARD = re.compile(r"(?<![0-9A-Za-z])(?<!\d\.)(\d{4})[- ]?(?:\d{4}[- ]?\d{4}[- ]?\d{4}|\d{6}[- ]?\d{5})(?![0-9A-Za-z])")
 # Twilio SIDs are not personal, but a CallSid ties logs to a caller's phone record.
 _SID = re.compile(r"\b(CA|AC)([0-9a-fA-F]{4})[0-9a-fA-F]{28}\b")
 # Six or more digit words in a row ("공일공 일이삼사 오육칠팔"), spaces, commas and hyphens between.

@@ -87,3 +87,31 @@ def db_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'calls.db'}"
     return request.getfixturevalue("postgres").create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+# The longest modules, measured (`pytest -n 3 --durations`): a real bench run, the fault lab's
+# processes, the scale-out behind nginx. Under `-n 3 --dist loadscope` a module runs on one worker
+# (its processes start once); these go out first so that the quick modules fill in around them.
+RUN_FIRST = (
+    "tests/tools/test_baseline.py",
+    "tests/call/test_faults.py",
+    "tests/test_install_sets.py",
+    "tests/app/test_scaleout.py",
+    "tests/call/test_backchannel.py",
+    "tests/app/test_stock_bench.py",
+    "tests/aftercall/test_after_call_phone.py",
+    "tests/call/test_phone_intake.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest modules first, then every module that holds a slow test, then the rest (stable)."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+
+    def rank(item) -> tuple[int, int]:
+        path = item.nodeid.split("::")[0]
+        if path in RUN_FIRST:
+            return 0, RUN_FIRST.index(path)
+        return (1 if path in slow else 2), 0
+
+    items.sort(key=rank)

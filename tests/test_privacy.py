@@ -63,6 +63,8 @@ def test_mask_hides_every_format_of_a_personal_number(text, hidden, masked):
     "10.0.0.1:8765 ws 1008 port 9765",
     "사이사이 일이 오구",
     "loop lag p99 37.5 ms, 8 calls, 1200 ms budget",
+    "first token 150.0 ms, 3.3333333333333335 ms per character",  # a float's decimals are no card
+    "ratio 0.010123456789, p 0.9912345678901234",
 ])
 def test_mask_leaves_ordinary_numbers(text):
     assert mask(text) == text

@@ -252,7 +252,7 @@ def test_the_shipped_cpu_baseline_loads_and_covers_every_stage():
 
 def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "4", "--turns", str(turns),
+        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "3", "--turns", str(turns),
          "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
          "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
          "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}", *extra],
@@ -260,9 +260,10 @@ def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str
     )  # fmt: skip
 
 
+# That the same config passes against a saved baseline is the CI perf gate's own check
+# (scripts/perf_gate.sh: the shipped config against bench/baseline-cpu.json, with the gate's rule).
 @pytest.mark.slow  # three real bench runs (real Whisper, the stand-in TTS)
-def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(tmp_path, whisper_dir,
-                                                                               standin_tts_dir):
+def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, standin_tts_dir):
     audio = ROOT / "bench" / "audio"
     turns = tmp_path / "turns.toml"
     turns.write_text(
@@ -274,7 +275,7 @@ def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(
     saved = tmp_path / "base.json"
     first = _bench(tmp_path, "base", turns, whisper_dir, standin_tts_dir, "--save-baseline", str(saved))
     assert first.returncode == 0, first.stderr[-3000:]
-    assert baseline.load(saved)["stages"]["llm_first_token"]["n"] == 4
+    assert baseline.load(saved)["stages"]["llm_first_token"]["n"] == 3
 
     # The gate's rule (scripts/perf_gate.sh): real Whisper on a loaded 2-core box moves x1.5 run to run.
     gate = ("--noise-ratio", "2.5", "--noise-ms", "300")
@@ -282,13 +283,9 @@ def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(
                   "--fake-llm-first-token-ms", "600", *gate)
     assert slow.returncode == 1, slow.stdout[-3000:] + slow.stderr[-3000:]
     table = (tmp_path / "slow" / "compare.md").read_text()
-    assert "| llm_first_token | 4/4 |" in table and "**REGRESSION** llm_first_token: p50" in table
+    assert "| llm_first_token | 3/3 |" in table and "**REGRESSION** llm_first_token: p50" in table
     assert "Verdict: **FAIL**" in table and "llm_first_token" in table.split("Verdict:")[1]
     assert "| stt |" in table and "**REGRESSION** stt" not in table
-
-    same = _bench(tmp_path, "same", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), *gate)
-    assert same.returncode == 0, (tmp_path / "same" / "compare.md").read_text()
-    assert "Verdict: ok, every stage within noise" in (tmp_path / "same" / "compare.md").read_text()
 
     # One call (one model turn) at 900 ms, the default rule: once "ok, within noise" from 2 turns
     # (the stage was never judged); now slower by the few-turns rule, and the rest "not judged".
@@ -296,9 +293,9 @@ def test_a_slower_llm_fails_compare_naming_the_stage_and_the_same_config_passes(
                  "--fake-llm-first-token-ms", "900")
     table = (tmp_path / "one" / "compare.md").read_text()
     assert one.returncode == 1, table
-    row = table.split("| llm_first_token | 4/1 |")[1].split("\n")[0]
+    row = table.split("| llm_first_token | 3/1 |")[1].split("\n")[0]
     assert "**SLOWER**" in row and "**REGRESSION** llm_first_token: every one of 1 turn(s)" in table
     verdict = table.split("Verdict:")[1]
     assert "llm_first_token" in verdict.split(";")[0] and "within noise" not in verdict
-    assert "| stt | 8/2 |" in table and "**not judged**" in table.split("| stt | 8/2 |")[1].split("\n")[0]
+    assert "| stt | 6/2 |" in table and "**not judged**" in table.split("| stt | 6/2 |")[1].split("\n")[0]
     assert "**REGRESSION** stt" not in table
