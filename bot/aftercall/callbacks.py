@@ -37,7 +37,7 @@ def callback_url(public_host: str, route: str, callback_id: int) -> str:
 
 def is_machine(answered_by: str | None) -> bool:
     """Twilio's AnsweredBy: machine_start, machine_end_beep/silence/other, fax: not a person."""
-    return bool(answered_by) and (answered_by.startswith("machine") or answered_by == "fax")
+    return answered_by is not None and (answered_by.startswith("machine") or answered_by == "fax")
 
 
 @dataclass(frozen=True)

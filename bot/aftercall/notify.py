@@ -25,7 +25,7 @@ from bot.config import Config, SmsConfig
 from bot.core.background import BackgroundTask
 from bot.core.background import backoff_secs as backoff
 from bot.core.datafile import DataFile
-from bot.dialog.domain import load_domain
+from bot.dialog.domain import Domain, load_domain
 from bot.dialog.intake import Intake
 from bot.dialog.language_packs import SMS_KEYS, load_language
 from bot.privacy import mask, mask_stored
@@ -57,7 +57,7 @@ class SmsTexts:
                    languages={code: cls.of_language(code, domain) for code in config.line.languages[1:]})
 
     @classmethod
-    def of_language(cls, code: str, domain, folder: Path | None = None) -> SmsTexts:
+    def of_language(cls, code: str, domain: Domain, folder: Path | None = None) -> SmsTexts:
         pack = load_language(code, domain, folder)  # its [sms] texts are checked there, by file and line
         return cls({k: pack.sms[k] for k in TEXT_KEYS}, pack.intake.category_labels, pack.intake.status_labels)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +121,7 @@ class TwilioAPI:
 
     # --- the thread ---------------------------------------------------------------------------
 
-    async def _run(self, what: str, fn, *args, **kwargs):
+    async def _run(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await asyncio.to_thread(fn, *args, **kwargs)
         except TwilioRestException as e:

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 
 class BM25Index:
     """BM25 scores of documents given as weighted term counts.
 
-    A document is a ``Counter`` of term -> weighted frequency, so a keyword field can count
+    A document maps term -> weighted frequency (a float), so a keyword field can count
     double without repeating its text.
     """
 
-    def __init__(self, docs: list[Counter[str]], *, k1: float = 1.2, b: float = 0.5):
+    def __init__(self, docs: Sequence[Mapping[str, float]], *, k1: float = 1.2, b: float = 0.5):
         if not docs:
             raise ValueError("BM25Index needs at least one document")
         self.size = len(docs)

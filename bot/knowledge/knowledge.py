@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +98,8 @@ class Knowledge:
             tokenizer = make_tokenizer(name)
             docs = [self._document(e, tokenizer) for e in self.entries]
             self._indexes.append((tokenizer, BM25Index(docs, k1=self.options.k1, b=self.options.b), weight))
-        self._min_score = self.options.min_score
-        if self._min_score is None:
-            self._min_score = DEFAULT_MIN_SCORE.get(self.options.retriever, 0.5)
+        given = self.options.min_score
+        self._min_score: float = DEFAULT_MIN_SCORE.get(self.options.retriever, 0.5) if given is None else given
         self._ask_words = tuple(w.replace(" ", "") for w in directory.ask_words)
         # Spaceless spoken name -> department, longest names first ("상하수도사업소" before "수도사업소").
         names = {n.replace(" ", ""): d for d in directory.departments for n in (d.name, *d.aliases)}
@@ -127,9 +126,9 @@ class Knowledge:
                     len(faq), len(directory.departments), knowledge.options.retriever)
         return knowledge
 
-    def _document(self, entry: Entry, tokenize: Tokenizer) -> Counter[str]:
+    def _document(self, entry: Entry, tokenize: Tokenizer) -> dict[str, float]:
         w = self.options.weights
-        doc: Counter[str] = Counter()
+        doc: defaultdict[str, float] = defaultdict(float)
 
         def add(texts: Iterable[str], weight: float) -> None:
             for text in texts:

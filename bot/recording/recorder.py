@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import soundfile as sf
@@ -162,17 +163,22 @@ class CallRecording:
     # --- the event loop's side: positions only ----------------------------------------------------
 
     def _line_now(self) -> float:
+        self._start_clock()
+        return self._heard
+
+    def _start_clock(self) -> float:
+        """When the line's first audio came (the writer thread starts with it)."""
         if self._t0 is None:
             self._t0 = self._clock()
             self._thread.start()
-        return self._heard
+        return self._t0
 
     def caller(self, pcm: bytes, sample_rate: int) -> None:
         if self._closed or not pcm or self.done.is_set():  # done before close: the writer failed (logged)
             return
-        self._line_now()
+        t0 = self._start_clock()
         # A stalled line (no frames for a while) keeps its silence, on the wall clock.
-        wall = (self._clock() - self._t0) * self.rate
+        wall = (self._clock() - t0) * self.rate
         n = len(pcm) // 2 * self.rate / sample_rate
         if wall - n - self._heard > GAP_SECS * self.rate:
             self._heard = wall - n
@@ -267,7 +273,7 @@ class CallRecording:
                     logger.error("recording {}: not noted in the records: {}", self.path.name, e)
 
     @staticmethod
-    def _write(f, chans: list[_Channel], written: int, upto: int) -> int:
+    def _write(f: sf.SoundFile, chans: list[_Channel], written: int, upto: int) -> int:
         n = upto - written
         if n <= 0:
             return written
@@ -278,7 +284,7 @@ class CallRecording:
 class RecordingObserver(BaseObserver):
     """Feeds a ``CallRecording`` from the call's transports (see the module's docstring)."""
 
-    def __init__(self, recording: CallRecording, *, on_start: Callable[[Path], None] | None = None, **kwargs):
+    def __init__(self, recording: CallRecording, *, on_start: Callable[[Path], None] | None = None, **kwargs: Any):
         # First pushes only: a frame passed on by every stage reaches us once (the output transport's audio
         # chunks are its own new frames), about a tenth of the event loop's hand-offs of every push.
         super().__init__(observe_every_push=False, **kwargs)
@@ -291,7 +297,7 @@ class RecordingObserver(BaseObserver):
             on_start, self._on_start = self._on_start, None
             on_start(self.recording.path)
 
-    async def on_push_frame(self, data: FramePushed):
+    async def on_push_frame(self, data: FramePushed) -> None:
         frame, src = data.frame, data.source
         if data.direction != FrameDirection.DOWNSTREAM:
             return
@@ -333,7 +339,14 @@ def start_recording(config: RecordingConfig, directory: Path, call_id: str, *, r
     return RecordingObserver(rec, on_start=on_start)
 
 
-def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int, records=None) -> list[RecordingObserver]:
+class RecordingNotes(Protocol):
+    """Where a recording is noted on the call's row (``bot.store.CallLog``, a layer above)."""
+
+    def recording(self, call_sid: str, path: str, secs: float | None = None) -> None: ...
+
+
+def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int,
+                   records: RecordingNotes | None = None) -> list[RecordingObserver]:
     """The call's recording observer when ``recording.enabled`` (else none), at the call's rate (the lower
     of its two: 8 kHz on the phone), noted on the call's row in ``records`` (``CallLog``) when given."""
     rc = config.recording

@@ -29,7 +29,7 @@ from pipecat.frames.frames import (
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
-from pipecat.processors.frame_processor import FrameDirection
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from bot.telemetry.latency import AUDIBLE_PEAK, TurnRecord
 from bot.telemetry.turn_facts import (
@@ -84,7 +84,7 @@ class CallRecorder:
         self.current.mark("vad_stop", timestamp, overwrite=True)
         self.current.mark("speech_end", timestamp - stop_secs, overwrite=True)
 
-    def stt_result(self, audio_secs: float, transcribe_ms: float, rtf: float) -> None:
+    def stt_result(self, audio_secs: float | None, transcribe_ms: float | None, rtf: float | None) -> None:
         """A VAD segment was transcribed (or rejected): the latest one times the turn's STT."""
         rec = self.current
         rec.mark("stt_done", overwrite=True)
@@ -149,7 +149,8 @@ class TurnObserver(BaseObserver):
     # How many handled frames ``caught_up`` remembers.
     _SEEN = 512
 
-    def __init__(self, recorder: CallRecorder, *, stock_stt=None, stock_llm=None,
+    def __init__(self, recorder: CallRecorder, *, stock_stt: FrameProcessor | None = None,
+                 stock_llm: FrameProcessor | None = None,
                  sentence_names: dict[str, str] | None = None):
         super().__init__(observe_every_push=False)
         self._rec = recorder
@@ -161,7 +162,7 @@ class TurnObserver(BaseObserver):
         self._seen: deque[int] = deque(maxlen=self._SEEN)
         self._waiters: dict[int, asyncio.Event] = {}
 
-    async def on_push_frame(self, data: FramePushed):
+    async def on_push_frame(self, data: FramePushed) -> None:
         frame = data.frame
         try:
             if isinstance(frame, TurnFactFrame):
@@ -212,7 +213,7 @@ class TurnObserver(BaseObserver):
         elif isinstance(frame, BotStoppedSpeakingFrame):
             rec.bot_speaking = False
 
-    def _stock_frame(self, frame: Frame, source) -> None:
+    def _stock_frame(self, frame: Frame, source: FrameProcessor) -> None:
         rec, now = self._rec, time.time()
         if isinstance(frame, TranscriptionFrame) and source is self._stock_stt:
             rec.stt_result(None, None, None)  # stock STT reports no timings; stt_done = now
