@@ -16,6 +16,9 @@ Each ``POST /v1/chat/completions`` takes the next scripted response from a queue
 (``script(...)``), or the default responder's valid turn when the queue is empty. Streamed
 (``stream: true``) answers follow vLLM's SSE framing: a role chunk, content chunks, a chunk with
 ``finish_reason``, a usage chunk when ``stream_options.include_usage``, then ``data: [DONE]``.
+``script(..., heard="how are you")`` answers only a call whose last user message holds those words;
+a call before it (a speculative call on "hello?" alone, withdrawn when the caller went on) gets the
+default and leaves the script queued, so a real STT's speed does not decide which call takes it.
 
 Modes: ``ok``; ``length`` (cut-off JSON, finish_reason "length"); ``invalid_json`` (complete
 stream of text that is not JSON); ``hang`` (headers, then nothing until the client goes away or
@@ -75,6 +78,13 @@ class Scripted:
     status: int = 500
     cut_at: int | None = None
     error_message: str = "fake LLM: scripted server error"
+    heard: str | None = None  # only for a call whose last user message holds this (case-insensitive)
+
+    def answers(self, body: dict[str, Any]) -> bool:
+        if self.heard is None:
+            return True
+        users = [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        return bool(users) and self.heard.lower() in str(users[-1]).lower()
 
 
 class _Drop(Exception):
@@ -172,8 +182,10 @@ class FakeLLM:
         status: int = 500,
         cut_at: int | None = None,
         error_message: str = "fake LLM: scripted server error",
+        heard: str | None = None,
     ) -> None:
-        """Queue the answer of one future call (delays default to the server's defaults)."""
+        """Queue the answer of one future call (delays default to the server's defaults); with ``heard``,
+        of the first call whose last user message holds those words."""
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not one of {MODES}")
         d = self.defaults
@@ -187,6 +199,7 @@ class FakeLLM:
                 status=status,
                 cut_at=cut_at,
                 error_message=error_message,
+                heard=heard,
             )
         )
 
@@ -281,7 +294,8 @@ class FakeLLM:
         with self._lock:
             self.calls += 1
             self.requests.append(body)
-            scripted = self._queue.popleft() if self._queue and not fault else None
+            answers = self._queue and not fault and self._queue[0].answers(body)
+            scripted = self._queue.popleft() if answers else None
         if fault:
             if fault == "down":
                 return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", status_code=502,

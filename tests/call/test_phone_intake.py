@@ -84,9 +84,10 @@ async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) ->
     """Greeting, then two spoken turns: the model gets category, then location. Returns the read-back's audio bytes."""
     await call.wait_for_media(timeout=20)
     await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-    fake_llm.script(model_turn("Sorry to hear that. Where is it?"))
+    # ``heard``: the whole utterance's call takes the script, not a speculative one on "Hello?" alone.
+    fake_llm.script(model_turn("Sorry to hear that. Where is it?"), heard="report")
     await say(call, REPORT)
-    fake_llm.script(model_turn("Thank you.", location=location))
+    fake_llm.script(model_turn("Thank you.", location=location), heard="how")
     before = len(call.media_audio())
     await say(call, HELLO)
     return len(call.media_audio()) - before

@@ -120,9 +120,10 @@ async def report_by_phone(bot: BotProcess, fake_llm: FakeLLM) -> str:
     async with call:
         await call.wait_for_media(timeout=20)
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
-        fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"))
+        # ``heard``: the whole utterance's call takes the script, not a speculative one on "Hello?" alone.
+        fake_llm.script(model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"), heard="how")
         await say(call, FIXTURES / "en_hello.wav")
-        fake_llm.script(model_turn("알겠습니다.", location="중앙로 12번길"))
+        fake_llm.script(model_turn("알겠습니다.", location="중앙로 12번길"), heard="how")
         await say(call, FIXTURES / "en_hello.wav")
         t = time.monotonic()
         await call.send_dtmf("1")  # yes: the ticket is made and its number read out

@@ -220,6 +220,15 @@ async def test_scripts_are_consumed_in_order(fake: FakeLLM) -> None:
     assert fake.calls == 0 and fake.requests == []
 
 
+async def test_a_script_for_heard_words_waits_for_the_call_that_has_them(fake: FakeLLM) -> None:
+    # A speculative call on the caller's first words comes first and must not take the script.
+    fake.script(reply_json=dict(TURN, reply="긴 답."), heard="파였어요")
+    partial = [MESSAGES[0], {"role": "user", "content": "도로가"}]
+    first = json.loads((await stream(fake, messages=partial))[1])["reply"]
+    assert first == DEFAULT_TURN["reply"] and fake.pending_scripts == 1
+    assert json.loads((await stream(fake))[1])["reply"] == "긴 답." and fake.pending_scripts == 0
+
+
 async def test_no_usage_chunk_without_include_usage(fake: FakeLLM) -> None:
     chunks, _, finish, usage, _ = await stream(fake, stream_options=openai.NOT_GIVEN)
     assert usage is None and finish == "stop" and chunks[-1].choices[0].finish_reason == "stop"
