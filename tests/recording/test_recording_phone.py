@@ -116,8 +116,12 @@ async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
     assert corr > MATCH, corr  # the caller's channel holds what the caller sent
     assert xcorr(audio[:, 1], sent)[0] < 0.5  # and the bot's channel does not
 
-    corr, lag = xcorr(audio[:, 1], greeting[: 8000 * 2])
-    assert corr > MATCH and lag < 8000, (corr, lag)  # the greeting, from the call's first second
+    # The greeting's first half second, from the call's first second. Not more: the caller's copy is
+    # the payloads run together, while the recording keeps the line's time, so a pause in the bot's
+    # audio (the next sentence not yet synthesized, on a loaded machine) is silence in the recording
+    # only (a CI run under stress-ng: 0.64 over the first 2 s).
+    corr, lag = xcorr(audio[:, 1], greeting[: 8000 // 2])
+    assert corr > MATCH and lag < 8000, (corr, lag)
     turns = await wait_until(lambda: [t for t in bot.turns() if t["call_id"] == call.call_sid] or None)
     assert "recording_notice" in turns[0]["heard"]  # recording on: the notice was said
     store.close()
