@@ -20,6 +20,7 @@ import httpx
 import pytest
 import websockets
 
+from bot.testing.call_steps import wait_for
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -148,15 +149,6 @@ def _whole(fake_llm) -> list[dict]:
     return [r for r in list(fake_llm.requests) if len(_said(r)[-1].split()) >= 3]
 
 
-def _wait_whole(fake_llm, n: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while len(_whole(fake_llm)) < n:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 async def test_call_greets_answers_a_spoken_turn_and_stop_ends_it(bot, fake_llm):
     fake_llm.reset()
     started = time.time()
@@ -214,7 +206,7 @@ async def test_talking_over_the_bot_clears_once_and_drops_the_unspoken_reply(bot
         late = [t for t in call.audible_media_times if clear_at + 0.2 < t < clear_at + 1.0]
         assert late == [], f"bot kept talking {len(late)} frames after clear"
         # The barge-in is a turn of its own: wait for it to reach the model (STT's time is the machine's).
-        assert await asyncio.to_thread(_wait_whole, fake_llm, 2, 60), f"{fake_llm.calls} model calls"
+        await wait_for(lambda: len(_whole(fake_llm)) >= 2, timeout=60, what="the barge-in's model call")
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
         assert len(call.clears) == 1
         assert clear["streamSid"] == call.stream_sid

@@ -15,6 +15,7 @@ import soxr
 from bot.recording import files
 from bot.store import recordings
 from bot.store.db import Store
+from bot.testing.call_steps import wait_for
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -79,16 +80,6 @@ async def open_call(bot: BotProcess) -> TwilioCallSimulator:
     return TwilioCallSimulator(bot.ws_url, call_sid=sid, custom_parameters=params, account_sid=ACCOUNT_SID)
 
 
-async def wait_until(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = predicate()
-        if got:
-            return got
-        await asyncio.sleep(0.2)
-    raise TimeoutError
-
-
 def pcm(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.int16).astype(np.float32) / 32768
 
@@ -104,7 +95,8 @@ async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
         assert await call.stop() is True
     store = Store(bot.records_url)
-    rec = await wait_until(lambda: (r := recordings.find_recording(store, call.call_sid)) and r["secs"] and r)
+    rec = await wait_for(lambda: (r := recordings.find_recording(store, call.call_sid)) and r["secs"] and r,
+                         what="the recording's row with its length")
     path = files.resolve(bot.recordings, rec["path"])
     audio, rate = sf.read(path, dtype="float32")
     assert rate == 8000 and audio.shape[1] == 2 and path.suffix == ".opus"
@@ -122,7 +114,7 @@ async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
     # only (a CI run under stress-ng: 0.64 over the first 2 s).
     corr, lag = xcorr(audio[:, 1], greeting[: 8000 // 2])
     assert corr > MATCH and lag < 8000, (corr, lag)
-    turns = await wait_until(lambda: [t for t in bot.turns() if t["call_id"] == call.call_sid] or None)
+    turns = await wait_for(lambda: [t for t in bot.turns() if t["call_id"] == call.call_sid], what="the call's turns")
     assert "recording_notice" in turns[0]["heard"]  # recording on: the notice was said
     store.close()
 
