@@ -10,9 +10,16 @@ Prints precision and recall per kind, then every miss, false alarm and sure/unsu
 Exits 1 when any kind's recall (rules alone) is under 100 % or its precision under 98 %, or when
 a model call failed; 2 on a bad file.
 
+With ``--summary`` (for a held-out table nobody tuning the rules may read): per family and overall
+figures only, never a row's words: emergencies escalated by the rules alone, escalated or asked (an
+unsure verdict gets the kind's question), near misses held (no false escalation) and quiet (no false
+question either), and the cost per turn. Exits 1 under issue 44's goals: escalated >= 90 % per family
+and overall, escalated or asked 100 %, near misses held >= 98 %.
+
     python scripts/eval_emergency.py
     python scripts/eval_emergency.py --rules my_emergency.toml --table my_table.toml
     python scripts/eval_emergency.py --llm http://localhost:8000/v1
+    python scripts/eval_emergency.py --table bench/emergency_heldout_a.toml --summary
 """
 
 from __future__ import annotations
@@ -20,14 +27,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules  # noqa: E402
-from bot.dialog.emergency_eval import evaluate, format_table, load_cases, mismatches  # noqa: E402
+from bot.dialog.emergency_eval import (  # noqa: E402
+    Case,
+    evaluate,
+    family_failures,
+    family_scores,
+    format_families,
+    format_table,
+    load_cases,
+    mismatches,
+)
 
 CONCURRENCY = 4  # model calls at once
 
@@ -70,12 +88,51 @@ MIN_RECALL = 1.0
 MIN_PRECISION = 0.98
 
 
+def cost_per_turn(rules: EmergencyRules, texts: list[str]) -> str:
+    """What classifying one turn costs on this machine (after one warm-up turn)."""
+    rules.classify(texts[0])
+    times = []
+    for text in texts:
+        start = time.perf_counter()
+        rules.classify(text)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return (f"cost per turn: mean {statistics.fmean(times):.2f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.2f} ms, "
+            f"max {times[-1]:.2f} ms ({len(times)} turns)")
+
+
+def summary(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
+    """Figures only: a held-out table's rows are never printed (not even a miss)."""
+    flags: dict[str, str] = {}
+    errors: list[str] = []
+    if llm:
+        flags, errors = asyncio.run(model_flags(llm, [c.text for c in cases]))
+    scores = family_scores(rules, cases, flags or None)
+    print("escalated: a sure verdict of the right kind (the rules alone); esc.|asked: or the kind's question;")
+    print("held: near misses with no false escalation; quiet: nor a false question"
+          + ("; +model: escalated by the rules or the model's flag" if llm else "") + "\n")
+    print(format_families(scores, model=bool(llm)))
+    print("\n" + cost_per_turn(rules, [c.text for c in cases]))
+    if not llm:
+        print("rules + the model's flag: not measured (give --llm URL of a model server)")
+    elif errors:
+        print(f"NOT JUDGED: {len(errors)} model calls failed")  # the texts stay unprinted
+    failed = family_failures(scores)
+    if failed:
+        print("\nFAIL: " + "; ".join(failed))
+        return 1
+    print("\nall goals met")
+    return 1 if errors else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rules", default=DEFAULT_PATH, type=Path)
     parser.add_argument("--table", action="append", type=Path,
                         help="an evaluation table (repeatable; default: both shipped tables)")
     parser.add_argument("--llm", metavar="URL", help="an OpenAI-compatible server: also measure rules + the model's flag")
+    parser.add_argument("--summary", action="store_true",
+                        help="per family and overall figures only, never a row (a held-out table)")
     args = parser.parse_args()
     tables = args.table or TABLES
 
@@ -87,6 +144,8 @@ def main() -> int:
         return 2
     none = sum(c.expect == "none" for c in cases)
     print(f"{len(cases)} cases: {len(cases) - none} emergencies, {none} near misses\n")
+    if args.summary:
+        return summary(rules, cases, args.llm)
     scores = evaluate(rules, cases)
     print("rules alone (0 model calls):")
     print(format_table(scores))
