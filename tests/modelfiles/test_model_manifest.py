@@ -308,6 +308,69 @@ def test_setup_falls_back_to_the_offline_set_only_without_hub_and_mirror_and_say
     assert "--require-hashes -r <(only" in branch
 
 
+# --- without the hub: say so, change nothing --------------------------------------------------------
+
+
+@pytest.fixture()
+def no_hub(monkeypatch):
+    """The model hub unreachable: HF_ENDPOINT on a closed local port (nothing answers, nothing waits)."""
+    import socket
+
+    import huggingface_hub.constants
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    return endpoint
+
+
+@pytest.fixture()
+def offline_home(tmp_path, whisper_dir, standin_tts_dir):
+    """A checkout's config.toml, models.toml and offline set as `scripts/setup.sh --dev` leaves them (own
+    copies: model.bin too, so that nothing a test runs can touch the shared one)."""
+    shutil.copy(ROOT / "config.toml", tmp_path / "config.toml")
+    shutil.copy(ROOT / "models.toml", tmp_path / "models.toml")
+    shutil.copytree(whisper_dir, tmp_path / "models" / "whisper-base")
+    shutil.copytree(standin_tts_dir, tmp_path / "models" / "supertonic-3")
+    models.ensure_models(load_config(tmp_path / "config.toml"), offline=True)
+    return tmp_path
+
+
+def _models_state(home: Path) -> dict:
+    """Every file under models/ (small ones by content, model.bin by size and mtime) and what --verify finds."""
+    files = {str(p.relative_to(home)): (p.stat().st_size, p.stat().st_mtime_ns) if p.name == "model.bin"
+             else p.read_bytes() for p in (home / "models").rglob("*") if p.is_file()}  # fmt: skip
+    found = {use: (c.entry.name, c.checked, c.problems) for use, c in
+             models.verify_models(load_config(home / "config.toml"))}  # fmt: skip
+    return {"files": files, "verify": found}
+
+
+def test_models_without_the_hub_says_so_changes_nothing_and_fails(offline_home, no_hub):
+    before = _models_state(offline_home)
+    assert before["verify"]["stt"] == ("whisper-base-offline", 4, [])
+    with pytest.raises(ModelMissingError, match="unreachable") as e:
+        models.ensure_models(load_config(offline_home / "config.toml"))
+    assert no_hub in str(e.value) and "models --offline" in str(e.value)
+    assert _models_state(offline_home) == before
+
+
+@pytest.mark.slow  # subprocesses: run_bot.py as the docs and the startup banner tell a user to run it
+def test_run_bot_models_without_the_hub_exits_non_zero_and_verify_still_passes(offline_home, no_hub):
+    before = _models_state(offline_home)
+    run = functools.partial(subprocess.run, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    config = ["--config", str(offline_home / "config.toml")]
+    got = run([sys.executable, "run_bot.py", "models", *config])
+    assert got.returncode != 0 and "unreachable" in got.stderr and "Traceback" not in got.stderr
+    assert _models_state(offline_home) == before
+    verify = run([sys.executable, "run_bot.py", "models", "--verify", *config])
+    assert verify.returncode == 0, verify.stdout
+    assert "whisper-base-offline" in verify.stdout and "FAIL" not in verify.stdout
+
+
 # --- downloads ask for the pinned revision and are checked ----------------------------------------
 
 
@@ -338,6 +401,7 @@ def test_the_hub_download_asks_for_the_pinned_commit_and_checks_every_file(pinne
         return local_dir
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(models, "hub_problem", lambda: None)  # the fake hub answers
     cfg = load_config(home / "config.toml", [f"tts.model_dir='{home / 'tts'}'"])
     models.fetch_supertonic(cfg.tts, cfg.base_dir)
     assert asked == [("Supertone/supertonic-3", COMMIT)]
@@ -369,6 +433,7 @@ def test_the_whisper_download_asks_for_the_pinned_commit(tmp_path, monkeypatch, 
         return output_dir
 
     monkeypatch.setattr(faster_whisper.utils, "download_model", download_model)
+    monkeypatch.setattr(models, "hub_problem", lambda: None)  # the fake hub answers
     from bot.config import STTConfig
 
     got = models.fetch_whisper(STTConfig(model="models/whisper-base"), tmp_path)
