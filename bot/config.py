@@ -194,6 +194,13 @@ class CallConfig:
     emergency_transfer: dict[str, str] = field(default_factory=dict)
     # Said once after the greeting, from canned audio (Korean public bodies announce recording). Empty: none.
     recording_notice: str = ""
+    # Said right after the greeting: an AI answers (the AI Basic Act's advance notice). The greeting or
+    # this must carry a word of bot/data/ai_notice.toml, else the line does not start; "" only when the
+    # greeting says it. Another language's notice: its language.toml's [language] ai_notice.
+    ai_notice: str = "이 전화는 사람이 아닌 인공지능이 안내해 드립니다."
+    # The longest call (minutes; the Civil Petitions Act decree lets lines set one: Gyeonggi's 20). Two
+    # minutes before, the caller is offered a callback or a text; at the limit, a polite end. 0: none.
+    max_minutes: float = 20.0
     # Warm transfer to the desk: when the person answers, Twilio reads them the bot's summary
     # (the complaint's slots, reception numbers, why the call came) before the caller is connected.
     transfer_whisper: bool = True
@@ -658,7 +665,50 @@ def _build(raw: dict[str, Any], path: Path) -> Config:
     config = Config(**built, base_dir=path.resolve().parent)
     _check_languages(config)
     _check_recording_notice(config)
+    _check_ai_notice(config)
     return config
+
+
+AI_WORDS = Path(__file__).resolve().parent / "data" / "ai_notice.toml"
+
+
+def ai_words(code: str) -> tuple[str, ...]:
+    """The words that tell a caller in ``code`` an AI answers: Korean's in bot/data/ai_notice.toml,
+    another language's in its own language.toml (``[language] ai_words``)."""
+    if code == "ko":
+        source = DataFile.read(AI_WORDS, ConfigError, "AI notice words file")
+        keys: tuple[str, ...] = ("words",)
+    else:
+        source = DataFile.read(languages.get(code).folder / "language.toml", ConfigError, "language file")
+        keys = ("language", "ai_words")
+    return tuple(source.value(keys, list, "a list of words", ok=lambda v: bool(v) and all(
+        isinstance(w, str) and w.strip() for w in v)))
+
+
+def tells_ai(text: str, words: tuple[str, ...]) -> bool:
+    """``text`` has one of ``words`` at the start of a word (Korean particles follow: "인공지능이")."""
+    return any(re.search(rf"(?<!\w){re.escape(w)}", text, re.IGNORECASE) for w in words)
+
+
+def _check_ai_notice(config: Config) -> None:
+    """Every caller hears that an AI answers (issue 47): the greeting or ``call.ai_notice`` in Korean,
+    and each other language's ai_notice after a switch to it."""
+    call = config.call
+    words = ai_words("ko")
+    if not (tells_ai(call.greeting, words) or tells_ai(call.ai_notice, words)):
+        raise ConfigError(f"call.ai_notice ({call.ai_notice!r}) and call.greeting do not tell the caller an AI "
+                          f"answers: say one of {list(words)} (the words are in {AI_WORDS})")
+    for code in config.line.languages[1:]:
+        if code not in languages.known():
+            continue  # the pack's loader names what is missing (bot/dialog/language_packs.py)
+        path = languages.get(code).folder / "language.toml"
+        if not path.is_file():
+            continue  # the pack's loader names what is missing (bot/dialog/language_packs.py)
+        source = DataFile.read(path, ConfigError, "language file")
+        notice = source.value(("language", "ai_notice"), str, "a text")
+        if not tells_ai(notice, ai_words(code)):
+            raise ConfigError(f"{path}:{source.line_of('language', 'ai_notice')}: language.ai_notice ({notice!r}) "
+                              f"does not tell the caller an AI answers: say one of its [language] ai_words")
 
 
 # Words that tell the caller the call is recorded (Korean and the line's other languages).

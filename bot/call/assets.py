@@ -39,6 +39,7 @@ class DialogAssets:
     # Said once to a caller heard in a language the line does not serve (Korean, then English).
     unserved: tuple[str, ...] = ()
     menu_lines: dict[str, str] = field(default_factory=dict)  # language -> "For English, press 9."
+    ai_notice: str = ""  # call.ai_notice: an AI answers, said after the greeting (issue 47)
 
     @classmethod
     def load(cls, config: Config) -> DialogAssets:
@@ -48,6 +49,7 @@ class DialogAssets:
         assets = cls(
             languages={code: _with_hours(load_language(code, domain), calendar) for code in config.line.languages[1:]},
             unserved=unserved_notice(config.line.languages),
+            ai_notice=config.call.ai_notice,
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),
@@ -73,11 +75,12 @@ class DialogAssets:
         ids |= {pack.intake.text("ask_correction").strip(): "ask_correction", pack.switched.strip(): "language_switched"}
         ids |= {self.menu_lines[code]: "language_menu"} if code in self.menu_lines else {}
         ids |= {pack.recording_notice.strip(): "recording_notice"} if pack.recording_notice.strip() else {}
+        ids |= {pack.ai_notice.strip(): "ai_notice"} if pack.ai_notice.strip() else {}
         return ids | {text: name for text, name in pack.canned.ids().items() if name != "busy"}
 
     def fixed_sentences(self, greeting: str, notice: str = "") -> list[str]:
         """Everything the bot says without the model: worth synthesizing once at startup."""
-        return [greeting, *([notice] if notice else []),
+        return [greeting, *([self.ai_notice] if self.ai_notice else []), *([notice] if notice else []),
                 *(s for kind in self.emergency.kinds.values()
                   for s in (*kind.sentences, kind.question, *kind.stay, *kind.closing)),
                 *self.unserved[:1],  # its English sentence is synthesized with its own tag when said
@@ -95,6 +98,7 @@ class DialogAssets:
             ids |= {s.strip(): f"emergency_closing:{kind.name}" for s in kind.closing}
         ids |= {s.strip(): "unserved_language" for s in self.unserved}
         ids |= {notice.strip(): "recording_notice"} if notice else {}
+        ids |= {self.ai_notice.strip(): "ai_notice"} if self.ai_notice else {}
         return ids | self.canned.ids() | {greeting.strip(): "greeting"}
 
 

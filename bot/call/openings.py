@@ -16,7 +16,8 @@ def _policy(session: CallSession) -> DialogPolicy:
 
 async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
     """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
-    Then, once: the recording notice (``call.recording_notice``) and a holiday's name."""
+    Then, once: that an AI answers (``call.ai_notice``), the recording notice (``call.recording_notice``)
+    and a holiday's name."""
     policy = _policy(session)
     notes = policy.greeting_notes(notice)
     # "For English, press 9." last, where a caller expects a menu
@@ -24,6 +25,8 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
     session.dialog.last_reply = " ".join((greeting, *notes))
     session.recorder.current.mark("first_sentence")
     session.recorder.current.line_open = policy.line_open()
+    # Startup refuses a line whose greeting and notice do not say an AI answers (bot/config.py).
+    session.recorder.current.ai_notice = True
     await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 

@@ -29,9 +29,10 @@ def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], dateti
         return made
 
     main = policy(assets.shortcuts, assets.canned, assets.intake)
+    main.ai_notice = config.call.ai_notice
     for code, pack in assets.languages.items():
         sibling = policy(pack.shortcuts, pack.canned, pack.intake)
-        sibling.instruction, sibling.language = pack.instruction, code
+        sibling.instruction, sibling.language, sibling.ai_notice = pack.instruction, code, pack.ai_notice
         if config.recording.enabled and config.call.recording_notice:
             sibling.recording_notice = pack.recording_notice
         main.siblings[code] = sibling

@@ -19,7 +19,7 @@ from bot.dialog.shortcuts import ShortcutMatcher, load_shortcuts
 from bot.dialog.state import CannedReplies
 
 SMS_KEYS = ("ticket", "status")
-LANGUAGE_KEYS = ("name", "menu", "switched", "instruction", "recording_notice", "tag")
+LANGUAGE_KEYS = ("name", "menu", "switched", "instruction", "recording_notice", "ai_notice", "tag")
 
 
 class LanguageError(ValueError):
@@ -51,6 +51,7 @@ class LanguagePack:
     switched: str
     instruction: str
     recording_notice: str
+    ai_notice: str  # said right after a switch to this language: an AI answers (issue 47)
     tag: str  # the TTS language tag
     canned: CannedReplies
     intake: Intake

@@ -212,6 +212,8 @@ class DialogPolicy:
         self.unserved: tuple[str, ...] = ()
         # This language's recording notice, said after a switch to it ("" when calls are not recorded).
         self.recording_notice = ""
+        # An AI answers (issue 47): said right after the greeting, and after a switch to this language.
+        self.ai_notice = ""
 
     def for_language(self, language: str) -> DialogPolicy:
         """This line's rules in the caller's language (itself when it has no other)."""
@@ -240,8 +242,9 @@ class DialogPolicy:
         return self.can_transfer and not self.line_open()
 
     def greeting_notes(self, recording_notice: str = "") -> tuple[str, ...]:
-        """Said once after the greeting: the recording notice, and a holiday's name when closed for it."""
-        notes = [recording_notice] if recording_notice else []
+        """Said once after the greeting: that an AI answers, the recording notice, and a holiday's name
+        when closed for it."""
+        notes = [n for n in (self.ai_notice, recording_notice) if n]
         if self._desk_closed():  # a holiday matters to who wants a person
             calendar = self._need_calendar()
             holiday = calendar.holiday(calendar.local(self.clock()).date(), self.language)
@@ -397,8 +400,10 @@ class DialogPolicy:
         """A complete key entry ("0", "1"/"2" during a read-back, the language key, or digits before '#')."""
         if keys in self.menu:
             language, switched, _line = self.menu[keys]
-            notice = self.for_language(language).recording_notice  # the greeting's notice was Korean's
-            return Speak((switched, *((notice,) if notice else ())), "rule", "other", change=Change(language=language))
+            # The greeting's notices were Korean's: that an AI answers, and the recording, in the new language.
+            chosen = self.for_language(language)
+            notices = tuple(n for n in (chosen.ai_notice, chosen.recording_notice) if n)
+            return Speak((switched, *notices), "rule", "other", change=Change(language=language))
         if keys == "0" and self._transfer is not None:
             return self.shortcut(self._transfer, state)
         if state.awaiting == SMS_OFFER and keys in ("1", "2") and state.tickets:
@@ -483,6 +488,8 @@ class DialogPolicy:
             sentences.append(read_back)
             awaiting = "confirmation"
         transfer = wants_transfer and self.can_transfer
+        if transfer:
+            sentences.append(self.canned.person_coming)  # the model's words need not say a person answers next
         crisis = self._crisis(state)
         if crisis is not None and not transfer:
             # The model may answer the caller, but the line does not end before they say they will call.

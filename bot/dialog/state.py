@@ -57,6 +57,14 @@ class CannedReplies:
     callback_no_agent: str
     callback_machine: str
     callback_machine_ticket: str
+    # Issue 47: a person coming (a transfer the model chose), abusive callers, the longest call.
+    person_coming: str
+    abuse_warning: str
+    abuse_closing: str
+    time_limit_callback: str
+    time_limit_text: str
+    time_limit_warning: str
+    time_limit_end: str
 
     @classmethod
     def load(cls, path: Path) -> CannedReplies:

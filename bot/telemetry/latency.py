@@ -95,6 +95,7 @@ class TurnRecord:
     reply: str | None = None  # what the bot said back
     escalation: str | None = None  # the emergency number the bot told the caller ("119", "112", "109")
     line_open: bool | None = None  # a person could take the call at this turn (the desk's calendar)
+    ai_notice: bool = False  # the greeting's record: the caller was told an AI answers (issue 47)
 
     @property
     def tts_start(self) -> float | None:

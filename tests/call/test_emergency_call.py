@@ -80,8 +80,9 @@ async def test_a_fire_is_told_119_with_no_model_call_and_handed_to_the_fire_line
         if turns:
             break
         await asyncio.sleep(0.25)
-    # The recording notice: once, right after the greeting, from canned audio.
-    assert turns[0]["route"] == "greeting" and turns[0]["heard"][:2] == ["greeting", "recording_notice"], turns[0]
+    # The AI notice, then the recording notice: once, right after the greeting, from canned audio (issue 47).
+    assert turns[0]["route"] == "greeting" and turns[0]["heard"][:3] == ["greeting", "ai_notice", "recording_notice"]
+    assert turns[0]["ai_notice"], turns[0]
     assert sum(h == "recording_notice" for t in turns for h in t["heard"]) == 1
     urgent = [t for t in turns if t["route"] == "emergency"]
     assert urgent and urgent[0]["escalation"] == "119" and urgent[0]["llm_calls"] == 0, turns

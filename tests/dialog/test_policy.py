@@ -118,7 +118,8 @@ def test_a_model_transfer_without_a_desk_says_no_person_is_available():
     turn = {**COMPLAINT, "intent": "transfer", "category": "none", "location": None}
     assert policy(False).after_model(turn, DialogState()).sentences == (ASSETS.canned.transfer_unavailable,)
     follow = policy(True).after_model(turn, DialogState())
-    assert follow.sentences == () and follow.change.transfer and follow.ends_call
+    # With a desk: a person is coming, in the rules' words (issue 47), whatever the model said.
+    assert follow.sentences == (ASSETS.canned.person_coming,) and follow.change.transfer and follow.ends_call
 
 
 def test_the_second_failed_model_turn_in_a_row_transfers_or_ends_politely():

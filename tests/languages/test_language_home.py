@@ -37,6 +37,7 @@ LANGUAGE = Spanish()
 '''
 SWITCHED = "Claro, seguimos en espanol. En que puedo ayudarle?"
 HELLO = "Hola, esta es la linea de informacion de la ciudad. En que puedo ayudarle?"
+AI_NOTICE = "This call is answered by an artificial intelligence, not a person."  # English's, copied
 INSTRUCTION = "The caller speaks Spanish: write `reply` in Spanish."
 
 
@@ -85,7 +86,7 @@ async def test_a_language_from_a_folder_outside_the_checkout_holds_a_call(fake, 
     assert languages.get("es").name == "Espanol" and "es" in languages.known()
     async with DialogSession(config) as call:
         switched = await call.keys("8")  # the keypad menu line the folder gave
-        assert switched.reply == SWITCHED and switched.record.llm_calls == 0
+        assert switched.reply == f"{SWITCHED} {AI_NOTICE}" and switched.record.llm_calls == 0  # issue 47
         hello = await call.turn("hola")  # its own shortcut rules: no model call
         assert hello.reply == HELLO and hello.record.llm_calls == 0
         fake.script(reply_json={"emergency": "none", "reply": "Entendido. Donde esta la farola?",

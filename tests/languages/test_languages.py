@@ -151,4 +151,5 @@ def test_a_switch_by_key_says_the_recording_notice_in_the_new_language_only_when
     assets = DialogAssets.load(config)
     answer = make_policy(config, assets).keypad("9", new_dialog_state(config, assets))
     notice = assets.languages["en"].recording_notice
-    assert answer.sentences == ((assets.languages["en"].switched, notice) if recorded else (assets.languages["en"].switched,))
+    en = assets.languages["en"]
+    assert answer.sentences == ((en.switched, en.ai_notice, notice) if recorded else (en.switched, en.ai_notice))
