@@ -26,9 +26,13 @@ from bot.call.assets import DialogAssets
 from bot.call.language import new_dialog_state
 from bot.call.wiring import make_llm
 from bot.config import Config, Secrets
+from bot.dialog.policy import KeyBuffer
 from bot.stages.keypad import KeypadProcessor
 from bot.telemetry.latency import TurnRecord
 from bot.telemetry.turns import CallRecorder, TurnObserver
+
+# Longest wait for the answer to a complete keypad entry (they are answered by rule: no model call).
+KEY_ANSWER_SECS = 30.0
 
 
 class _ReplyCollector(FrameProcessor):
@@ -54,12 +58,14 @@ class _ReplyCollector(FrameProcessor):
 
 @dataclass
 class ChatTurn:
-    """One caller line and everything the dialog stage did with it."""
+    """One caller line and everything the dialog stage did with it (``record`` None: keys that made no
+    entry yet, which the phone does not answer either; ``keys_held`` are the keys waiting for more)."""
 
-    record: TurnRecord
+    record: TurnRecord | None
     sentences: list[tuple[float, str]] = field(default_factory=list)
     started_at: float = 0.0
     ended_at: float = 0.0
+    keys_held: str = ""
 
     @property
     def reply(self) -> str:
@@ -81,6 +87,9 @@ class DialogSession:
             records=records, call_id=call_id, clock=(lambda: at) if at else None,
         )  # fmt: skip
         self._collector = _ReplyCollector()
+        # The keypad stage's buffer, foreseen: pressed with the same dialog state (it changes only with an
+        # answer, which is awaited), it says which keys make an entry and so whether an answer will come.
+        self._keys = KeyBuffer()
         stages = [KeypadProcessor(dialog=self.llm.dialog), self.llm, self._collector]
         self._worker = PipelineWorker(Pipeline(stages), params=PipelineParams(), observers=[self._observer],
                                       enable_rtvi=False)
@@ -120,18 +129,30 @@ class DialogSession:
         self._context.add_message({"role": "assistant", "content": turn.reply})
         return turn
 
+    def _answers(self, entry: str | None) -> bool:
+        """Whether the dialog stage answers this keypad entry (the policy is pure: asking twice is safe)."""
+        dialog = self.llm.dialog
+        return entry is not None and self.llm.policy.for_language(dialog.language).keypad(entry, dialog) is not None
+
     async def keys(self, keys: str) -> ChatTurn:
-        """Press keys on the phone pad (Twilio's dtmf events become the same frames)."""
+        """Press keys on the phone pad (Twilio's dtmf events become the same frames). Waits only for the
+        answers the keys' entries get: keys that make no entry yet (or one the line does not answer) return
+        at once with no record and the keys held, as the phone stays silent."""
         self._collector.sentences = []
-        self._collector.done.clear()
         started, pressed = time.monotonic(), time.time()
+        rec = None
         for key in keys:
+            answered = self._answers(self._keys.press(key, self.llm.dialog))
+            self._collector.done.clear()
             await self._worker.queue_frame(InputDTMFFrame(KeypadEntry(key)))
-        await self._answered()
-        rec = self._recorder.records[-1]  # the observer opened it for the keys (KeypadTurnFrame)
-        rec.mark("turn_end", pressed)
+            if answered:
+                await asyncio.wait_for(self._answered(), KEY_ANSWER_SECS)
+                rec = self._recorder.records[-1]  # the observer opened it for the keys (KeypadTurnFrame)
+                rec.mark("turn_end", pressed)
         turn = ChatTurn(record=rec, sentences=list(self._collector.sentences), started_at=started,
-                        ended_at=self._collector.ended_at)
+                        ended_at=self._collector.ended_at if rec else time.monotonic(), keys_held=self._keys.keys)
+        if rec is None:
+            return turn
         self._context.add_message({"role": "assistant", "content": turn.reply})
         return turn
 
@@ -171,6 +192,12 @@ async def _chat_lines(config, secrets, records, stdin, stdout, loop, at=None, la
             if not line.strip():
                 continue
             turn = await session.turn(line.strip())
+            if turn.record is None:  # keys without an entry yet: no answer, as on the phone
+                stdout.write(json.dumps({"route": "none", "reply": "", "keys_held": turn.keys_held,
+                                         "slots": session.llm.dialog.known_slots(), "flow": "continue",
+                                         "llm_calls": 0}, ensure_ascii=False) + "\n")
+                stdout.flush()
+                continue
             result, rec = session.llm.last_result, turn.record
             ms = {k: v for k, v in rec.stages_ms().items() if k.startswith("llm")}
             ms["total"] = round((turn.ended_at - turn.started_at) * 1000, 1)
