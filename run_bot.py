@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--language", default="ko", metavar="CODE",
                    help="a language of bot/languages/ (ko, en, vi, ru): its normalizer and TTS tag")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", default="say.wav", help="the WAV file to write (default say.wav)")
     p.add_argument("--rate", type=int, default=24000, help="output sample rate")
     p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
     _common(p)
@@ -288,6 +288,13 @@ def cmd_say(config, args) -> int:
         engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
     result = engine.synthesize(args.text, args.rate, language=tag)
     print(result.normalized_text)
+    if not result.pcm:  # every character dropped: an empty WAV would pass for speech
+        from bot.stages.supertonic.files import is_standin
+
+        why = (" (the offline STAND-IN voice knows only ASCII and Hangul; `run_bot.py models` gets Supertonic 3)"
+               if is_standin(engine.model_dir) else "")
+        print(f"say: the voice cannot speak any of {args.text!r}{why}; nothing written", file=sys.stderr)
+        return 1
     with wave.open(args.out, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)

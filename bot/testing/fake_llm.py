@@ -462,7 +462,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible LLM server streaming like vLLM.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--model", default=None,
+                        help="the model name it serves (default: llm.model of --config, as `run_bot.py check` asks)")
+    parser.add_argument("--config", default=None, help="config TOML whose llm.model to serve (default: config.toml)")
     parser.add_argument("--first-token-delay", type=float, default=0.15)
     parser.add_argument("--token-delay", type=float, default=0.01)
     parser.add_argument("--chunk-chars", type=int, default=3)
@@ -474,6 +476,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="answer the caller turns with these turns, one JSON object per line, in order "
                         "(then the responder); `run_bot.py check`'s probe is not counted")
     args = parser.parse_args(argv)
+    if args.model is None:
+        from bot.config import load_config
+
+        args.model = load_config(args.config).llm.model
     responder = default_responder
     if args.responder == "keyword":
         from bot.testing.keyword_llm import keyword_responder as responder
@@ -490,7 +496,7 @@ def main(argv: list[str] | None = None) -> None:
         log_level=args.log_level,
     )
     logging.basicConfig(level=logging.INFO)
-    print(f"fake LLM serving at {fake.base_url} (Ctrl-C to stop)", flush=True)
+    print(f"fake LLM serving {args.model} at {fake.base_url} (Ctrl-C to stop)", flush=True)
     fake.start()
     try:
         while True:

@@ -16,6 +16,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from bot.config import load_config
 from bot.dialog.domain import load_domain
 from bot.dialog.reply_stream import ReplyFieldExtractor, TurnParseError, parse_turn
 from bot.testing.fake_llm import FakeLLM
@@ -313,7 +314,8 @@ def test_standalone_cli() -> None:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError(proc.stdout.read().decode() if proc.stdout else "no output") from e
                 time.sleep(0.1)
-        assert r.json()["data"][0]["id"] == "fake-model"
+        # Without --model it serves config.toml's llm.model: the README's `fake_llm --port 8000` passes `check`.
+        assert r.json()["data"][0]["id"] == load_config().llm.model
         r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"model": "x", "messages": MESSAGES})
         assert parse_turn(r.json()["choices"][0]["message"]["content"]) == DEFAULT_TURN
     finally:

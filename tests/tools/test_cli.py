@@ -37,6 +37,23 @@ def test_say_prints_the_normalized_text_first_and_writes_a_wav(standin_tts_dir, 
 
 
 @pytest.mark.slow  # a subprocess or a real model
+def test_say_as_the_readme_writes_it_needs_no_out_and_refuses_what_the_voice_cannot_speak(standin_tts_dir, tmp_path):
+    def say(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "run_bot.py"), "say", *args, "--set",
+                               f"tts.model_dir='{standin_tts_dir}'"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+
+    out = say("접수되었습니다")
+    assert out.returncode == 0, out.stderr[-2000:]
+    with wave.open(str(tmp_path / "say.wav")) as w:  # the default --out, in the working directory
+        assert w.getnframes() > 0
+    (tmp_path / "say.wav").unlink()
+    # The stand-in has no Cyrillic: said, exit 1, no silent empty WAV (Supertonic 3 speaks Russian).
+    out = say("Добрый день", "--language", "ru")
+    assert out.returncode == 1 and "STAND-IN" in out.stderr and not (tmp_path / "say.wav").exists()
+
+
+@pytest.mark.slow  # a subprocess or a real model
 def test_a_missing_model_stops_startup_with_how_to_get_it(tmp_path):
     out = run("serve", "--set", f"stt.model='{tmp_path / 'nowhere'}'", timeout=60)
     assert out.returncode == 1
