@@ -22,18 +22,21 @@ import json
 import sys
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="config TOML (default: config.toml beside run_bot.py)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+def _common(p: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """The options every command takes, before or after its name. Only the main parser has defaults: argparse
+    copies a subcommand's defaults over what the main parser read (``--config X serve`` would lose X)."""
+    unset = {} if top else {"default": argparse.SUPPRESS}
+    p.add_argument("--config", **({"default": None} | unset), help="config TOML (default: config.toml beside run_bot.py)")
+    p.add_argument("--set", dest="overrides", action="append", **({"default": []} | unset), metavar="SECTION.KEY=VALUE",
                    help="override a config key (repeatable)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("-v", "--verbose", action="store_true", **({"default": False} | unset), help="debug logging")
     p.add_argument("--llm", choices=["server", "local"], default=argparse.SUPPRESS,
                    help="= --set llm.backend=...: 'local' starts the 0.5B model with llama.cpp (setup.sh --local-llm)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run_bot.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(parser)
+    _common(parser, top=True)
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("serve", help="run the server (default)")
     _common(p)
@@ -183,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     from bot.tools.recording import add_arguments as recording_arguments
 
-    recording_arguments(p)
+    recording_arguments(p, common=_common)  # --config after `recording export ...` too
     p = sub.add_parser("desk", help="serve the staff desk alone (docs/desk.md)")
     _common(p)
     p.add_argument("--host", default="127.0.0.1")

@@ -50,7 +50,9 @@ def serve(config, llm_server, *, call_builder=None,
     from bot.app.server import create_app
     from bot.call.build import build_call
     from bot.line.callgate import WS_MAX_BYTES, DrainingServer
+    from bot.recording.files import private_umask
 
+    private_umask()  # recordings, the SQLite records: 0600 in 0700 folders (every worker of --workers runs this)
     # A SIGTERM while loading (a supervisor stopping a worker it just restarted) is a clean stop:
     # no call was taken. uvicorn installs its own handlers (the drain) once it serves.
     signal.signal(signal.SIGTERM, _stop_before_serving)

@@ -13,6 +13,7 @@ from loguru import logger
 from bot.config import Config, Secrets
 from bot.core.errors import StartupError
 from bot.desk.context import PREFIX, desk_context
+from bot.desk.headers import DeskHeaders
 from bot.desk.routes import build_router
 from bot.store.db import Store
 
@@ -23,7 +24,9 @@ def mount_desk(app: FastAPI, admin: FastAPI, *, config: Config, secrets: Secrets
     if ctx is None:
         return
     on_public = config.desk.listener == "public"
-    (app if on_public else admin).include_router(build_router(ctx))
+    host = app if on_public else admin
+    host.include_router(build_router(ctx))
+    host.add_middleware(DeskHeaders, prefix=PREFIX, hsts=config.desk.cookie_secure)  # every answer under /desk
     port = config.server.port if on_public else config.server.admin_port
     logger.info("staff desk on {} listener: http://{}:{}{}/ (secure cookies: {})", config.desk.listener,
                 config.server.host if on_public else config.server.admin_host, port, PREFIX, config.desk.cookie_secure)
@@ -38,4 +41,5 @@ def desk_app(config: Config, secrets: Secrets, store: Store) -> FastAPI:
         raise StartupError("staff desk is off: set env DESK_SECRET_KEY (and desk.enabled = true)")
     app = FastAPI(title="staff desk", openapi_url=None, docs_url=None, redoc_url=None)
     app.include_router(build_router(ctx))
+    app.add_middleware(DeskHeaders, prefix=PREFIX, hsts=config.desk.cookie_secure)
     return app

@@ -3,19 +3,24 @@
 Added to the desk's router by ``build_router`` (so every answer gets the desk's security headers and
 ``Cache-Control: no-store``), never to a public route. Who may hear a call is who may read it:
 agents and admins any call; a department's clerk only a call with a ticket of that department, and
-anything else answers 404, as a missing call does (call ids cannot be probed). Every playback and
-download goes into the recording's access audit (``recording_access``): a player's range requests
-(seeking) within ten minutes of its first are that one playback.
+anything else answers 404, as a missing call does (call ids cannot be probed). What is served goes
+into the recording's access audit (``recording_access``) once its bytes are on their way: every whole
+file (a copy; with ``?download=1`` a download) is a row; a player's range requests (seeking) within ten
+minutes of its first are that one playback. A refused attempt is a row too: who (``-`` when not logged
+in), from where, which call, why (anonymous, other_department, no_such_call, deleted).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse
 from loguru import logger
+from starlette.concurrency import run_in_threadpool
+from starlette.types import Message, Receive, Scope, Send
 
 from bot.desk.context import PREFIX, DeskContext
 from bot.desk.queries import ticket_detail
@@ -27,24 +32,57 @@ from bot.store.db import StoreError
 NOTE_MAX_CHARS = 500
 
 
+class AuditedFileResponse(FileResponse):
+    """A file whose bytes are audited when, and only when, they are served: ``on_serve(status)`` (blocking: run in
+    the thread pool) before the answer starts, for a 200 or a 206; a range Starlette refuses (400, 416) is none."""
+
+    def __init__(self, path: Path, *, on_serve: Callable[[int], None], **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.on_serve = on_serve
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def audited(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (200, 206):
+                await run_in_threadpool(self.on_serve, message["status"])  # no audit row, no bytes
+            await send(message)
+
+        await super().__call__(scope, receive, audited)
+
+
+def address(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
 def add_recording_routes(router: APIRouter, ctx: DeskContext, *, login_required: Callable, page: Callable,
                          check_csrf: Callable, visible_ticket: Callable, refused: type[Exception]) -> None:
     """The recording routes, on the desk's router, with its login, page and CSRF helpers."""
     store, routing = ctx.store, ctx.routing
     directory = ctx.config.path(ctx.config.recording.dir)
 
-    def visible_call(request: Request, call_sid: str) -> tuple[Any, dict[str, Any]]:
-        """(who, the call's recording facts) if ``who`` may read this call; 404 alike otherwise."""
-        who = login_required(request)
+    def visible_call(request: Request, call_sid: str, attempt: str | None = None) -> tuple[Any, dict[str, Any]]:
+        """(who, the call's recording facts) if ``who`` may read this call; 404 alike otherwise. ``attempt``:
+        the recording's action asked for; a refusal of it is audited (who, from where, which call, why)."""
+        def refuse(actor: str, why: str, kind: str = "not_found") -> Exception:
+            if attempt is not None:
+                recordings.note_access(store, call_sid, actor=actor, action=attempt, address=address(request),
+                                       refused=why)
+            return refused(kind)
+
+        try:
+            who = login_required(request)
+        except refused as e:
+            if e.kind == "login":
+                raise refuse("-", "anonymous", "login") from e
+            raise
         rec = recordings.find_recording(store, call_sid) if 0 < len(call_sid) <= 64 else None
-        if rec is not None and who.role == "department":
+        if rec is None:
+            raise refuse(who.username, "no_such_call")
+        if who.role == "department":
             mine = [t for t in rec["tickets"] if routing.department_of(t["category"]) == who.department]
             if not mine:
                 logger.warning("desk: {} (department {}) asked for call {}, no ticket of theirs: answered as missing",
                                who.username, who.department, mask(call_sid))
-                rec = None
-        if rec is None:
-            raise refused("not_found")
+                raise refuse(who.username, "other_department")
         return who, rec
 
     @router.get("/calls/{call_sid}")
@@ -57,17 +95,25 @@ def add_recording_routes(router: APIRouter, ctx: DeskContext, *, login_required:
 
     @router.get("/calls/{call_sid}/recording")
     def recording_audio(request: Request, call_sid: str, download: int = 0):
-        who, rec = visible_call(request, call_sid)
+        ranged = "range" in request.headers
+        who, rec = visible_call(request, call_sid, "download" if download else "play" if ranged else "copy")
         try:
             path = files.resolve(directory, rec["path"])
         except files.RecordingMissing as e:
+            recordings.note_access(store, call_sid, actor=who.username, address=address(request), refused="deleted",
+                                   action="download" if download else "play" if ranged else "copy")
             raise refused("not_found") from e
-        action = "download" if download else "play"
-        # A download is audited each time; a playback once, not once per range its player asks for.
-        recordings.note_access(store, call_sid, actor=who.username, action=action)
+
+        def served(status: int) -> None:
+            # 200: the whole file (no range, or one that no longer matches: If-Range), a copy every time;
+            # 206: ranges, one playback (or one download) however many a player asks within the window.
+            whole = status == 200
+            recordings.note_access(store, call_sid, actor=who.username, address=address(request), fold=not whole,
+                                   action="download" if download else "copy" if whole else "play")
+
         disposition = "attachment" if download else "inline"
-        return FileResponse(path, media_type=files.media_type(path), filename=path.name,
-                            content_disposition_type=disposition)
+        return AuditedFileResponse(path, on_serve=served, media_type=files.media_type(path), filename=path.name,
+                                   content_disposition_type=disposition)
 
     @router.post("/tickets/{reception_no}/hold")
     def ticket_hold(request: Request, reception_no: str, hold: str = Form(""), note: str = Form(""),

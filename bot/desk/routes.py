@@ -4,7 +4,7 @@ Every route but the login page and the stylesheet needs a login: a page without 
 the login page, an API call answers 401. Forms carry a CSRF token; the session cookie is HttpOnly,
 SameSite=Strict. Endpoints are plain ``def``: FastAPI runs them (database, argon2) in its thread pool;
 the login post is ``async`` so that a login waiting for its delay or a free password check holds no thread.
-Every answer gets the security headers (``DeskRoute``); the URL carries no ticket data but the
+Every answer gets the security headers (``DeskHeaders``); the URL carries no ticket data but the
 reception number (searching by location is a POST).
 """
 
@@ -39,6 +39,7 @@ from bot.desk.auth import (
 )
 from bot.desk.charts import line_chart
 from bot.desk.context import HERE, PREFIX, DeskContext
+from bot.desk.headers import CSP  # noqa: F401  (the desk's policy; the QA page adds to it)
 from bot.desk.recordings import add_recording_routes
 from bot.privacy import mask
 from bot.store.db import StoreError
@@ -50,8 +51,6 @@ DEVICE_COOKIE = "desk_device"  # a browser that logged in as an account: its own
 RENEW_AFTER_SECS = 60.0  # the sliding idle timeout: a cookie older than this is signed again
 NOTE_MAX_CHARS = 2000
 RECEPTION_NO = re.compile(r"^\d{4,16}$")
-CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; media-src 'self'; form-action 'self'; "
-       "frame-ancestors 'none'; base-uri 'none'")
 
 
 class Refused(Exception):
@@ -78,18 +77,8 @@ def build_router(ctx: DeskContext) -> APIRouter:
     dc = ctx.config.desk
     store, routing, signer = ctx.store, ctx.routing, ctx.signer
 
-    def secure(response: Response, request: Request) -> Response:
-        h = response.headers
-        h["Content-Security-Policy"] = CSP
-        h["X-Frame-Options"] = "DENY"
-        h["X-Content-Type-Options"] = "nosniff"
-        h["Referrer-Policy"] = "no-referrer"
-        h["Cross-Origin-Opener-Policy"] = "same-origin"
-        h["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
-        if dc.cookie_secure:
-            h["Strict-Transport-Security"] = "max-age=31536000"
-        if not request.url.path.startswith(f"{PREFIX}/static/"):
-            h["Cache-Control"] = "no-store"
+    def renew(response: Response, request: Request) -> Response:
+        # The security headers: DeskHeaders (bot/desk/headers.py), on every answer under /desk.
         renewed = getattr(request.state, "renew_session", None)
         if renewed and response.status_code < 400:
             set_cookie(response, SESSION_COOKIE, renewed, max_age=int(dc.session_hours * 3600))
@@ -110,7 +99,7 @@ def build_router(ctx: DeskContext) -> APIRouter:
             "message": message or _MESSAGES.get(kind, "")}, status_code=code)
 
     class DeskRoute(APIRoute):
-        """Every desk answer, refusals included, with the security headers."""
+        """A refusal as the desk's answer (a page, a JSON error, the login redirect); a renewed session cookie."""
 
         def get_route_handler(self):
             handler = super().get_route_handler()
@@ -124,7 +113,7 @@ def build_router(ctx: DeskContext) -> APIRouter:
                     response = refusal(request, "bad_request")
                 except HTTPException as e:
                     response = refusal(request, {404: "not_found", 403: "forbidden"}.get(e.status_code, "bad_request"))
-                return secure(response, request)
+                return renew(response, request)
 
             return run
 

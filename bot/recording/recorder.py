@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -226,7 +227,8 @@ class CallRecording:
         f = None
         last_flush = time.monotonic()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            files.private_dirs(self.path.parent)
+            os.close(files.open_private(self.path, new=False))  # 0600 before a byte is in it; libsndfile keeps the mode
             f = sf.SoundFile(self.path, "w", samplerate=self.rate, channels=2, format=container, subtype=subtype)
             closing = False
             while not closing:

@@ -22,7 +22,7 @@ from bot.core.errors import StartupError
 from bot.privacy import mask, mask_turn
 from bot.recording import files
 from bot.store.db import Store, now, open_store
-from bot.store.recordings import fill_cut_off_lengths, purge_recordings, set_recording
+from bot.store.recordings import fill_cut_off_lengths, held_past_retention, purge_recordings, set_recording
 from bot.store.writer import RecordWriter
 
 ANSWER_TIMEOUT_SECS = 2.0  # the caller is waiting on the line for these
@@ -68,6 +68,12 @@ class CallLog:
         return log
 
     def apply_retention(self) -> None:
+        for kept in held_past_retention(self.store, records_days=self.retention_days,
+                                        recording_days=self.recording_retention_days if self.recordings_dir else 0):
+            what = [f"{kept['turns']} turn(s)"] if kept["turns"] else []
+            what += ["its transfer note"] * kept["transfer_note"] + ["its recording"] * kept["recording"]
+            logger.info("records: kept call {}'s {} past retention: ticket(s) {} under legal hold", mask(kept["call_sid"]),
+                        ", ".join(what), ", ".join(kept["tickets"]))
         if self.recording_retention_days > 0 and self.recordings_dir is not None:
             purge_recordings(self.store, self.recordings_dir, self.recording_retention_days)
         if self.retention_days > 0:

@@ -62,6 +62,11 @@ def resolve_url(url: str, base_dir: Path) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def _held_calls() -> sa.Select:
+    """The calls of tickets under legal hold: retention keeps their turns, transfer note and recording."""
+    return sa.select(tickets.c.call_sid).where(tickets.c.legal_hold.is_(True), tickets.c.call_sid.is_not(None))
+
+
 def _utc(value: dt.datetime | None) -> dt.datetime | None:
     # SQLite hands back naive datetimes; everything we store is UTC.
     if value is not None and value.tzinfo is None:
@@ -160,21 +165,24 @@ class Store:
                 conn.execute(turns.insert().values(call_sid=call_sid, idx=idx, created_at=now(), **values))
 
     def purge_turns(self, older_than_days: float) -> int:
-        """Delete turns older than the retention period (tickets stay); returns how many."""
+        """Delete turns older than the retention period (tickets stay), but a call's under legal hold (kept
+        with its recording until the hold is lifted); returns how many."""
         cutoff = now() - dt.timedelta(days=older_than_days)
         with self.engine.begin() as conn:
-            return conn.execute(turns.delete().where(turns.c.created_at < cutoff)).rowcount or 0
+            return conn.execute(turns.delete().where(turns.c.created_at < cutoff,
+                                                     turns.c.call_sid.not_in(_held_calls()))).rowcount or 0
 
     def purge_after_call(self, older_than_days: float) -> dict[str, int]:
         """Retention for what follows calls: SMS outbox rows (their bodies) and finished callbacks
-        older than the period are deleted, warm-transfer notes cleared. A callback still waiting or
+        older than the period are deleted, warm-transfer notes cleared (a held call's kept). A callback still waiting or
         being placed stays (the desk owes that call). Returns how many of each."""
         cutoff = now() - dt.timedelta(days=older_than_days)
         with self.engine.begin() as conn:
             sms = conn.execute(outbox.delete().where(outbox.c.created_at < cutoff)).rowcount or 0
             cbs = conn.execute(callbacks.delete().where(callbacks.c.updated_at < cutoff,
                                                         callbacks.c.status.not_in(("waiting", "calling")))).rowcount or 0
-            notes = conn.execute(calls.update().where(calls.c.started_at < cutoff, calls.c.transfer_note.is_not(None))
+            notes = conn.execute(calls.update().where(calls.c.started_at < cutoff, calls.c.transfer_note.is_not(None),
+                                                      calls.c.call_sid.not_in(_held_calls()))
                                  .values(transfer_note=None)).rowcount or 0
         return {"sms": sms, "callbacks": cbs, "transfer_notes": notes}
 

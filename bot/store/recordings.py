@@ -16,7 +16,15 @@ from loguru import logger
 from bot.privacy import mask, mask_stored
 from bot.recording import files
 from bot.store.db import Store, StoreError, now
-from bot.store.schema import RECORDING_ACTIONS, calls, recording_access, ticket_audit, tickets, turns
+from bot.store.schema import (
+    RECORDING_ACTIONS,
+    RECORDING_REFUSALS,
+    calls,
+    recording_access,
+    ticket_audit,
+    tickets,
+    turns,
+)
 
 # Range requests of one player (seeking) within this long of the same person's last row of the same
 # call and action belong to that playback: one audit row, not one per range.
@@ -70,23 +78,39 @@ def set_legal_hold(store: Store, reception_no: str, on: bool, *, actor: str, not
 
 
 def note_access(store: Store, call_sid: str, *, actor: str, action: str, reception_no: str | None = None,
-                window_secs: float = ACCESS_WINDOW_SECS) -> bool:
-    """Audit a playback, download or export; True when a new row was written (a seek of a playback
-    already audited within ``window_secs`` is not a new one)."""
+                address: str | None = None, refused: str | None = None, reason: str | None = None,
+                fold: bool | None = None, window_secs: float = ACCESS_WINDOW_SECS) -> bool:
+    """Audit a playback, copy, download or export, or a refused attempt at one (``refused``: why); True when a
+    new row was written. ``fold`` (default: a playback or a refusal): a row of the same person, call, action
+    and outcome within ``window_secs`` already stands for this one (a player's seeks, a retried refusal)."""
     if action not in RECORDING_ACTIONS:
         raise StoreError(f"unknown recording action {action!r}")
+    if refused is not None and refused not in RECORDING_REFUSALS:
+        raise StoreError(f"unknown refusal {refused!r}")
+    if fold is None:
+        fold = action == "play" or refused is not None
+    call_sid, actor = call_sid[:64], actor[:64]
     t = now()
+    ra = recording_access.c
     with store.engine.begin() as conn:
-        recent = conn.execute(sa.select(recording_access.c.id).where(
-            recording_access.c.call_sid == call_sid, recording_access.c.actor == actor,
-            recording_access.c.action == action, recording_access.c.at >= t - dt.timedelta(seconds=window_secs))
-            .limit(1)).first()
-        if recent is not None and action == "play":
-            return False
+        if fold:
+            same = [ra.call_sid == call_sid, ra.actor == actor, ra.action == action,
+                    ra.at >= t - dt.timedelta(seconds=window_secs),
+                    ra.refused.is_(None) if refused is None else ra.refused == refused]
+            if address is not None:
+                same.append(ra.address == address)
+            if conn.execute(sa.select(ra.id).where(*same).limit(1)).first() is not None:
+                return False
         conn.execute(recording_access.insert().values(call_sid=call_sid, at=t, actor=actor, action=action,
-                                                      reception_no=reception_no))
-    logger.info("records: {} {} the recording of call {}", actor, {"play": "played", "download": "downloaded",
-                                                                    "export": "exported"}[action], mask(call_sid))
+                                                      reception_no=reception_no, address=address, refused=refused,
+                                                      reason=mask_stored(reason) if reason else None))
+    if refused is not None:
+        logger.warning("records: refused {} ({}) the recording of call {} ({}): {}", actor, address or "-",
+                       mask(call_sid), action, refused)
+    else:
+        logger.info("records: {} {} the recording of call {}{}", actor, {
+            "play": "played", "copy": "copied the whole of", "download": "downloaded", "export": "exported",
+            "export_unmasked": "exported UNMASKED"}[action], mask(call_sid), f" ({mask(reason)})" if reason else "")
     return True
 
 
@@ -95,6 +119,36 @@ def access_log(store: Store, call_sid: str) -> list[dict[str, Any]]:
         return [{**dict(r), "at": _utc(r["at"])} for r in conn.execute(
             sa.select(recording_access).where(recording_access.c.call_sid == call_sid)
             .order_by(recording_access.c.id)).mappings()]
+
+
+def held_past_retention(store: Store, *, records_days: float, recording_days: float) -> list[dict[str, Any]]:
+    """What a legal hold keeps that retention would delete, per held call: its tickets, how many turns older
+    than ``records_days``, whether its transfer note and recording are past their periods (0: kept anyway)."""
+    t = now()
+    held = sa.select(tickets.c.call_sid, tickets.c.reception_no).where(tickets.c.legal_hold.is_(True),
+                                                                         tickets.c.call_sid.is_not(None))
+    with store.engine.connect() as conn:
+        by_call: dict[str, list[str]] = {}
+        for sid, number in conn.execute(held):
+            by_call.setdefault(sid, []).append(number)
+        out = []
+        for sid, numbers in sorted(by_call.items()):
+            row = conn.execute(sa.select(calls.c.started_at, calls.c.transfer_note, calls.c.recording_path)
+                               .where(calls.c.call_sid == sid)).first()
+            if row is None:
+                continue
+            started = _utc(row.started_at)
+            old_turns = 0
+            if records_days > 0:
+                old_turns = conn.execute(sa.select(sa.func.count()).select_from(turns).where(
+                    turns.c.call_sid == sid, turns.c.created_at < t - dt.timedelta(days=records_days))).scalar_one()
+            note = records_days > 0 and row.transfer_note is not None and started < t - dt.timedelta(days=records_days)
+            audio = recording_days > 0 and row.recording_path is not None and \
+                started < t - dt.timedelta(days=recording_days)
+            if old_turns or note or audio:
+                out.append({"call_sid": sid, "tickets": sorted(numbers), "turns": old_turns, "transfer_note": note,
+                            "recording": audio})
+    return out
 
 
 def purge_recordings(store: Store, directory: Path, older_than_days: float) -> dict[str, int]:

@@ -198,17 +198,24 @@ ticket_audit = sa.Table(
     sa.Column("note", sa.Text),
 )
 
-# Every playback, download and export of a call's recording: who, when, which call, how (append only).
-# A player's range requests within RECORDING_ACCESS_WINDOW_SECS of the same person's row are that playback.
+# Every playback, copy, download and export of a call's recording, and every refused attempt: who, when,
+# from where, which call, how (append only). A player's range requests within ACCESS_WINDOW_SECS of the same
+# person's row are that playback (bot/store/recordings.py).
 recording_access = sa.Table(
     "recording_access",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("call_sid", sa.String(64), nullable=False, index=True),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
-    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, or "cli"
-    sa.Column("action", sa.String(16), nullable=False),  # play | download | export
+    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, "cli", or "-" (not logged in)
+    sa.Column("action", sa.String(16), nullable=False),  # one of RECORDING_ACTIONS
     sa.Column("reception_no", sa.String(16)),  # the ticket page it was played from, if any
+    sa.Column("address", sa.String(64)),  # the client's address (the desk); None from the command line
+    sa.Column("refused", sa.String(32)),  # None: served; else why not (one of RECORDING_REFUSALS)
+    sa.Column("reason", sa.Text),  # the reason stated (an unmasked export's)
 )
 
-RECORDING_ACTIONS = ("play", "download", "export")
+# play: range requests (a player); copy: the whole file without ?download=1 (a browser's "Save as");
+# download: ?download=1; export: the command line's, masked; export_unmasked: an admin's, with a reason.
+RECORDING_ACTIONS = ("play", "copy", "download", "export", "export_unmasked")
+RECORDING_REFUSALS = ("anonymous", "other_department", "no_such_call", "deleted")

@@ -1,6 +1,7 @@
 """Call recordings from the command line: export one for a formal request, put or lift a legal hold.
 
-    run_bot.py recording export CA0123... DIR [--actor NAME]   # the audio, its transcript, a manifest
+    run_bot.py recording export CA0123... DIR [--actor NAME]   # into a new folder: the audio, its transcript, a manifest
+    run_bot.py recording export CA0123... DIR --actor ADMIN --unmasked --reason "법원 제출 2026가합1234"
     run_bot.py recording hold 20260042 --note "정보공개 청구 2026-118" [--actor NAME]
     run_bot.py recording release 20260042 [--actor NAME]
     run_bot.py recording cost [--secs 60]                       # bytes per minute and CPU per call, per format
@@ -13,10 +14,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.config import Config
 from bot.privacy import mask
@@ -25,45 +29,82 @@ from bot.store import recordings
 from bot.store.db import StoreError, now, open_store
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+# What a masked export says of itself (its manifest's "masking"): the desk's function and what it hides.
+MASKING = {"function": "bot.privacy.mask", "as": "the staff desk shows turns",
+           "hides": ["phone numbers (010-****-**89, +82 **-****-**89)", "resident registration numbers",
+                     "card numbers", "the same said as Korean digit words"]}
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+class ExportError(StoreError):
+    """An export that cannot be made as asked (the target exists, an unmasked export without the right)."""
+
+
+def add_arguments(p: argparse.ArgumentParser, common: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    """``common``: run_bot.py's options of every command, so that ``recording export ... --config X`` works."""
     sub = p.add_subparsers(dest="action", required=True)
-    e = sub.add_parser("export", help="copy a call's recording with its transcript and a manifest into DIR")
+    e = sub.add_parser("export", help="copy a call's recording with its transcript and a manifest into a new DIR")
     e.add_argument("call_sid")
-    e.add_argument("dir")
+    e.add_argument("dir", help="a folder that does not exist yet (made 0700; the files in it 0600)")
     e.add_argument("--actor", default="cli", help="who asked (the access audit's actor; default cli)")
+    e.add_argument("--unmasked", action="store_true", help="phone numbers in clear: only for --actor naming an "
+                   "active admin account of the desk, with --reason (audited as export_unmasked)")
+    e.add_argument("--reason", default="", help="why (required with --unmasked; kept in the access audit)")
+    subs = [e]
     for name, what in (("hold", "put a legal hold on a ticket: its call's recording outlives retention"),
                        ("release", "lift a ticket's legal hold")):
         h = sub.add_parser(name, help=what)
         h.add_argument("reception_no")
         h.add_argument("--note", default="", help="why (the ticket's audit trail)")
         h.add_argument("--actor", default="cli")
+        subs.append(h)
     c = sub.add_parser("cost", help="record a simulated phone call in each format: bytes per minute, CPU per call")
     c.add_argument("--secs", type=int, default=60, help="the call's length (default 60)")
     c.add_argument("--caller-wav", default=str(FIXTURES / "ko_trash.wav"), help="the caller's voice, repeated")
     c.add_argument("--bot-wav", default=str(FIXTURES / "ko_greeting.wav"), help="the bot's voice, repeated")
+    subs.append(c)
+    for s in subs if common else ():
+        common(s)
 
 
-def run(config: Config, args, out: TextIO = sys.stdout) -> int:
+def run(config: Config, args, out: TextIO = sys.stdout, err: TextIO | None = None) -> int:
+    """The ``recording`` command; an export or hold that cannot be done is one line on stderr and exit 2."""
     if args.action == "cost":
         return cost(args.secs, Path(args.caller_wav), Path(args.bot_wav), out=out)
     store = open_store(config)
     try:
         if args.action == "export":
-            return export(config, store, args.call_sid, Path(args.dir), actor=args.actor, out=out)
+            return export(config, store, args.call_sid, Path(args.dir), actor=args.actor, out=out,
+                          unmasked=getattr(args, "unmasked", False), reason=getattr(args, "reason", ""))
         changed = recordings.set_legal_hold(store, args.reception_no, args.action == "hold", actor=args.actor,
                                             note=args.note)
         out.write(f"ticket {args.reception_no}: legal hold {'on' if args.action == 'hold' else 'off'}"
                   f"{'' if changed else ' (already)'}\n")
         return 0
+    except StoreError as e:
+        (err or sys.stderr).write(f"error: {e}\n")
+        return 2
     finally:
         store.close()
 
 
-def export(config: Config, store, call_sid: str, directory: Path, *, actor: str, out: TextIO) -> int:
-    """``DIR/<call>.opus`` (as recorded), ``<call>.txt`` (the turns, masked as stored) and ``<call>.json``
-    (call, tickets, length, SHA-256 of the audio, who exported it and when)."""
+def export(config: Config, store, call_sid: str, directory: Path, *, actor: str, out: TextIO,
+           unmasked: bool = False, reason: str = "") -> int:
+    """A new folder ``directory``: ``<call>.opus`` (as recorded), ``<call>.txt`` (the turns masked as the desk
+    shows them, ``bot.privacy.mask``) and ``<call>.json`` (call, tickets, length, SHA-256 of the audio, the
+    masking applied, who exported it and when). ``unmasked``: phone numbers in clear (resident registration
+    and card numbers were masked when stored), only for an active admin with a ``reason``.
+
+    Written safely: into a temporary 0700 folder beside ``directory``, each file created anew (O_EXCL,
+    O_NOFOLLOW: never through a planted link) 0600, then renamed into place; a ``directory`` that exists
+    (a folder, a file, a link) is refused. Raises ExportError / StoreError."""
+    reason = reason.strip()
+    if unmasked:
+        account = store.find_staff(username=actor)
+        if account is None or not account["active"] or account["role"] != "admin":
+            raise ExportError(f"an unmasked export is for an active admin account of the desk: --actor {actor!r} "
+                              "is not one")
+        if not reason:
+            raise ExportError("an unmasked export needs --reason (kept in the access audit)")
     rec = recordings.find_recording(store, call_sid)
     if rec is None:
         raise StoreError(f"no call {call_sid}")
@@ -72,30 +113,75 @@ def export(config: Config, store, call_sid: str, directory: Path, *, actor: str,
     except files.RecordingMissing as e:
         gone = f" (deleted {rec['deleted_at']:%Y-%m-%d})" if rec["deleted_at"] else ""
         raise StoreError(f"call {mask(call_sid)} has no recording{gone}") from e
-    directory.mkdir(parents=True, exist_ok=True)
-    audio = directory / f"{source.stem}{source.suffix}"
-    shutil.copyfile(source, audio)
-    turns = recordings.call_transcript(store, call_sid)
-    lines = [f"통화 {call_sid}  시작 {rec['started_at']:%Y-%m-%d %H:%M:%S} UTC  녹음 {audio.name}", ""]
+    shown: Callable[[str | None], str | None] = (lambda v: v) if unmasked else (lambda v: mask(v) if v else v)
+    turns = [{**t, "caller": shown(t["caller"]), "bot": shown(t["bot"])}
+             for t in recordings.call_transcript(store, call_sid)]
+    lines = [f"통화 {call_sid}  시작 {rec['started_at']:%Y-%m-%d %H:%M:%S} UTC  녹음 {source.name}", ""]
     for t in turns:
         if t["caller"]:
             lines.append(f"[{t['index']}] 발신자: {t['caller']}")
         if t["bot"]:
             lines.append(f"[{t['index']}] 안내: {t['bot']}")
-    (directory / f"{source.stem}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    masking: dict[str, Any] = {**MASKING, "unmasked": False} if not unmasked else {
+        "function": None, "unmasked": True, "reason": reason,
+        "hides": ["resident registration numbers", "card numbers (both masked when stored)"]}
     secs = rec["secs"] if rec["secs"] is not None else files.duration_secs(source)
-    manifest = {"call_sid": call_sid, "started_at": rec["started_at"].isoformat(), "recording": audio.name,
-                "channels": {"left": "caller", "right": "bot, as the caller heard it"}, "seconds": secs,
-                "sha256": hashlib.sha256(audio.read_bytes()).hexdigest(),
-                "tickets": [{"reception_no": t["reception_no"], "legal_hold": bool(t["legal_hold"])}
-                            for t in rec["tickets"]],
-                "turns": [{**t, "at": t["at"].isoformat() if t["at"] else None} for t in turns],
-                "exported_by": actor, "exported_at": now().isoformat()}
-    (directory / f"{source.stem}.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n",
-                                                   encoding="utf-8")
-    recordings.note_access(store, call_sid, actor=actor, action="export")
-    out.write(f"exported call {mask(call_sid)}: {audio} ({secs or 0:.1f} s), its transcript and manifest\n")
+
+    folder = _new_folder(directory)
+    try:
+        with open(source, "rb") as f:
+            digest = _write_new(folder / source.name, iter(lambda: f.read(1 << 20), b""))
+        _write_new(folder / f"{source.stem}.txt", ["\n".join(lines).encode() + b"\n"])
+        manifest = {"call_sid": call_sid, "started_at": rec["started_at"].isoformat(), "recording": source.name,
+                    "channels": {"left": "caller", "right": "bot, as the caller heard it"}, "seconds": secs,
+                    "sha256": digest, "masking": masking,
+                    "tickets": [{"reception_no": t["reception_no"], "legal_hold": bool(t["legal_hold"])}
+                                for t in rec["tickets"]],
+                    "turns": [{**t, "at": t["at"].isoformat() if t["at"] else None} for t in turns],
+                    "transfer_note": shown(store.transfer_note(call_sid)),
+                    "exported_by": actor, "exported_at": now().isoformat()}
+        _write_new(folder / f"{source.stem}.json",
+                   [json.dumps(manifest, ensure_ascii=False, indent=2).encode() + b"\n"])
+        os.rename(folder, directory)  # onto nothing (checked); a folder made there meanwhile fails (not empty)
+    except OSError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ExportError(f"export to {directory} failed: {e.strerror or e}") from e
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    recordings.note_access(store, call_sid, actor=actor, action="export_unmasked" if unmasked else "export",
+                           reason=reason or None)
+    out.write(f"exported call {mask(call_sid)}{' UNMASKED' if unmasked else ''}: {directory}/{source.name} "
+              f"({secs or 0:.1f} s), its transcript and manifest\n")
     return 0
+
+
+def _new_folder(directory: Path) -> Path:
+    """A temporary 0700 folder beside ``directory``, which must not exist yet; raises ExportError."""
+    if os.path.lexists(directory):
+        what = "is a link" if directory.is_symlink() else "is a file" if not directory.is_dir() else "exists"
+        raise ExportError(f"{directory} {what}: an export goes into a new folder; name one that does not exist")
+    parent = directory.parent
+    try:
+        files.private_dirs(parent)
+        return Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=parent))
+    except (FileExistsError, NotADirectoryError) as e:
+        raise ExportError(f"{directory}: {e.filename or parent} is not a folder") from e
+    except OSError as e:
+        raise ExportError(f"{directory}: cannot make a folder there: {e.strerror or e}") from e
+
+
+def _write_new(path: Path, chunks: Iterable[bytes]) -> str:
+    """Write a new 0600 file (never through a link, never over a file); its SHA-256."""
+    digest = hashlib.sha256()
+    fd = files.open_private(path, new=True)
+    with os.fdopen(fd, "wb") as f:
+        for chunk in chunks:
+            f.write(chunk)
+            digest.update(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    return digest.hexdigest()
 
 
 def cost(secs: int, caller_wav: Path, bot_wav: Path, *, out: TextIO) -> int:

@@ -108,8 +108,10 @@ def serve_desk(config: Config, port: int, host: str) -> int:
     from bot.app.serve import trusted_proxies, uvicorn_config
     from bot.config import Secrets
     from bot.desk.app import desk_app
+    from bot.recording.files import private_umask
     from bot.store.db import open_store
 
+    private_umask()  # what the desk writes (the SQLite records) is its user's only, as the workers'
     trusted_proxies(config)
     secrets = Secrets.from_env(config)
     store = open_store(config, secrets)

@@ -21,7 +21,16 @@ from bot.desk.app import desk_app
 from bot.recording import files
 from bot.recording.recorder import recording_path
 from bot.store import recordings
-from bot.testing.desk_fixtures import PASSWORD, csrf_of, desk_config, logged_in, open_db, secrets_with_key, seed
+from bot.testing.desk_fixtures import (
+    PASSWORD,
+    client_for,
+    csrf_of,
+    desk_config,
+    logged_in,
+    open_db,
+    secrets_with_key,
+    seed,
+)
 
 pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
@@ -58,13 +67,16 @@ def test_an_agent_plays_and_seeks_a_call_and_each_playback_and_download_is_audit
     assert seek.headers["content-range"] == f"bytes 100-199/{path.stat().st_size}"
     down = agent.get(f"/desk/calls/{CALL}/recording?download=1")
     assert down.status_code == 200 and down.headers["content-disposition"].startswith("attachment")
+    seek = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=300-399"})
+    assert seek.status_code == 206
     log = [(a["actor"], a["action"]) for a in recordings.access_log(store, CALL)]
-    assert log == [("agent1", "play"), ("agent1", "download")]  # the seek is that playback's
+    # The whole file without a range is a copy (a browser's "Save as"); the seeks are one playback.
+    assert log == [("agent1", "copy"), ("agent1", "play"), ("agent1", "download")]
     ticket = agent.get(f"/desk/tickets/{numbers['road']}")
     assert f"/desk/calls/{CALL}/recording" in ticket.text and "media-src 'self'" in ticket.headers[
         "content-security-policy"]
-    rows = re.findall(r'<td class="actor">(\w+)</td><td class="action">(\S+)</td>', ticket.text)
-    assert rows == [("agent1", "재생"), ("agent1", "내려받기")]
+    rows = re.findall(r'<td class="actor">(\w+)</td><td class="action">([^<]+)</td>', ticket.text)
+    assert rows == [("agent1", "전체 복사"), ("agent1", "재생"), ("agent1", "내려받기")]
 
 
 def test_a_department_hears_only_its_own_tickets_calls_and_logged_out_nobody(desk):
@@ -76,11 +88,14 @@ def test_a_department_hears_only_its_own_tickets_calls_and_logged_out_nobody(des
     for url in (f"/desk/calls/{CALL}/recording", f"/desk/calls/{CALL}", "/desk/calls/CAnosuchcall/recording"):
         r = water.get(url)
         assert r.status_code == 404 and b"OggS" not in r.content, url
-    assert [a["actor"] for a in recordings.access_log(store, CALL)] == ["road1"]
     anonymous = logged_in(app, "agent1")
     anonymous.cookies.clear()
     r = anonymous.get(f"/desk/calls/{CALL}/recording")
     assert r.status_code == 303 and r.headers["location"] == "/desk/login"
+    # Served: road1's copy; refused and audited: water1's attempt (another department's 404), the anonymous one.
+    log = [(a["actor"], a["action"], a["refused"]) for a in recordings.access_log(store, CALL)]
+    assert log == [("road1", "copy", None), ("water1", "copy", "other_department"), ("-", "copy", "anonymous")]
+    assert {a["address"] for a in recordings.access_log(store, CALL)} == {"10.0.0.1"}
 
 
 def test_only_an_admin_puts_a_legal_hold_and_it_is_in_the_tickets_trail(desk):
@@ -101,6 +116,88 @@ def test_only_an_admin_puts_a_legal_hold_and_it_is_in_the_tickets_trail(desk):
     assert r.status_code == 303 and recordings.find_recording(store, CALL)["held"]
     page = admin.get(f"/desk/tickets/{number}")
     assert "법적 보존 설정: 정보공개 청구" in page.text and "<b>설정됨</b>" in page.text
+
+
+def test_every_whole_copy_is_a_row_and_a_range_the_desk_refuses_is_none(desk):
+    app, store, _, path = desk
+    agent = logged_in(app, "agent1")
+    for _ in range(5):  # a browser's "Save as", five times within the playback window
+        r = agent.get(f"/desk/calls/{CALL}/recording")
+        assert r.status_code == 200 and r.content == path.read_bytes()
+    assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 5
+    size = path.stat().st_size
+    for url, rng, code in ((f"/desk/calls/{CALL}/recording?download=1", "bytes=abc", 400),
+                           (f"/desk/calls/{CALL}/recording", "bytes=9-3", 400),
+                           (f"/desk/calls/{CALL}/recording", f"bytes={size + 10}-", 416)):
+        r = agent.get(url, headers={"Range": rng})
+        assert r.status_code == code and b"OggS" not in r.content, rng
+    assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 5  # no bytes, no row
+    # A range that no longer matches the file (If-Range) gets the whole file: a copy, though it asked a range.
+    r = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=0-9", "If-Range": '"stale"'})
+    assert r.status_code == 200 and r.content == path.read_bytes()
+    assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 6
+
+
+def test_a_deleted_recordings_404_and_an_unknown_calls_are_audited_refusals(desk):
+    app, store, _, path = desk
+    path.unlink()  # retention (or a hand) removed the file
+    agent = logged_in(app, "agent1")
+    assert agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=0-9"}).status_code == 404
+    assert agent.get("/desk/calls/CAnosuchcall/recording?download=1").status_code == 404
+    assert [(a["actor"], a["action"], a["refused"]) for a in recordings.access_log(store, CALL)] == [
+        ("agent1", "play", "deleted")]
+    assert [(a["actor"], a["action"], a["refused"]) for a in recordings.access_log(store, "CAnosuchcall")] == [
+        ("agent1", "download", "no_such_call")]
+    page = agent.get(f"/desk/calls/{CALL}")
+    assert re.search(r'<td class="action">거부: 녹음 삭제됨</td>', page.text), page.text
+
+
+SECURITY = ("content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy",
+            "cross-origin-opener-policy", "permissions-policy", "cache-control")
+
+
+def test_every_answer_under_desk_carries_the_security_headers_errors_included(desk):
+    app, _, _, path = desk
+    agent = logged_in(app, "agent1")
+    ok = agent.get(f"/desk/calls/{CALL}/recording")
+    assert ok.status_code == 200
+    want = {h: ok.headers[h] for h in SECURITY}
+    assert want["cache-control"] == "no-store" and want["x-content-type-options"] == "nosniff"
+    water = logged_in(app, "water1")
+    answers = {
+        "HEAD": agent.head(f"/desk/calls/{CALL}/recording"),
+        "malformed range": agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=abc"}),
+        "unsatisfiable range": agent.get(f"/desk/calls/{CALL}/recording",
+                                         headers={"Range": f"bytes={path.stat().st_size + 10}-"}),
+        "no such page": agent.get("/desk/nosuchpage"),
+        "another department": water.get(f"/desk/calls/{CALL}/recording"),
+        "a POST to a GET route": agent.post(f"/desk/calls/{CALL}/recording"),
+        "logged out": client_for(app).get("/desk/tickets"),
+    }
+    assert {k: r.status_code for k, r in answers.items()} == {
+        "HEAD": 405, "malformed range": 400, "unsatisfiable range": 416, "no such page": 404,
+        "another department": 404, "a POST to a GET route": 405, "logged out": 303}
+    for what, r in answers.items():
+        assert {h: r.headers.get(h) for h in SECURITY} == want, what
+
+
+def test_an_export_shows_the_turns_exactly_as_the_desk_does(desk, tmp_path):
+    import html
+    import io
+    from types import SimpleNamespace
+
+    from bot.tools.recording import run
+
+    app, store, _, _ = desk
+    page = logged_in(app, "agent1").get(f"/desk/calls/{CALL}").text
+    shown = [html.unescape(t) for t in re.findall(r'<p class="caller"><b>발신자</b> ([^<]+)</p>', page)]
+    assert shown and "010-****-**89" in shown[0] and "010-2345-6789" not in page
+    config = desk_config(str(store.engine.url), f"recording.dir='{tmp_path / 'recordings'}'")
+    args = SimpleNamespace(action="export", call_sid=CALL, dir=str(tmp_path / "out"), actor="agent1",
+                           unmasked=False, reason="")
+    assert run(config, args, io.StringIO()) == 0
+    text = (tmp_path / "out" / f"{CALL}.txt").read_text(encoding="utf-8")
+    assert [line.split("발신자: ", 1)[1] for line in text.splitlines() if "발신자: " in line] == shown
 
 
 # --- in Chromium --------------------------------------------------------------------------------
