@@ -10,8 +10,10 @@ from tests.conftest import ROOT
 CASES_FILE = ROOT / "tests" / "data" / "normalize_cases.tsv"
 # Issue 33: slash dates, 부터 … 까지 ranges of times and dates, list numbers, the copies counter 부.
 ISSUE_33_FILE = CASES_FILE.with_name("normalize_cases_33.tsv")
+# Issue 44: web addresses, fractions, units and speeds, phone shapes, currency codes, date orders, 대.
+ISSUE_44_FILE = CASES_FILE.with_name("normalize_cases_44.tsv")
 RANGE_WORDS = ("에서", "부터", "까지")
-PHONE_CATEGORIES = ("phone", "service", "extension", "code")
+PHONE_CATEGORIES = ("phone", "service", "extension", "code", "card")
 
 
 def read_cases(path: Path = CASES_FILE) -> list[tuple[str, str, str]]:
@@ -27,10 +29,11 @@ def read_cases(path: Path = CASES_FILE) -> list[tuple[str, str, str]]:
 
 TABLE = read_cases()
 ISSUE_33 = read_cases(ISSUE_33_FILE)
+ISSUE_44 = read_cases(ISSUE_44_FILE)
 # Cases a TSV line cannot hold (tabs, newlines, nothing at all).
 SPECIAL = [("text", "  줄\n바꿈\t탭 ", "줄 바꿈 탭"), ("text", "", "")]
 CASES = [(written, spoken) for _, written, spoken in TABLE + SPECIAL]
-ALL_CASES = CASES + [(written, spoken) for _, written, spoken in ISSUE_33]
+ALL_CASES = CASES + [(written, spoken) for _, written, spoken in ISSUE_33 + ISSUE_44]
 
 
 def test_table_size_and_categories():
@@ -57,6 +60,18 @@ def test_issue_33_rows(category, text, spoken):
     assert normalize_korean(text) == spoken
 
 
+def test_issue_44_table_covers_every_family():
+    assert len(ISSUE_44) >= 70
+    assert {c for c, _, _ in ISSUE_44} >= {"web", "email", "file", "fraction", "unit", "speed", "phone", "card",
+                                           "currency", "date_order", "counter", "near_miss"}
+    assert not {w for _, w, _ in ISSUE_44} & {w for _, w, _ in TABLE + ISSUE_33}, "rows already in another table"
+
+
+@pytest.mark.parametrize(("category", "text", "spoken"), ISSUE_44)
+def test_issue_44_rows(category, text, spoken):
+    assert normalize_korean(text) == spoken
+
+
 @pytest.mark.parametrize("text", [text for text, _ in ALL_CASES])
 def test_normalize_is_idempotent(text):
     once = normalize_korean(text)
@@ -72,7 +87,7 @@ def test_output_has_no_digits_or_latin(text):
 # Every phone-number, service-number, extension and code case whose text has no range of its own.
 PHONE_CASES = [
     written
-    for category, written, _ in TABLE + ISSUE_33
+    for category, written, _ in TABLE + ISSUE_33 + ISSUE_44
     if category in PHONE_CATEGORIES and "~" not in written and not any(w in written for w in RANGE_WORDS)
 ]
 

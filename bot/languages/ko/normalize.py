@@ -28,6 +28,11 @@ Spacing conventions of the output:
 * List numbers ``①``, ``⑴`` and an item's ``(1)`` are read ``일 번,``.
 * A bracketed weekday after a date is read in full: ``12월 3일(목)`` -> ``십이월 삼 일 목요일``.
 * Sentence punctuation ``. , ? !`` is kept for prosody.
+* Web and e-mail addresses and file names are read as dictated (``bot/languages/ko/web.py``): 점, 골뱅이,
+  known words and romanized Korean as words, the rest letter by letter.
+* ``N/M`` after a genitive (응답자의 4/7이) is a fraction, its particle refitted (칠 분의 사가); speeds read
+  시속/초속 (``30km/h`` -> ``시속 삼십 킬로미터``); ``+82 10-…``, ``123-123-5678`` and card numbers digit by
+  digit; currency codes (``KRW 5000`` -> ``오천 원``); ``10/30/2024`` and ``29/12/2000`` are dates.
 
 All tables are data so that coverage is extended by adding rows, not code: the
 counters and the numeral system each takes (native 세 개, Sino 삼 분, the context
@@ -44,6 +49,7 @@ from pathlib import Path
 
 from bot import DATA_DIR
 from bot.core.datafile import DataFile, Keys
+from bot.languages.ko.web import read_part, read_web
 
 # --- Number words -----------------------------------------------------------
 
@@ -83,6 +89,7 @@ class CounterTable:
     native_max: int
     native_max_of: dict[str, int] = field(default_factory=dict)
     sino_on_round_tens: tuple[str, ...] = ()
+    round_tens_native_before: dict[str, tuple[str, ...]] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
     contexts: dict[str, CounterContext] = field(default_factory=dict)
     not_followed_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -108,6 +115,10 @@ def load_counters(path: str | Path = COUNTERS_FILE) -> CounterTable:
     native_max = data.get("rules", {}).get("native_max", 99)
     native_max_of = data.get("native_max", {})
     round_tens = tuple(data.get("sino_on_round_tens", {}).get("counters", ()))
+    round_tens_before = data.get("sino_on_round_tens", {}).get("unless_before", {})
+    for counter in round_tens_before:
+        check(counter in round_tens, ("sino_on_round_tens", "unless_before", counter),
+              f"unless_before for {counter!r}, which is not in sino_on_round_tens.counters")
     first = data.get("first", {})
     for keys in (*(("native_max", c) for c in native_max_of),
                  *(("sino_on_round_tens", "counters", i) for i in range(len(round_tens))),
@@ -127,8 +138,8 @@ def load_counters(path: str | Path = COUNTERS_FILE) -> CounterTable:
     for counter, rest in data.get("not_followed_by", {}).items():
         check(counter in systems, ("not_followed_by", counter), f"not_followed_by for {counter!r}, which is not in [counters]")
         not_followed_by[counter] = tuple(rest)
-    return CounterTable(dict(systems), native_max, dict(native_max_of), round_tens, dict(first), contexts,
-                        not_followed_by)
+    return CounterTable(dict(systems), native_max, dict(native_max_of), round_tens,
+                        {c: tuple(w) for c, w in round_tens_before.items()}, dict(first), contexts, not_followed_by)
 
 
 COUNTER_TABLE = load_counters()
@@ -140,7 +151,6 @@ SINO_COUNTERS = COUNTER_TABLE.counters("sino")
 
 # Unit symbols, spoken only right after a number.
 UNITS = {
-    "km/h": "킬로미터 퍼 아워",
     "km²": "제곱킬로미터",
     "km": "킬로미터",
     "cm": "센티미터",
@@ -154,6 +164,20 @@ UNITS = {
     "ml": "밀리리터",
     "mL": "밀리리터",
     "L": "리터",
+    "l": "리터",
+    "kHz": "킬로헤르츠",
+    "MHz": "메가헤르츠",
+    "GHz": "기가헤르츠",
+    "Hz": "헤르츠",
+    "rpm": "분당 회전수",
+    "mAh": "밀리암페어시",
+    "mA": "밀리암페어",
+    "V": "볼트",
+    "W": "와트",
+    "N": "뉴턴",
+    "h": "시간",  # read as the counter 시간: 24h is 스물네 시간
+    "min": "분",
+    "s": "초",
     "°C": "도",
     "°": "도",
     "%p": "퍼센트포인트",
@@ -167,6 +191,18 @@ UNITS = {
 }
 # Currency signs written before the amount are spoken after it: $10 -> 십 달러.
 CURRENCY_PREFIXES = {"$": "달러", "₩": "원", "€": "유로", "£": "파운드", "¥": "엔"}
+# ISO codes (any case) before or after the amount: KRW 5000 and 5000 KRW -> 오천 원.
+CURRENCY_CODES = {
+    "KRW": "원", "USD": "달러", "US$": "달러", "EUR": "유로", "JPY": "엔", "CNY": "위안", "RMB": "위안",
+    "GBP": "파운드", "HKD": "홍콩 달러", "HK$": "홍콩 달러", "CAD": "캐나다 달러", "C$": "캐나다 달러",
+    "AUD": "호주 달러", "A$": "호주 달러", "NZD": "뉴질랜드 달러", "SGD": "싱가포르 달러", "TWD": "대만 달러",
+    "CHF": "스위스 프랑", "AED": "아랍에미리트 디르함", "VND": "동", "THB": "바트", "PHP": "페소", "INR": "루피",
+    "RUB": "루블",
+}
+# A unit over a unit: a speed is 시속/초속 before the number (30km/h -> 시속 삼십 킬로미터, as a road
+# sign is read); any other is read "N A 퍼 B" (12kg/kg -> 십이 킬로그램 퍼 킬로그램).
+SPEEDS = {"km/h": ("시속", "km"), "km/s": ("초속", "km"), "m/s": ("초속", "m"), "m/min": ("분속", "m")}
+PER_WORD = "퍼"
 
 # --- Phone numbers, codes and addresses ------------------------------------
 
@@ -188,6 +224,9 @@ CODE_WORDS = (
     "우편번호", "계좌번호", "사건번호", "등록번호", "처리번호", "번호", "내선", "내선번호", "코드",
 )
 CODE_GROUP = 4  # a long code without hyphens is read in groups of four digits
+# Words after which a number is read digit by digit (카드 끝자리 3456, 마지막 네 자리 7890).
+DIGIT_WORDS_BEFORE = ("끝자리", "뒷자리", "앞자리", "끝 자리", "뒷 자리", "앞 자리", "자리", "끝번호", "뒷번호")
+COUNTRY_CODE_WORD = "국가번호"  # +82 is 국가번호 팔이: the digits a caller dials after the plus
 PHONE_PAUSE = " "  # between the groups of a phone number or code
 RANGE_WORD = "에서"  # 3~5일 -> 삼 일에서 오 일; never used for a phone number or code
 LOT_HYPHEN = "에"  # 12-3번지 is said 십이의(에) 삼 번지
@@ -205,6 +244,10 @@ FRACTION_WORDS_AFTER = (
     "컵", "큰술", "작은술", "스푼", "티스푼", "조각", "인분", "분기", "지점", "수준", "가량", "정도", "이상", "이하",
     "만큼", "확률", "비율",
 )
+# A genitive or a word of a part before M/D makes it a fraction even where a date could be read
+# (응답자의 4/7이, 그 중 2/3은); these nouns end in 의 without being a genitive (회의 3/15).
+FRACTION_WORDS_BEFORE = ("의", "중", "전체", "무려", "불과", "겨우")
+NOT_GENITIVE = ("회의", "문의", "주의", "합의", "논의", "동의", "협의", "심의", "건의", "결의", "강의", "정의", "모의")
 DATE_WORDS_AFTER = ("까지", "부터", "일정", "예정", "마감", "당일", "이후", "이전", "오전", "오후")
 DATE_WORDS_BEFORE = ("오는", "지난", "매년", "날짜", "날짜는", "일자", "일자는", "기한", "기한은", "기간", "기간은")
 QUARTER_WORD = "사분기"  # 2/4분기 is 이 사분기, the second quarter
@@ -281,7 +324,7 @@ CHAR_FOLDS = {
 # between numbers (ranges are handled earlier), so they are only pauses.
 SYMBOLS = {
     "&": " 앤 ", "+": " 플러스 ", "·": " ", "ㆍ": " ", "•": " ", "/": " ", "~": " ",
-    "-": " ", "—": ", ", "@": " 골뱅이 ", "#": " 샵 ", "*": " 별표 ", "…": "...",
+    "-": " ", "—": ", ", "@": " 골뱅이 ", "#": " 샵 ", "*": " 별표 ", "…": "...", "√": " 루트 ",
 }
 
 # --- Patterns ---------------------------------------------------------------
@@ -325,6 +368,15 @@ def _context_patterns(counter: str, rule: CounterContext) -> tuple:
 
 
 _CONTEXTS = {counter: _context_patterns(counter, rule) for counter, rule in COUNTER_TABLE.contexts.items()}
+# What is counted, right before a round ten of 대 (차량 20대, 버스가 30대): then it is native (스무 대).
+_ROUND_TENS_BEFORE = {
+    counter: re.compile(
+        rf"(?<![가-힣])(?:{_alternation(words)})(?:이|가|은|는|을|를|도)?[ \t]*(?:총|약|모두|최대|최소)?[ \t]*$"
+    )
+    for counter, words in COUNTER_TABLE.round_tens_native_before.items()
+}
+# Unit symbols that are spoken as a counter of the table, and counted like it.
+UNIT_COUNTERS = {"h": "시간", "s": "초", "min": "분"}
 
 # Markdown the LLM may emit: bold/italic markers, code ticks, headings, bullets.
 _MARKDOWN_RE = re.compile(r"\*\*|__|`|^[ \t]*(?:#{1,6}|[-*+])[ \t]+", re.M)
@@ -340,6 +392,22 @@ _PHONE_RE = re.compile(
     r"|(?:\(0\d{1,3}\)[ \t]*|0\d{1,3}[ \t]*[-)][ \t]*)\d{3,4}"  # 02-120, 031-1330: area code + short number
     rf"|1[5-9]\d{{2}}[-.]\d{{4}}(?!{_COUNTER_AHEAD}(?<!번))"  # 1588-1234, not 1950-1960년
     rf"){_PHONE_END}{_BUN}"
+)
+# A number with a country code: +82 10-1234-5678, +1 (123)-123-5678, +44-207-555-1234.
+_INTL_PHONE_RE = re.compile(
+    r"(?<![\w+])\+(?P<cc>\d{1,3})[ \t.-]*(?P<rest>\(?\d{1,4}\)?(?:[ \t]*[-.]?[ \t]*\(?\d{2,4}\)?){1,3})(?![\d]|[.,]\d)"
+)
+# Three groups that no range, date or decimal writes (123-123-5678, 555.555.5555, (123) 123-5678,
+# 123.456-7890), and a card's four groups of four (1234-5678-9012-3456): digit by digit.
+_GROUPED_DIGITS_RE = re.compile(
+    r"(?<![\d.,:/~-])(?:(?:\(\d{2,4}\)[ \t]*-?[ \t]*|\d{2,4}[ \t]*[-.][ \t]*)\d{3,4}[ \t]*[-.][ \t]*\d{4}"
+    r"|\d{4}(?P<sep>[- ])\d{4}(?P=sep)\d{4}(?P=sep)\d{4})"
+    rf"(?![\d]|[.,-]\d|{_COUNTER_AHEAD})"
+)
+# A number after a word of digits (카드 끝자리 3456, 마지막 4자리 7890): digit by digit.
+_DIGIT_RUN_RE = re.compile(
+    rf"(?P<ctx>(?:{_alternation(DIGIT_WORDS_BEFORE)})[ \t]*(?:[:：]|는|은|가)?[ \t]*)(?P<num>\d{{2,8}})"
+    rf"(?![\d]|[.,]\d|{_COUNTER_AHEAD})"
 )
 _EMERGENCY_RE = re.compile(
     rf"(?<![\d.,~-])(?:{'|'.join(EMERGENCY_NUMBERS)})(?![\d]|[.,]\d|{_COUNTER_AHEAD}|[ \t]*[~-])"
@@ -368,6 +436,13 @@ _PARTICLE = (
     rf"(?:(?P<p>{_alternation({form for pair in PARTICLES for form in pair})})"
     rf"(?=(?:{'|'.join(PARTICLE_TAILS)})?(?![가-힣])))"
 )
+# M/D/YYYY (10/30/2024) or, where the first number cannot be a month, D/M/YYYY (29/12/2000).
+_MDY_RE = re.compile(
+    r"(?<![\d/.-])(?P<a>\d{1,2})(?P<s>[/.-])(?P<b>\d{1,2})(?P=s)(?P<y>\d{4})(?![\d]|[.,]\d)"
+    rf"{_PARTICLE}?"
+)
+# A year or month written against the next number (2023년3월1일): a space, so each is read apart.
+_FUSED_DATE_RE = re.compile(r"(?<=\d[년월])(?=\d)")
 _DATE_RE = re.compile(
     r"(?<!\d)(?P<y>\d{4})([-./]) ?(?P<m>\d{1,2})\2 ?(?P<d>\d{1,2})(?:\.(?=[ \t]*[(가-힣]))?(?!\d)"
     rf"{_PARTICLE}?"
@@ -386,7 +461,11 @@ _WEEKDAY_RANGE_RE = re.compile(
 _DATE_WEEKDAY_RE = re.compile(r"(?<=\d일)[ \t]*\((?P<w>[월화수목금토일])(?:요일)?\)")
 _TIME_RE = re.compile(rf"(?<![\d:])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![\d:]){_PARTICLE}?")
 # M/D without a weekday: a date or a fraction, see FRACTION_DENOMINATORS.
-_SLASH_DATE_RE = re.compile(rf"(?<![\d/.,:])(?P<m>\d{{1,2}})/(?P<d>\d{{1,2}})(?![\d/]|[.,]\d){_PARTICLE}?")
+_SLASH_DATE_RE = re.compile(rf"(?<![\d/.,:√])(?P<m>\d{{1,2}})/(?P<d>\d{{1,2}})(?![\d/]|[.,]\d){_PARTICLE}?")
+_FRACTION_BEFORE_RE = re.compile(
+    rf"(?:(?<=[가-힣])의|(?<![가-힣])(?:{_alternation(w for w in FRACTION_WORDS_BEFORE if w != '의')}))[ \t]*$"
+)
+_NOT_GENITIVE_RE = re.compile(rf"(?<![가-힣])(?:{_alternation(NOT_GENITIVE)})[ \t]*$")
 _FRACTION_AFTER_RE = re.compile(rf"[ \t]*(?:{_alternation(FRACTION_WORDS_AFTER)})")
 _DATE_AFTER_RE = re.compile(
     rf"[ \t]*(?:{_alternation(DATE_WORDS_AFTER)}|\(|[~-][ \t]*\d{{1,2}}/\d)|[ \t]+\d{{1,2}}(?::\d\d|[ \t]*시(?!간))"
@@ -426,12 +505,26 @@ _LIST_ITEM_RE = re.compile(
 )
 _WORD_AHEAD_RE = re.compile(r"[ \t]*[가-힣A-Za-z0-9\"'「(]")
 _CURRENCY_RE = re.compile(
-    rf"([{re.escape(''.join(CURRENCY_PREFIXES))}])\s*({_NUM}[조억만천백]*)"
+    rf"([{re.escape(''.join(CURRENCY_PREFIXES))}])\s*({_NUM}[조억만천백]*){_PARTICLE}?"
 )
+_CODES = "|".join(re.escape(c) for c in sorted(CURRENCY_CODES, key=len, reverse=True))
+_CODE_BEFORE_RE = re.compile(
+    rf"(?<![A-Za-z])(?P<code>{_CODES})[ \t]*(?P<amt>{_NUM}[조억만천백]*)(?!\d){_PARTICLE}?", re.IGNORECASE
+)
+_CODE_AFTER_RE = re.compile(
+    rf"(?<![\d.,])(?P<amt>{_NUM}[조억만천백]*)[ \t]*(?P<code>{_CODES})(?![A-Za-z]){_PARTICLE}?"
+)  # upper case only after the amount: 10 php is not money
+_UNIT_ALT = _alternation(UNITS)
+_FRACTION_NUM = rf"(?:\d+[ \t]*(?:과|와)[ \t]*)?√?{_NUM}(?:/√?\d+)?"
+_SPEED_RE = re.compile(
+    rf"(?P<num>{_FRACTION_NUM})[ \t]*(?P<unit>{'|'.join(map(re.escape, sorted(SPEEDS, key=len, reverse=True)))})"
+    r"(?![A-Za-z/])"
+)
+_PER_UNIT_RE = re.compile(rf"(?P<num>{_NUM})[ \t]*(?P<a>{_UNIT_ALT})/(?P<b>{_UNIT_ALT})(?![/])")
 # A range whose counter is written once (3~5일) gets it on both ends first.
 _RANGE_SHARED_RE = re.compile(rf"(?<!\d)({_NUM})[ \t]*[~-][ \t]*({_NUM})[ \t]*({_SUFFIX})")
 _RANGE_RE = re.compile(rf"({_NUM}[조억만천백]*(?:[ \t]*(?:{_SUFFIX}))?)[ \t]*[~-][ \t]*(?=\d)")
-_FRACTION_RE = re.compile(r"(?<![\d/])(\d+)/(\d+)(?![\d/])")
+_FRACTION_RE = re.compile(rf"(?<![\d/])(?P<rn>√?)(?P<n>\d+)/(?P<rd>√?)(?P<d>\d+)(?![\d/]){_PARTICLE}?")
 _MINUS_RE = re.compile(r"(?<![\w.])-(?=\d)")
 _NUMBER_RE = re.compile(
     r"(?<!\d)(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<frac>\.\d+)?(?P<mag>[조억만천백]*)"
@@ -494,11 +587,13 @@ def _counter_system(suf: str, m: re.Match) -> str:
     return system
 
 
-def _native_count(n: int, suf: str) -> str | None:
+def _native_count(n: int, suf: str, m: re.Match | None = None) -> str | None:
     """``n`` before the native counter ``suf`` (101개 -> 백한), or None where it reads Sino."""
     table = COUNTER_TABLE
     if suf in table.sino_on_round_tens and n % 10 == 0:
-        return None
+        before = _ROUND_TENS_BEFORE.get(suf)
+        if not (m and before and before.search(m.string, 0, m.start())):
+            return None
     top = table.native_max_of.get(suf, table.native_max)
     if 0 < n <= top:
         return table.first[suf] if n == 1 and suf in table.first else _native(n)
@@ -516,8 +611,9 @@ def _read_number(m: re.Match) -> str:
         return MONTHS.get(n, _sino(n) + "월")
     # 제3장 is an ordinal: Sino whatever the counter.
     ordinal = m.start() > 0 and m.string[m.start() - 1] == "제"
-    native = suf and plain and not ordinal and _counter_system(suf, m) == "native"
-    words = _native_count(n, suf) if native else None
+    counter = UNIT_COUNTERS.get(suf, suf)  # 24h is counted as 24시간
+    native = suf and plain and not ordinal and _counter_system(counter, m) == "native"
+    words = _native_count(n, counter, m) if native else None
     if words is None and raw.startswith("0") and len(raw) > 1 and plain and not suf:
         words = _digits(raw.replace(",", ""))  # a code such as 007, not a quantity
     elif words is None:
@@ -538,6 +634,17 @@ def _read_phone(m: re.Match) -> str:
     else:
         groups = re.findall(r"\d+", s)
     return PHONE_PAUSE.join(_digits(g) for g in groups) + (" 번" if m["bun"] else "")
+
+
+def _read_intl_phone(m: re.Match) -> str:
+    groups = re.findall(r"\d+", m["rest"])
+    if len(groups) < 2 or sum(map(len, groups)) < 4:
+        return m.group(0)
+    return f"{COUNTRY_CODE_WORD} {_digits(m['cc'])} " + PHONE_PAUSE.join(_digits(g) for g in groups)
+
+
+def _read_grouped(m: re.Match) -> str:
+    return PHONE_PAUSE.join(_digits(g) for g in re.findall(r"\d+", m.group(0)))
 
 
 def _read_code(digits: str) -> str:
@@ -585,6 +692,35 @@ def _read_date(m: re.Match) -> str:
     return words + _particle(words, m.groupdict().get("p"))
 
 
+def _read_mdy(m: re.Match) -> str:
+    a, b = int(m["a"]), int(m["b"])
+    if 1 <= a <= 12 and 1 <= b <= MONTH_DAYS[a - 1]:
+        month, day = a, b
+    elif 1 <= b <= 12 and 1 <= a <= MONTH_DAYS[b - 1]:
+        month, day = b, a
+    else:
+        return m.group(0)
+    words = f"{int(m['y'])}년 {month}월 {day}일"
+    return words + _particle(words, m["p"])
+
+
+def _read_fraction(m: re.Match) -> str:
+    """N/M as M분의 N (√ kept on its number), the particle after it fitted to how N is read."""
+    apart = " " if m.start() and "가" <= m.string[m.start() - 1] <= "힣" else ""  # 1과1/2: 일과 이 분의 일
+    return f"{apart}{m['rd']}{m['d']}분의 {m['rn']}{m['n']}" + _particle(_sino(int(m["n"])), m["p"])
+
+
+def _read_currency_code(m: re.Match) -> str:
+    word = CURRENCY_CODES[next(c for c in CURRENCY_CODES if c.lower() == m["code"].lower())]
+    return f"{m['amt']} {word}" + _particle(word, m["p"])
+
+
+def _read_speed(m: re.Match) -> str:
+    word, unit = SPEEDS[m["unit"]]
+    said = re.search(rf"{word}[ \t]*$", m.string[: m.start()])  # 초속 10m/s: 초속 is said once
+    return f"{'' if said else word + ' '}{m['num']}{unit}"
+
+
 def _read_slash_date(m: re.Match) -> str:
     """M/D as a date, or left as written for the fraction rule (see FRACTION_DENOMINATORS)."""
     month, day = int(m["m"]), int(m["d"])
@@ -592,6 +728,8 @@ def _read_slash_date(m: re.Match) -> str:
         return m.group(0)
     after, before = m.string[m.end("d") :], m.string[: m.start()]
     if _FRACTION_AFTER_RE.match(after):
+        return m.group(0)
+    if _FRACTION_BEFORE_RE.search(before) and not _NOT_GENITIVE_RE.search(before):
         return m.group(0)
     common_fraction = month < day and day in FRACTION_DENOMINATORS and gcd(month, day) == 1
     if common_fraction and not (_DATE_AFTER_RE.match(after) or _DATE_BEFORE_RE.search(before)):
@@ -646,6 +784,11 @@ def _read_latin(m: re.Match) -> str:
     return spoken
 
 
+def _spell(word: str) -> str:
+    """A Latin word as a known word or letter by letter."""
+    return LATIN_WORDS.get(word.lower()) or "".join(LETTER_NAMES[c] for c in word.lower() if c in LETTER_NAMES)
+
+
 def _known_latin(m: re.Match) -> str:
     return LATIN_WORDS.get(m.group(0).lower(), m.group(0))
 
@@ -671,10 +814,20 @@ def normalize_korean(text: str) -> str:
         back unchanged, and the function is idempotent.
     """
     text = _MARKDOWN_RE.sub("", text.translate(_FOLD))
+    # Addresses and file names first: their dots are not decimals, their parts not units.
+    text = read_web(text, _spell, _digits)
+    text = _CODE_BEFORE_RE.sub(_read_currency_code, text)
+    text = _CODE_AFTER_RE.sub(_read_currency_code, text)
+    text = _SPEED_RE.sub(_read_speed, text)
+    text = _PER_UNIT_RE.sub(lambda m: f"{m['num']}{m['a']} {PER_WORD} {UNITS[m['b']]}", text)
+    text = _FUSED_DATE_RE.sub(" ", text)
     # Whole alphanumeric words first, before digits inside them (5G, MP3) are read.
     text = _ALNUM_WORD_RE.sub(_known_latin, text)
     # Codes and phone numbers before anything reads their hyphens as ranges.
+    text = _INTL_PHONE_RE.sub(_read_intl_phone, text)
     text = _PHONE_RE.sub(_read_phone, text)
+    text = _GROUPED_DIGITS_RE.sub(_read_grouped, text)
+    text = _DIGIT_RUN_RE.sub(lambda m: m["ctx"] + _digits(m["num"]), text)
     text = _CODE_RE.sub(lambda m: m["ctx"] + _read_code(m["num"]) + (" 번" if m["bun"] else ""), text)
     text = _SERVICE_RE.sub(_read_service, text)
     text = _EMERGENCY_RE.sub(lambda m: _digits(m.group(0)), text)
@@ -682,6 +835,7 @@ def normalize_korean(text: str) -> str:
     text = _LIST_ITEM_RE.sub(_read_list_mark, text)
     text = _LOT_RE.sub(_read_lot, text)
     text = _SCORE_RE.sub(_read_score, text)
+    text = _MDY_RE.sub(_read_mdy, text)
     text = _DATE_RE.sub(_read_date, text)
     text = _SHORT_DATE_RE.sub(_read_date, text)
     text = _QUARTER_RE.sub(lambda m: f"{SINO_DIGITS[int(m['n'])]} {QUARTER_WORD}", text)
@@ -691,11 +845,11 @@ def normalize_korean(text: str) -> str:
     # Weekdays after dates first, so that a range of such dates is a range of dates.
     text = _DATE_WEEKDAY_RE.sub(lambda m: " " + m["w"] + WEEKDAY_SUFFIX, text)
     text = _WEEKDAY_RANGE_RE.sub(_read_weekday_range, text)
-    text = _CURRENCY_RE.sub(lambda m: m[2] + CURRENCY_PREFIXES[m[1]], text)
+    text = _CURRENCY_RE.sub(lambda m: m[2] + CURRENCY_PREFIXES[m[1]] + _particle(CURRENCY_PREFIXES[m[1]], m["p"]), text)
     text = _RANGE_SHARED_RE.sub(lambda m: f"{m[1]}{m[3]}~{m[2]}{m[3]}", text)
     text = _DATETIME_RANGE_RE.sub(_read_datetime_range, text)
     text = _RANGE_RE.sub(rf"\1{RANGE_WORD} ", text)
-    text = _FRACTION_RE.sub(r"\2분의 \1", text)  # 3/4 -> 4분의 3 -> 사 분의 삼
+    text = _FRACTION_RE.sub(_read_fraction, text)  # 3/4 -> 4분의 3 -> 사 분의 삼
     text = _MINUS_RE.sub("마이너스 ", text)
     text = _NUMBER_RE.sub(_read_number, text)
     text = _LATIN_RE.sub(_read_latin, text)
@@ -722,6 +876,11 @@ def remove_unsupported(text: str, supported: Callable[[str], bool]) -> tuple[str
     for ch in text:
         (kept if supported(ch) else removed).append(ch)
     return _tidy("".join(kept)), list(dict.fromkeys(removed))
+
+
+def read_address_part(part: str) -> str:
+    """One part of a web or e-mail address as ``normalize_korean`` says it ("hotmail" -> "핫메일")."""
+    return read_part(part, _spell, _digits)
 
 
 def read_digits(digits: str, sep: str = ", ") -> str:
