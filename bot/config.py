@@ -95,11 +95,24 @@ def _clock_minutes(key: str, text: str) -> int:
 
 @dataclass(frozen=True)
 class SmsConfig:
-    """Texts to callers through Twilio (bot/aftercall/notify.py; wording in bot/data/sms.toml)."""
+    """Texts to callers (bot/aftercall/notify.py; wording in bot/data/sms.toml; docs/after-call.md)."""
 
-    # Off by default: a city turns it on with its Twilio number (and TWILIO_* in the environment).
+    # Off by default: a city turns it on with its Twilio number (and TWILIO_* in the environment),
+    # or with a domestic relay and its registered sender number (provider "sens").
     enabled: bool = False
+    # Who carries the texts: "twilio" (from from_number, an international sender to Korean phones) or
+    # "sens", NAVER Cloud's SENS relay (from sender_number; NCLOUD_ACCESS_KEY / NCLOUD_SECRET_KEY).
+    provider: Literal["twilio", "sens"] = "twilio"
     from_number: str = ""  # the Twilio number (E.164) the texts come from
+    # The city's number registered with the relay (발신번호 사전등록), digits only: "0212345678", "15881234".
+    sender_number: str = ""
+    sens_service_id: str = ""  # the SENS project's SMS service id, "ncp:sms:kr:123456789012:hanbit"
+    # SENS's API; the public sector's cloud is https://sens.apigw.gov-ntruss.com (tests: the fake relay).
+    sens_api_url: str = "https://sens.apigw.ntruss.com"
+    # A relay's delivery report: looked up report_poll_secs after the send, then at half the time since,
+    # until the carrier's result or report_wait_secs (then "sent", with no report noted).
+    report_poll_secs: float = 15.0
+    report_wait_secs: float = 86400.0
     # After a phone call's ticket the bot offers to text its reception number; a yes sends it
     # and opts the ticket in to status notices (tickets.sms_opt_in).
     after_ticket: bool = True
@@ -117,8 +130,19 @@ class SmsConfig:
     texts_file: str = "bot/data/sms.toml"
 
     def __post_init__(self):
-        if self.enabled and not self.from_number.startswith("+"):
+        if self.enabled and self.provider == "twilio" and not self.from_number.startswith("+"):
             raise ConfigError(f"sms.from_number: SMS is on but {self.from_number!r} is not an E.164 number (+82...)")
+        if self.enabled and self.provider == "sens":
+            if not re.fullmatch(r"0\d{7,10}|1\d{7}", self.sender_number):
+                raise ConfigError(f"sms.sender_number: SMS goes through sens but {self.sender_number!r} is not a "
+                                  "number registered with it (digits only: 0212345678, 15881234)")
+            if not re.fullmatch(r"ncp:sms:[a-z]+:\d+:[\w.-]+", self.sens_service_id):
+                raise ConfigError(f"sms.sens_service_id: {self.sens_service_id!r} is not a SENS SMS service id "
+                                  "(ncp:sms:kr:123456789012:name, from the SENS console)")
+            if not re.fullmatch(r"https?://[^/\s]+", self.sens_api_url.rstrip("/")):
+                raise ConfigError(f"sms.sens_api_url: {self.sens_api_url!r} is not a URL like https://sens.apigw.ntruss.com")
+        if self.report_poll_secs <= 0 or self.report_wait_secs < self.report_poll_secs:
+            raise ConfigError("sms.report_poll_secs: must be > 0 and at most sms.report_wait_secs")
         for status in self.notify_statuses:
             if status not in _TICKET_STATUSES:
                 raise ConfigError(f"sms.notify_statuses: {status!r} is not one of {list(_TICKET_STATUSES)}")
@@ -517,6 +541,9 @@ class Secrets:
     records_api_token: str | None = None
     # env DESK_SECRET_KEY: signs the staff desk's session cookies and CSRF tokens; unset, the desk is off.
     desk_secret_key: str | None = None
+    # env NCLOUD_ACCESS_KEY / NCLOUD_SECRET_KEY: NAVER Cloud's API key pair, signing SENS requests (sms.provider).
+    ncloud_access_key: str | None = None
+    ncloud_secret_key: str | None = None
 
     @classmethod
     def from_env(cls, config: Config) -> Secrets:
@@ -528,6 +555,8 @@ class Secrets:
             records_url=os.environ.get("RECORDS_URL") or None,
             records_api_token=os.environ.get("RECORDS_API_TOKEN") or None,
             desk_secret_key=os.environ.get("DESK_SECRET_KEY") or None,
+            ncloud_access_key=os.environ.get("NCLOUD_ACCESS_KEY") or None,
+            ncloud_secret_key=os.environ.get("NCLOUD_SECRET_KEY") or None,
         )
 
 

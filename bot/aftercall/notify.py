@@ -3,9 +3,16 @@
 Messages are rows of the records database's ``outbox`` (written in the same transaction as the
 ticket or the status change, ``bot/store/db.py``), so nothing is lost to a crash or a Twilio
 outage, and any worker of the line may send them. ``Outbox`` is the sender each server runs: it
-claims due rows, sends them through ``bot/aftercall/twilio_api.py`` (in a thread: never on the event loop),
+claims due rows, sends them through the carrier ``sms.provider`` names (``bot/aftercall/sms_sender.py``:
+Twilio, or the SENS relay from the city's registered number; never blocking the event loop),
 and retries what may succeed later with exponential backoff (``sms.max_attempts``). Status notices
 wait out ``sms.quiet_hours``. Numbers are logged masked.
+
+A relay that reports delivery (SENS) keeps a text ``pending``, with its id in ``message_sid``, once
+the relay has taken it: the same claim then looks the carrier's result up instead of sending again,
+``sms.report_poll_secs`` later and then at half the time since it was taken. Delivered is ``sent``,
+undelivered ``failed`` (the carrier's words in ``last_error``), and no result within
+``sms.report_wait_secs`` is ``sent`` with that noted. Twilio's texts are ``sent`` when Twilio takes them.
 """
 
 from __future__ import annotations
@@ -15,12 +22,14 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from loguru import logger
 
 from bot import DATA_DIR
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.aftercall.sms_sender import SmsSender, SmsSendError, TwilioSender
+from bot.aftercall.twilio_api import TwilioAPI
 from bot.config import Config, SmsConfig
 from bot.core.background import BackgroundTask
 from bot.core.background import backoff_secs as backoff
@@ -100,10 +109,17 @@ def backoff_secs(attempts: int, sms: SmsConfig) -> float:
 class Outbox:
     """The SMS sender of one server process (one loop task; sends run in threads)."""
 
-    def __init__(self, *, store: Store, api: TwilioAPI, config: Config, worker: str, texts: SmsTexts | None = None,
+    def __init__(self, *, store: Store, config: Config, worker: str, sender: SmsSender | None = None,
+                 api: TwilioAPI | None = None, texts: SmsTexts | None = None,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)):
+        """``sender`` carries the texts; ``api`` is short for Twilio's, from ``sms.from_number``."""
+        if (sender is None) == (api is None):
+            raise ValueError("Outbox needs one sender: sender= or api= (Twilio)")
+        if sender is None:
+            assert api is not None
+            sender = TwilioSender(api, from_number=config.sms.from_number)
         self._store = store
-        self._api = api
+        self._sender = sender
         self._sms = config.sms
         self._tz = config.line.timezone
         self._window = config.sms.quiet_window()
@@ -135,6 +151,9 @@ class Outbox:
     async def _send(self, row: dict) -> None:
         mid, number = row["id"], row["reception_no"]
         done = lambda **kw: asyncio.to_thread(self._store.sms_done, mid, **kw)
+        if row.get("message_sid"):  # the relay took it: its delivery report, not a second send
+            await self._check_report(row, done)
+            return
         if row["kind"] == "status":
             until = quiet_until(self._clock(), self._window, self._tz)
             if until is not None:
@@ -151,8 +170,8 @@ class Outbox:
                                   language=row.get("language"))
         attempt = row["attempts"] + 1
         try:
-            sid = await self._api.send_sms(to=to, from_=self._sms.from_number, body=body)
-        except TwilioAPIError as e:
+            sid = await self._sender.send(to=to, body=body)
+        except SmsSendError as e:
             if e.retryable and attempt < self._sms.max_attempts:
                 wait = backoff_secs(attempt, self._sms)
                 logger.warning("SMS {} (ticket {}) to {}: attempt {}/{} failed ({}); retrying in {:.0f} s", mid, number,
@@ -164,6 +183,51 @@ class Outbox:
             logger.error("SMS {} (ticket {}) to {}: FAILED after {} attempt(s): {}", mid, number, mask(to), attempt, e)
             await done(outcome="failed", attempted=True, error=str(e))
             return
+        if self._sender.reports:
+            logger.info("SMS {} (ticket {}, {}) taken by {} for {} (attempt {}); its delivery report follows", mid,
+                        number, row["kind"], self._sender.name, mask(to), attempt)
+            await done(outcome="defer", attempted=True, message_sid=sid, body=body,
+                       retry_at=self._clock() + dt.timedelta(seconds=self._sms.report_poll_secs))
+            return
         self.sent += 1
         logger.info("SMS {} (ticket {}, {}) sent to {} (attempt {})", mid, number, row["kind"], mask(to), attempt)
         await done(outcome="sent", attempted=True, message_sid=sid, body=body)
+
+    async def _check_report(self, row: dict, done: Callable[..., Any]) -> None:
+        """Map the carrier's result for a text the relay took onto the outbox's statuses."""
+        mid, number, sid = row["id"], row["reception_no"], row["message_sid"]
+        if not self._sender.reports:  # taken by a relay the line no longer uses (sms.provider changed)
+            await done(outcome="sent", attempted=False, error=f"no delivery report: {self._sender.name} does not give one")
+            return
+        now = self._clock()
+        try:
+            report = await self._sender.report(sid)
+        except SmsSendError as e:
+            if e.retryable:
+                logger.warning("SMS {} (ticket {}): its delivery report is not available yet ({})", mid, number, e)
+                await done(outcome="defer", attempted=False, retry_at=now + dt.timedelta(seconds=self._sms.report_poll_secs))
+            else:  # the relay took it; only its report is out of reach
+                logger.error("SMS {} (ticket {}): no delivery report ({}); counted as sent", mid, number, e)
+                self.sent += 1
+                await done(outcome="sent", attempted=False, error=f"no delivery report: {e}")
+            return
+        if report.state == "delivered":
+            self.sent += 1
+            logger.info("SMS {} (ticket {}, {}) delivered ({})", mid, number, row["kind"], self._sender.name)
+            await done(outcome="sent", attempted=False)
+        elif report.state == "undelivered":
+            self.failed += 1
+            logger.error("SMS {} (ticket {}): NOT DELIVERED: {}", mid, number, report.detail)
+            await done(outcome="failed", attempted=False, error=report.detail)
+        else:
+            taken = report.accepted_at or row["created_at"]
+            waited = (now - taken).total_seconds()
+            if waited >= self._sms.report_wait_secs:
+                self.sent += 1
+                logger.warning("SMS {} (ticket {}): no delivery report after {:.0f} s; counted as sent", mid, number,
+                               waited)
+                await done(outcome="sent", attempted=False,
+                           error=f"no delivery report within {self._sms.report_wait_secs:g} s")
+                return
+            wait = max(self._sms.report_poll_secs, min(waited / 2, self._sms.report_wait_secs - waited))
+            await done(outcome="defer", attempted=False, retry_at=now + dt.timedelta(seconds=wait))

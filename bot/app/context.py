@@ -19,6 +19,7 @@ from pipecat.frames.frames import EndFrame, TTSSpeakFrame
 from bot import DATA_DIR
 from bot.aftercall.callbacks import CallbackPlacer
 from bot.aftercall.notify import Outbox
+from bot.aftercall.sms_sender import sms_sender
 from bot.aftercall.twilio_api import TwilioAPI
 from bot.call.models import SharedModels
 from bot.call.request import CallRequest
@@ -94,7 +95,7 @@ class AppContext:
         lag = LoopLagMonitor()
         records = records or CallLog.open(config, secrets)
         twilio_api = TwilioAPI.from_config(config, secrets)
-        outbox, placer = _after_call_senders(config, records, twilio_api)
+        outbox, placer = _after_call_senders(config, secrets, records, twilio_api)
         tokens = StreamTokens(config.server.token_ttl_secs)  # signed: any worker of the line checks them
         calls = CallRegistry(config.server.token_ttl_secs)
         metrics = ProcessMetrics(config.latency)
@@ -176,15 +177,13 @@ class AppContext:
                                            EndFrame(reason="server shutdown")])
 
 
-def _after_call_senders(config: Config, records: CallLog,
+def _after_call_senders(config: Config, secrets: Secrets, records: CallLog,
                         twilio_api: TwilioAPI | None) -> tuple[Outbox | None, CallbackPlacer | None]:
-    """The SMS outbox and the callback placer, each when configured and Twilio's credentials are set."""
+    """The SMS outbox and the callback placer, each when configured and its carrier's credentials are set."""
     outbox = None
-    if config.sms.enabled and twilio_api is None:
-        logger.error("SMS NOT SENT: sms.enabled but TWILIO_ACCOUNT_SID / TWILIO_AUTH_TOKEN are not set; "
-                     "messages wait in the records database")
-    elif config.sms.enabled and config.records.enabled:
-        outbox = Outbox(store=records.store, api=twilio_api, config=config, worker=records.worker)
+    sender = sms_sender(config, secrets, twilio_api) if config.sms.enabled else None  # logs what is missing
+    if sender is not None and config.records.enabled:
+        outbox = Outbox(store=records.store, sender=sender, config=config, worker=records.worker)
         records.on_ticket = outbox.wake
     placer = None
     if config.callbacks.place_every_secs > 0 and twilio_api is None:
