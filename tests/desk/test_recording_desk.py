@@ -90,8 +90,9 @@ def test_a_department_hears_only_its_own_tickets_calls_and_logged_out_nobody(des
         assert r.status_code == 404 and b"OggS" not in r.content, url
     anonymous = logged_in(app, "agent1")
     anonymous.cookies.clear()
-    r = anonymous.get(f"/desk/calls/{CALL}/recording")
-    assert r.status_code == 303 and r.headers["location"] == "/desk/login"
+    for _ in range(2):  # the same refusal again within the window: still one row
+        r = anonymous.get(f"/desk/calls/{CALL}/recording")
+        assert r.status_code == 303 and r.headers["location"] == "/desk/login"
     # Served: road1's copy; refused and audited: water1's attempt (another department's 404), the anonymous one.
     log = [(a["actor"], a["action"], a["refused"]) for a in recordings.access_log(store, CALL)]
     assert log == [("road1", "copy", None), ("water1", "copy", "other_department"), ("-", "copy", "anonymous")]
@@ -179,6 +180,25 @@ def test_every_answer_under_desk_carries_the_security_headers_errors_included(de
         "another department": 404, "a POST to a GET route": 405, "logged out": 303}
     for what, r in answers.items():
         assert {h: r.headers.get(h) for h in SECURITY} == want, what
+
+
+def test_a_desk_error_answered_500_carries_the_headers_too(desk, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from bot.desk import recordings as desk_recordings
+
+    app, _, _, _ = desk
+    agent = logged_in(app, "agent1")
+
+    def broken(*_a, **_k):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(desk_recordings, "ticket_detail", broken)
+    client = TestClient(app, raise_server_exceptions=False, cookies=dict(agent.cookies), client=("10.0.0.1", 50000))
+    r = client.get(f"/desk/calls/{CALL}")
+    assert r.status_code == 500 and "database" not in r.text
+    assert r.headers["content-security-policy"].startswith("default-src 'none'")
+    assert r.headers["x-frame-options"] == "DENY" and r.headers["cache-control"] == "no-store"
 
 
 def test_an_export_shows_the_turns_exactly_as_the_desk_does(desk, tmp_path):
