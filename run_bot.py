@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "slower (default 100)")
     p.add_argument("--allow-unjudged", action="store_true", help="with --compare: pass although a stage had too "
                    "few turns to be judged (it is still shown as not judged; by default that fails)")
+    p.add_argument("--send-lag-mark-ms", type=float, default=None, help="with --compare: the caller simulator's "
+                   "send lag past which the run is not judged (the bench machine was overloaded; exit 4; default 500)")
     p.add_argument("--find-capacity", action="store_true", help="raise the calls at once (1, 2, 4, ..., then "
                    "between the last that held and the first that broke) until voice-to-voice p90 crosses "
                    "[latency] total_ms or event-loop lag p99 20 ms; print calls per worker (exit 3: not judged)")

@@ -269,6 +269,9 @@ class TwilioCallSimulator:
         self._t0 = 0.0  # monotonic time the start message was sent
         self._frame_index = 0  # next media frame's slot on the line clock
         self._max_send_lag = 0.0
+        # Episodes of lateness: [seconds after start when the line fell behind, worst lag (s)].
+        self._send_stalls: list[list[float]] = []
+        self._behind = False
         self._stopping = False
         self._stop_sent = False
         self._closed = asyncio.Event()
@@ -502,9 +505,14 @@ class TwilioCallSimulator:
                     due = self._t0 + (self._frame_index + 1) * FRAME_SECONDS
                     delay = due - time.monotonic()
                     if delay > 0:
+                        self._behind = False
                         await asyncio.sleep(delay)
                     else:
                         self._max_send_lag = max(self._max_send_lag, -delay)
+                        if not self._behind:
+                            self._behind = True
+                            self._send_stalls.append([due - self._t0, 0.0])
+                        self._send_stalls[-1][1] = max(self._send_stalls[-1][1], -delay)
                     if self._stopping:
                         break
                     while self._out and self._out[0].done.done():
@@ -846,6 +854,11 @@ class TwilioCallSimulator:
     def close_code(self) -> int | None:
         """WebSocket close code (None while open, or if no close frame was received)."""
         return self._close_code
+
+    def send_stalls(self, min_lag: float = 0.0) -> list[tuple[float, float]]:
+        """Each time the line fell behind its clock by over ``min_lag`` s: (seconds after the start
+        message, worst lag in s). Where a stall fell (silence or speech) tells overload from a hiccup."""
+        return [(at, lag) for at, lag in self._send_stalls if lag > min_lag]
 
     @property
     def close_reason(self) -> str | None:

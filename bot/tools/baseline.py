@@ -22,6 +22,13 @@ turns) has no p50 worth the name, but a large change still shows: when the basel
 against a 150 ms baseline, from one turn). Otherwise the stage is "not judged", and the compare
 fails on it unless ``--allow-unjudged`` is given: the guard never says ok about what it skipped.
 
+An overloaded bench machine is not judged. The caller simulator sends a frame every 20 ms from the
+bench's own process; when it fell behind its clock by more than ``SEND_LAG_MARK_MS`` the machine
+starved the callers as well as the bot, and a slow stage or a lost turn of that run says nothing
+about the bot (a CI run beside full CPU load failed on ``failed_turns: 1`` with the caller 2.8 s
+behind). ``outcome`` then answers "overloaded" (exit ``OVERLOADED_EXIT``), unless what changed does
+not move with load: an ONNX provider or an escape hatch still fails.
+
 LLM calls are judged per model turn (calls / turns that made one) and by their maximum: the mean
 over all turns moves with how Whisper cut the caller's speech into turns (0.55 and 0.64 in two
 runs of one config), while a second call in a turn is what a regression looks like.
@@ -39,6 +46,13 @@ from typing import Any
 from bot.telemetry.latency import GREETING_STAGE, STAGES, percentile
 
 FORMAT = "voice-bench-baseline/1"
+# The caller simulator's worst frame send lag past which a run is not judged (module doc).
+SEND_LAG_MARK_MS = 500.0
+# ``bench --compare``'s exit status for "not judged: the bench machine was overloaded" (1: slower than
+# the baseline or a stage not judged; 2: a bench error; 3: a call errored, bot/tools/bench/__init__.py).
+OVERLOADED_EXIT = 4
+# What a loaded machine cannot move: these fail even on an overloaded run.
+LOAD_INDEPENDENT = ("provider", "escape_hatches")
 # The turn stages, then the greeting (one per call: media stream start -> its first audio out).
 JUDGED_STAGES = (*(name for name, *_ in STAGES), GREETING_STAGE)
 
@@ -50,14 +64,19 @@ class NoiseRule:
     min_n: int = 3
     p90_min_n: int = 20
     calls_slack: float = 0.05  # LLM calls per model turn may wobble this much (a withdrawn speculation)
+    send_lag_mark_ms: float = SEND_LAG_MARK_MS  # the caller simulator's send lag past which nothing is judged
 
     @classmethod
     def from_args(cls, args) -> NoiseRule:
         """The rule of ``--noise-ratio`` / ``--noise-ms`` (defaults: the quiet-machine rule)."""
         ratio, ms = getattr(args, "noise_ratio", None), getattr(args, "noise_ms", None)
-        rule = cls(ratio=cls.ratio if ratio is None else ratio, min_ms=cls.min_ms if ms is None else ms)
+        mark = getattr(args, "send_lag_mark_ms", None)
+        rule = cls(ratio=cls.ratio if ratio is None else ratio, min_ms=cls.min_ms if ms is None else ms,
+                   send_lag_mark_ms=cls.send_lag_mark_ms if mark is None else mark)
         if rule.ratio < 1 or rule.min_ms < 0:
             raise ValueError(f"--noise-ratio must be >= 1 and --noise-ms >= 0 (got {rule.ratio}, {rule.min_ms})")
+        if rule.send_lag_mark_ms <= 0:
+            raise ValueError(f"--send-lag-mark-ms must be > 0 (got {rule.send_lag_mark_ms})")
         return rule
 
 
@@ -111,6 +130,9 @@ def summarize_run(stats, *, meta: dict, settings: dict) -> dict[str, Any]:
         "failed_turns": sum(1 for r in stats.rows if r["caller"] and r["caller"]["speech_start"] is not None
                             and (r["caller"]["no_answer"] or r["server"] is None)),
         "failed_calls": sum(1 for c in stats.run.calls if c.error),
+        # The bench machine's own load: how far the caller simulator fell behind its 20 ms clock.
+        "caller_send_lag_ms": {"max": max((c.max_send_lag_ms for c in stats.run.calls), default=0.0),
+                               "speech_max": max((c.get("send_lag_ms", 0.0) for c in stats.caller_turns()), default=0.0)},
         "stages": stages,
     }
 
@@ -152,15 +174,37 @@ def jsonable(baseline: dict) -> dict:
 
 @dataclass
 class Finding:
-    what: str  # stage name, or llm_calls / provider / escape_hatches / failed_turns
+    what: str  # stage name, or llm_calls / provider / escape_hatches / failed_turns / overloaded
     detail: str
     regression: bool  # False: shown, not failing
     unjudged: bool = False  # a stage with too few turns to judge: fails unless --allow-unjudged
 
 
+def overload(new: dict, rule: NoiseRule = NoiseRule()) -> Finding | None:
+    """"Not judged" when the caller simulator's send lag passed its mark (module doc), else None."""
+    lag = (new.get("caller_send_lag_ms") or {}).get("max") or 0.0
+    if lag <= rule.send_lag_mark_ms:
+        return None
+    return Finding("overloaded", f"not judged: the bench machine was overloaded (send lag {lag:.0f} ms)", False,
+                   unjudged=True)
+
+
+def outcome(findings: list[Finding], *, allow_unjudged: bool = False) -> str:
+    """``"fail"``, ``"overloaded"`` or ``"ok"``. On an overloaded run only what load cannot move
+    (``LOAD_INDEPENDENT``) fails; a slow stage, a lost turn or an unjudged stage is set aside."""
+    if any(f.what == "overloaded" for f in findings):
+        return "fail" if any(f.regression and f.what in LOAD_INDEPENDENT for f in findings) else "overloaded"
+    return "fail" if any(f.regression or (f.unjudged and not allow_unjudged) for f in findings) else "ok"
+
+
 def failed(findings: list[Finding], *, allow_unjudged: bool = False) -> bool:
-    """The compare's verdict: a regression, or a stage not judged (unless allowed)."""
-    return any(f.regression or (f.unjudged and not allow_unjudged) for f in findings)
+    """The compare's verdict: a regression, or a stage not judged (unless allowed); see ``outcome``."""
+    return outcome(findings, allow_unjudged=allow_unjudged) != "ok"
+
+
+def exit_code(findings: list[Finding], *, allow_unjudged: bool = False) -> int:
+    """``bench --compare``'s status: 0 ok, 1 slower (or not judged), ``OVERLOADED_EXIT`` overloaded."""
+    return {"ok": 0, "fail": 1, "overloaded": OVERLOADED_EXIT}[outcome(findings, allow_unjudged=allow_unjudged)]
 
 
 def _few_samples(name: str, b: dict, n: dict, rule: NoiseRule) -> Finding:
@@ -187,6 +231,8 @@ def _num(v) -> float:
 def compare(base: dict, new: dict, rule: NoiseRule = NoiseRule()) -> list[Finding]:
     """What got worse from ``base`` to ``new`` (regression=True), and what the reader should know."""
     out: list[Finding] = []
+    if (busy := overload(new, rule)) is not None:
+        out.append(busy)
     if base.get("machine", {}).get("cpu") != new.get("machine", {}).get("cpu") \
             or base.get("machine", {}).get("cpus") != new.get("machine", {}).get("cpus"):
         out.append(Finding("machine", f"baseline ran on {base.get('machine')}, this run on {new.get('machine')}: "
@@ -265,8 +311,25 @@ def render(base: dict, new: dict, findings: list[Finding], rule: NoiseRule, *, b
     lines.append("")
     lines += [f"- {'**REGRESSION**' if x.regression else '**NOT JUDGED**' if x.unjudged else 'note'} {x.what}: "
               f"{x.detail}" for x in findings]
+    lag = new.get("caller_send_lag_ms") or {}
+    if lag:
+        lines.append(f"- note caller send lag: worst {lag.get('max', 0):.0f} ms, {lag.get('speech_max', 0):.0f} ms "
+                     f"while a turn's speech was sent (mark: {rule.send_lag_mark_ms:.0f} ms)")
     regressions = [x.what for x in findings if x.regression]
     judged = [name for name in JUDGED_STAGES if name not in unjudged]
+    busy = next((x for x in findings if x.what == "overloaded"), None)
+    if busy is not None and outcome(findings) == "overloaded":
+        verdict_line = f"Verdict: **{busy.detail}**; a slow stage or a lost turn of this run says nothing " \
+                       "about the bot: run it again on a quieter machine"
+        if regressions:
+            verdict_line += f" (set aside: {', '.join(regressions)})"
+        lines += ["", verdict_line, ""]
+        return "\n".join(lines)
+    if busy is not None:
+        verdict_line = (f"Verdict: **FAIL**, {', '.join(x for x in regressions if x in LOAD_INDEPENDENT)} changed, "
+                        f"which load does not move; the rest {busy.detail}")
+        lines += ["", verdict_line, ""]
+        return "\n".join(lines)
     if regressions:
         verdict = f"Verdict: **FAIL**, {len(regressions)} regression(s): {', '.join(regressions)}"
         if unjudged:

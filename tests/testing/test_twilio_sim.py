@@ -218,6 +218,34 @@ async def test_continuous_line_sends_silence_and_keeps_timestamps(fake: FakeTwil
     assert fake.errors == []
 
 
+async def test_a_starved_line_records_its_stall_and_the_turn_it_fell_on(fake: FakeTwilioServer) -> None:
+    from bot.tools.bench.caller import CallerTurn, CallResult, _Clock, _note_send_lag
+
+    clock = _Clock()
+    async with TwilioCallSimulator(url(fake), "CA" + "7" * 32) as call:
+        await asyncio.sleep(0.2)
+        blocked = time.monotonic()
+        time.sleep(0.4)  # noqa: ASYNC251 - the machine starves the caller's process: the line falls behind
+        await asyncio.sleep(0.3)
+        await call.stop()
+    stalls = call.send_stalls(min_lag=0.2)
+    assert len(stalls) == 1, call.send_stalls()
+    at, lag = stalls[0]
+    assert 0.35 <= lag <= 0.6 and call.max_send_lag == pytest.approx(lag)
+    assert abs(call.started_at + at - blocked) < 0.05  # the first frame due while the loop was blocked
+    # The bench notes it on the call and on the turn whose speech the stall overlapped, not on the other.
+    result = CallResult(call.call_sid, ["a", "b"])
+    w = clock.wall
+    result.turns = [CallerTurn(call.call_sid, 1, "a", "a", "llm", "a.wav", speech_start=w(blocked - 0.1),
+                               speech_end=w(blocked + 0.1)),
+                    CallerTurn(call.call_sid, 2, "b", "b", "llm", "b.wav", speech_start=w(blocked + 1.0),
+                               speech_end=w(blocked + 2.0))]
+    _note_send_lag(result, call, clock)
+    assert result.max_send_lag_ms == pytest.approx(lag * 1000, abs=0.1)
+    assert result.turns[0].send_lag_ms == pytest.approx(lag * 1000, abs=0.1) and result.turns[1].send_lag_ms == 0.0
+    assert [v for _, v in result.send_stalls if v > 200] == [pytest.approx(lag * 1000, abs=0.1)]
+
+
 async def test_marks_echo_after_playback_and_on_clear(fake: FakeTwilioServer) -> None:
     async with TwilioCallSimulator(url(fake), continuous=False) as call:
         # Echoed 0.4 s tone then mark m1: m1 returns when the echo has played.

@@ -228,6 +228,95 @@ def test_failed_turns_fail_and_a_machine_or_config_change_is_only_noted():
     assert {"machine", "config"} <= {f.what for f in found if not f.regression}
 
 
+def _overloaded_run(lag_ms: float = 2800.0) -> dict:
+    """The synthetic run with the caller simulator behind its clock by ``lag_ms`` over one turn's speech."""
+    run = _synthetic_run()
+    run.calls[1].max_send_lag_ms = lag_ms
+    run.calls[1].turns[1].send_lag_ms = lag_ms  # the turn the server never answered
+    b = baseline.jsonable(baseline.summarize_run(RunStats.of(run), meta=META, settings=SETTINGS))
+    b["stages"]["greeting"] = _base()["stages"]["greeting"]
+    return b
+
+
+def test_the_callers_send_lag_is_part_of_the_run_boiled_down():
+    assert _base()["caller_send_lag_ms"] == {"max": 0.0, "speech_max": 0.0}
+    assert _overloaded_run(900.0)["caller_send_lag_ms"] == {"max": 900.0, "speech_max": 900.0}
+
+
+def test_a_lost_turn_on_an_overloaded_machine_is_not_judged_and_has_its_own_exit_code():
+    b, new = _base(), _overloaded_run(2800.0)
+    new["failed_turns"] += 1  # the CI run beside full load: one more lost turn
+    new = _stage(new, "stt", 3.0, 500.0)  # and Whisper starved too
+    findings = baseline.compare(b, new, baseline.NoiseRule(ratio=2.5, min_ms=300))
+    assert baseline.outcome(findings) == "overloaded"
+    assert baseline.exit_code(findings) == baseline.OVERLOADED_EXIT == 4
+    assert baseline.failed(findings)  # never "ok"
+    text = baseline.render(b, new, findings, baseline.NoiseRule(ratio=2.5, min_ms=300), base_path="b.json")
+    verdict = text.split("Verdict:")[1]
+    assert "not judged: the bench machine was overloaded (send lag 2800 ms)" in verdict
+    assert "FAIL" not in verdict and "within noise" not in verdict
+    assert "set aside: stt, failed_turns" in verdict
+
+
+def test_the_same_lost_turn_on_a_quiet_machine_is_a_regression_as_before():
+    b, new = _base(), _overloaded_run(40.0)  # a 40 ms hiccup: under the mark
+    new["failed_turns"] += 1
+    findings = baseline.compare(b, new)
+    assert [f.what for f in findings if f.regression] == ["failed_turns"]
+    assert baseline.outcome(findings) == "fail" and baseline.exit_code(findings) == 1
+    assert baseline.exit_code(baseline.compare(b, _overloaded_run(40.0))) == 0
+    assert "Verdict: ok" in baseline.render(b, _base(), baseline.compare(b, _base()), baseline.NoiseRule(),
+                                            base_path="b.json")
+
+
+def test_the_mark_is_the_rules_and_comes_from_the_command_line():
+    new = _overloaded_run(700.0)
+    assert baseline.overload(new) is not None  # default mark 500 ms
+    assert baseline.overload(new, baseline.NoiseRule(send_lag_mark_ms=1000.0)) is None
+    rule = baseline.NoiseRule.from_args(argparse.Namespace(send_lag_mark_ms=1000.0))
+    assert rule.send_lag_mark_ms == 1000.0
+    with pytest.raises(ValueError, match="--send-lag-mark-ms must be > 0"):
+        baseline.NoiseRule.from_args(argparse.Namespace(send_lag_mark_ms=0.0))
+    old = _base()
+    del old["caller_send_lag_ms"]  # a run boiled down before the lag was recorded is judged as before
+    assert baseline.overload(old) is None
+
+
+def test_an_overloaded_run_still_fails_on_what_load_cannot_move():
+    b, new = _base(), _overloaded_run(2800.0)
+    new["providers"]["vocoder"] = ["CUDAExecutionProvider"]
+    new["failed_turns"] += 1
+    findings = baseline.compare(b, new)
+    assert baseline.outcome(findings) == "fail" and baseline.exit_code(findings) == 1
+    verdict = baseline.render(b, new, findings, baseline.NoiseRule(), base_path="b.json").split("Verdict:")[1]
+    assert "**FAIL**, provider changed" in verdict and "overloaded (send lag 2800 ms)" in verdict
+
+
+def _gate(tmp_path, rc: int, compare_md: str) -> subprocess.CompletedProcess:
+    """scripts/perf_gate.sh with a stand-in for the bench that writes ``compare_md`` and exits ``rc``."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "perf_gate.sh").write_text((ROOT / "scripts" / "perf_gate.sh").read_text())
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nwhile [ "$1" != --out ]; do shift; done\nmkdir -p "$2"\n'
+                      f"cat > \"$2/compare.md\" <<'EOF'\n{compare_md}\nEOF\nexit {rc}\n")
+    python.chmod(0o755)
+    return subprocess.run(["bash", str(tmp_path / "scripts" / "perf_gate.sh")], capture_output=True, text=True,
+                          timeout=30, env={"PATH": "/usr/bin:/bin", "PERF_GATE_OUT": str(tmp_path / "out")})
+
+
+@pytest.mark.parametrize(("rc", "verdict", "gate_rc", "said"), [
+    (4, "Verdict: **not judged: the bench machine was overloaded (send lag 2812 ms)**; ...", 4,
+     "perf gate: not judged: the bench machine was overloaded (send lag 2812 ms)"),
+    (1, "Verdict: **FAIL**, 1 regression(s): failed_turns", 1, "perf gate: FAILED (exit 1)"),
+    (0, "Verdict: ok, every stage within noise of the baseline.", 0, "perf gate: ok"),
+])  # fmt: skip
+def test_the_perf_gate_says_not_judged_with_its_own_exit_code(tmp_path, rc, verdict, gate_rc, said):
+    done = _gate(tmp_path, rc, verdict)
+    assert done.returncode == gate_rc, done.stdout + done.stderr
+    assert said in done.stdout + done.stderr and verdict in done.stdout
+
+
 def test_a_missing_or_foreign_baseline_file_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="no such baseline.*--save-baseline"):
         baseline.load(tmp_path / "nope.json")

@@ -215,8 +215,12 @@ def run_bench(config: Config, args) -> int:
                 "turn_set": str(set_path.relative_to(ROOT) if set_path.is_relative_to(ROOT) else set_path),
                 "fake_llm": {"first_token_ms": first_token_ms, "char_ms": char_ms} if fake else None}
     now = baseline.summarize_run(RunStats.of(runs[0]), meta=meta, settings=settings)
+    busy = baseline.overload(now, baseline.NoiseRule.from_args(args))
     if args.save_baseline and problems:
         print(f"baseline NOT saved to {args.save_baseline}: the run failed (above)", file=sys.stderr)
+    elif args.save_baseline and busy is not None:
+        print(f"baseline NOT saved to {args.save_baseline}: {busy.detail}", file=sys.stderr)
+        failed = failed or baseline.OVERLOADED_EXIT
     elif args.save_baseline:
         print(f"wrote baseline {baseline.save(args.save_baseline, now)}", file=sys.stderr)
     if base is None:
@@ -227,7 +231,9 @@ def run_bench(config: Config, args) -> int:
     text = baseline.render(base, now, findings, rule, base_path=str(compare_to), allow_unjudged=allow)
     (out / "compare.md").write_text(text, encoding="utf-8")
     print(text)
-    return failed or (1 if baseline.failed(findings, allow_unjudged=allow) else 0)
+    code = baseline.exit_code(findings, allow_unjudged=allow)
+    # An overloaded machine also errors calls (exit 3): the run is not judged either way.
+    return code if code == baseline.OVERLOADED_EXIT else failed or code
 
 
 def run_capacity(config: Config, args) -> int:
@@ -315,7 +321,7 @@ def run_capacity(config: Config, args) -> int:
 
 # Exit status when a call of any server errored or an ours/stock ratio could not be computed
 # (1 is --compare's "slower than the baseline" or "not judged", or --recording's growth or "not judged";
-# 2 a bench error before any call).
+# 2 a bench error before any call; 4, baseline.OVERLOADED_EXIT, --compare's "the bench machine was overloaded").
 BENCH_FAILED = 3
 
 # The bench's fake LLM streams its reply in chunks of this many characters.

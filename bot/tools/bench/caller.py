@@ -37,6 +37,7 @@ class CallerTurn:
     cut_off_early: bool = False
     no_answer: bool = False
     bot_resumed: int = 0  # the bot started talking again during the caller's pause
+    send_lag_ms: float = 0.0  # the line's worst lateness while this turn's speech was being sent (overload)
 
 
 @dataclass
@@ -47,6 +48,8 @@ class CallResult:
     ended_by: str = "caller"  # caller (stop) | bot (closed the stream) | rejected | error
     error: str | None = None
     max_send_lag_ms: float = 0.0
+    send_stalls: list[tuple[float, float]] = field(default_factory=list)  # (wall time, worst lag ms) over 20 ms
+    stream_started: float | None = None  # wall time the stream's start message went out
     greeting_ms: float | None = None  # stream start -> first audible greeting audio
 
 
@@ -104,6 +107,21 @@ async def _speak(call, turn: Turn) -> tuple[float, float]:
     return done - (frames - 1 - first_speech_frame) * FRAME_SECS, done
 
 
+def _note_send_lag(result: CallResult, call, clock: _Clock) -> None:
+    """The line's lateness on the call and on each turn's speech (a stall [at, at + lag] over it)."""
+    result.max_send_lag_ms = round(call.max_send_lag * 1000, 1)
+    if not call.started_at:
+        return
+    result.stream_started = clock.wall(call.started_at)
+    result.send_stalls = [(clock.wall(call.started_at + at), round(lag * 1000, 1))
+                          for at, lag in call.send_stalls(min_lag=0.02)]
+    for ct in result.turns:
+        if ct.speech_start is None or ct.speech_end is None:
+            continue
+        ct.send_lag_ms = max((lag for at, lag in result.send_stalls
+                              if at <= ct.speech_end and at + lag / 1000 >= ct.speech_start), default=0.0)
+
+
 async def run_call(target: Target, script: list[Turn], *, clock: _Clock, rng: random.Random,
                    answer_timeout: float, on_turn=None) -> CallResult:
     """One simulated caller: webhook, stream, greeting, the scripted turns, hang up."""
@@ -132,6 +150,7 @@ async def run_call(target: Target, script: list[Turn], *, clock: _Clock, rng: ra
         return result
 
     done = 0
+    call = None
     try:
         async with TwilioCallSimulator(target.ws_url, call_sid=call_sid, custom_parameters=params) as call:
             greeting = await call.wait_for_media(timeout=answer_timeout)
@@ -168,12 +187,13 @@ async def run_call(target: Target, script: list[Turn], *, clock: _Clock, rng: ra
                 result.ended_by = "bot"
             else:
                 await call.stop()
-            result.max_send_lag_ms = round(call.max_send_lag * 1000, 1)
     except CallClosed as e:
         result.ended_by, result.error = "bot", f"stream closed early: {e}"
     except (TimeoutError, OSError) as e:
         result.ended_by, result.error = "error", f"{type(e).__name__}: {e}"
     finally:
+        if call is not None:  # an errored call's lag counts too: overload is what errors it
+            _note_send_lag(result, call, clock)
         if on_turn:
             for _ in range(len(script) - done):
                 on_turn()

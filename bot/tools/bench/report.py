@@ -125,8 +125,13 @@ def _run_section(st: RunStats, budgets: LatencyConfig) -> list[str]:
                 missing[f"{r.route}.{mark}"] += 1
     lines.append("- Turns with missing marks: " + (", ".join(f"{k} x{v}" for k, v in sorted(missing.items())) or "none"))
     lag_ms = max((c.max_send_lag_ms for c in run.calls), default=0.0)
+    stalls = sorted((lag, at - (c.stream_started or at)) for c in run.calls for at, lag in c.send_stalls)
+    speech_lag = max((c["send_lag_ms"] for c in callers), default=0.0)
+    shown = ", ".join(f"{lag:.0f} ms at {at:.1f} s" for lag, at in stalls[-6:]) or "-"
     lines.append(f"- Caller simulator: worst frame send lag {lag_ms:.0f} ms"
-                 + (" (**over 50 ms: the bench machine was overloaded; caller figures are suspect**)" if lag_ms > 50 else ""))
+                 + (" (**over 50 ms: the bench machine was overloaded; caller figures are suspect**)" if lag_ms > 50 else "")
+                 + f"; {len(stalls)} stall(s) over 20 ms ({shown}{', the worst 6' if len(stalls) > 6 else ''}; "
+                 f"time after the stream's start), worst while a turn's speech was sent {speech_lag:.0f} ms")
     lines.append("")
 
     pairs = [(r["caller"], r["server"]) for r in st.rows if r["caller"] and r["server"]]

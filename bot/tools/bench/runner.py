@@ -236,6 +236,9 @@ async def run_bench_calls(system: str, target: Target, turn_set: TurnSet, n_call
     """
     from tqdm import tqdm
 
+    # Imports the app's records module now: at the first loop-lag poll, 20 s into the calls, that import
+    # stalled every caller's line by 1.2-1.3 s (the "send lag" of quiet runs; docs/regressions.md).
+    _ = target.records_headers
     clock = _Clock()
     started = time.time()
     t0 = time.monotonic()
