@@ -458,7 +458,8 @@ def scripted_responder(path: str, fallback: Responder) -> Responder:
     return respond
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bot.testing.fake_llm``'s options (tests/test_docs_commands.py parses the docs' commands)."""
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible LLM server streaming like vLLM.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -475,7 +476,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", default=None, metavar="FILE.jsonl",
                         help="answer the caller turns with these turns, one JSON object per line, in order "
                         "(then the responder); `run_bot.py check`'s probe is not counted")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     if args.model is None:
         from bot.config import load_config
 
