@@ -5,6 +5,11 @@ patterns SEARCHED in the normalized utterance (an emergency can come mid-sentenc
 ``sure`` (say the number now) and ``unsure`` (ask one clarifying question), plus NEGATIVE CONTEXT:
 spans blanked out before searching, because a complaint line reuses the same words (불 as a light,
 불법, "더워 죽겠어요", last year's fire, "119 전화번호").
+
+Beside it, when their files sit next to ``emergency.toml`` (issue 44, bot/dialog/emergency_grammar.py):
+a GRAMMAR over lemmas (``emergency_grammar.toml``: a symptom with a body part, a substance with a
+swallowing verb ...), which escalates like a regex hit; and a LIKENESS to an exemplar bank
+(``emergency_exemplars.toml``), which only ever asks the kind's clarifying question.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pathlib import Path
 from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
+from bot.dialog.emergency_grammar import EXEMPLARS_PATH, GRAMMAR_PATH, Grammar, GrammarError, Likeness, analyse
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
 
@@ -59,7 +65,7 @@ class EmergencyKind:
 class Verdict:
     kind: EmergencyKind
     sure: bool  # False: ask kind.question instead of escalating
-    rule: str  # the pattern that matched, e.g. "fire.sure[0]" (for logs; never the caller's words)
+    rule: str  # what matched, e.g. "fire.sure[0]", "grammar:medical.stroke", "like:crime" (never the caller's words)
 
 
 @dataclass(frozen=True)
@@ -81,23 +87,28 @@ def _first(patterns: tuple[tuple[str, re.Pattern[str]], ...], text: str) -> str 
 
 
 class EmergencyRules:
-    """The compiled grammar; ``classify`` is pure (about 60 µs a turn on this machine)."""
+    """The compiled nets; ``classify`` is pure (regex about 0.1 ms a turn, the grammar's Kiwi analysis
+    about 1 ms: ``scripts/eval_emergency.py --summary`` prints it)."""
 
     def __init__(self, grammars: list[_Grammar], negative: tuple[re.Pattern[str], ...],
                  hedge: tuple[re.Pattern[str], ...], yes: tuple[re.Pattern[str], ...] = (),
-                 no: tuple[re.Pattern[str], ...] = ()):
+                 no: tuple[re.Pattern[str], ...] = (), lemmas: Grammar | None = None,
+                 likeness: Likeness | None = None):
         self._grammars = grammars
         self._negative = negative
         self._hedge = hedge
         self._yes = yes
         self._no = no
+        self.lemmas = lemmas
+        self.likeness = likeness
         self.kinds: dict[str, EmergencyKind] = {g.kind.name: g.kind for g in grammars}
 
     def classify(self, text: str) -> Verdict | None:
         """The emergency in one caller turn, or None (then the other rules and the model go on).
 
-        Kinds are tried in file order; a sure hit of any kind beats an unsure one. A hedge
-        ("같기도", "인지 모르겠") anywhere makes a sure hit unsure: the caller is asked first.
+        The regex kinds are tried in file order, then the lemma grammar: a sure hit of either beats
+        an unsure one. A hedge ("같기도", "인지 모르겠") anywhere makes a sure hit unsure: the caller
+        is asked first. With no hit, a turn like a known emergency (the likeness net) is asked too.
         """
         norm = _blank(normalize(text), self._negative)
         if not norm.strip(_BLANK):
@@ -110,7 +121,19 @@ class EmergencyRules:
                 return Verdict(g.kind, not hedged, rule)
             if unsure is None and (rule := _first(g.unsure, own)):
                 unsure = Verdict(g.kind, False, rule)
+        if self.lemmas is not None and (hit := self.lemmas.classify(text)) is not None:
+            if hit.sure or unsure is None:
+                return Verdict(self.kinds[hit.kind], hit.sure and not hedged, f"grammar:{hit.name}")
+        if unsure is None and self.likeness is not None and (kind := self.likeness.classify(self.blanked(text))):
+            unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         return unsure
+
+    def blanked(self, text: str) -> str:
+        """The normalized turn with every negative context blanked out (what the likeness net reads)."""
+        text = _blank(normalize(text), self._negative)
+        for g in self._grammars:
+            text = _blank(text, g.negative)
+        return text
 
     def affirms(self, text: str) -> bool:
         """A yes to a kind's question ([answer]): the raw turn opens with a yes and holds no no."""
@@ -118,8 +141,11 @@ class EmergencyRules:
         return any(r.match(said) for r in self._yes) and not any(r.search(said) for r in self._no)
 
     @classmethod
-    def load(cls, path: str | Path = DEFAULT_PATH) -> EmergencyRules:
-        """Read and compile ``emergency.toml``.
+    def load(cls, path: str | Path = DEFAULT_PATH, grammar: str | Path | None = None,
+             exemplars: str | Path | None = None, nets: bool = True) -> EmergencyRules:
+        """Read and compile ``emergency.toml``, and the grammar and exemplar files beside it (or given).
+
+        With ``nets=False`` the regex net alone (the recogniser before issue 44, for comparison).
 
         Raises:
             EmergencyDataError: a missing file, invalid TOML, a missing or unknown key, or a pattern
@@ -140,8 +166,21 @@ class EmergencyRules:
         if not kinds:
             raise source.error(("kind",), "missing")
         grammars = [_kind(source, name, macros) for name in kinds]
-        logger.debug("loaded {} emergency kinds from {}", len(grammars), source.path.name)
-        return cls(grammars, negative, hedge, yes, no)
+        names = {g.kind.name for g in grammars}
+        beside = Path(path).parent
+        lemmas = likeness = None
+        try:
+            if nets and (grammar or (beside / GRAMMAR_PATH.name).is_file()):
+                lemmas = Grammar.load(grammar or beside / GRAMMAR_PATH.name, names)
+                analyse("불이 났어요")  # build Kiwi now, not on a caller's first turn
+            if nets and (exemplars or (beside / EXEMPLARS_PATH.name).is_file()):
+                likeness = Likeness.load(exemplars or beside / EXEMPLARS_PATH.name, names)
+        except GrammarError as e:
+            raise EmergencyDataError(str(e)) from e
+        logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} exemplars)", len(grammars),
+                     source.path.name, len(lemmas.rules) if lemmas else 0,
+                     len(likeness.exemplars) if likeness else 0)
+        return cls(grammars, negative, hedge, yes, no, lemmas, likeness)
 
 
 # --- loading -----------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ words however they were spaced.
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from typing import Protocol
+
+from bot.core.kiwi import load_kiwi
 
 # Hesitation words that carry no meaning; dropped only as whole words ("음 등본" but not "음식물").
 FILLERS = frozenset({"음", "어", "아", "저", "저기", "저기요", "그", "그게", "그러니까", "뭐", "에", "좀", "막", "혹시", "그냥"})
@@ -60,21 +61,6 @@ KIWI_STOP_MORPHEMES = frozenset({
     "하", "되", "있", "없", "같", "보", "주", "알", "싶", "어떻", "어떡하", "어떻게", "가", "오", "드리",
     "좀", "너무", "그냥", "꼭", "다", "잘", "더", "왜", "지금", "이제", "않", "말", "그렇", "이렇",
 })
-_kiwi_lock = threading.Lock()
-_kiwi = None
-
-
-def load_kiwi():
-    """The shared Kiwi analyzer. Blocking: loads a 100 MB model (about 1.5 s); call at startup."""
-    global _kiwi
-    with _kiwi_lock:
-        if _kiwi is None:
-            try:
-                from kiwipiepy import Kiwi
-            except ImportError as e:
-                raise ImportError(f"Missing module: {e}. pip install kiwipiepy (see requirements.txt)") from e
-            _kiwi = Kiwi()
-        return _kiwi
 
 
 class KiwiTokenizer:

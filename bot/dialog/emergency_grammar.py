@@ -1,0 +1,320 @@
+"""The emergency recogniser's second and third nets (issue 44): a grammar over lemmas, and a likeness
+to known emergencies.
+
+The GRAMMAR (``bot/data/emergency_grammar.toml``, its header describes the format) reads one turn
+through Kiwi's morphological analysis (``kiwipiepy``), so a rule names what is said, not how: a body
+part with a symptom (말이 어눌 + 팔을 못 들어), a substance with a swallowing verb (락스 + 마시), a
+weapon with an act, a person with a state. Particles, endings, spacing and the STT's run-together
+text fall away; negation (안 쉬어요, 쉬지 못해요), the past perfect (났었던) and the hypothetical
+(넘어지면, 넘어질까 봐, 넘어졌을 때) are read from the endings. Every concept of a rule must be said
+within ``window`` content words of each other, anywhere in the turn, with no ``unless`` word near.
+
+The LIKENESS (``bot/data/emergency_exemplars.toml``) is a bank of short emergencies and near misses:
+a turn (its negative context blanked as for the regex net) whose character n-grams cover enough of
+an emergency exemplar's, more than of any near miss's, gets that kind's clarifying question (an
+unsure verdict), never the model's ordinary answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.core.datafile import DataFile
+from bot.core.kiwi import load_kiwi
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+GRAMMAR_PATH = DATA / "emergency_grammar.toml"
+EXEMPLARS_PATH = DATA / "emergency_exemplars.toml"
+
+# Tags that carry no content here: particles, endings, punctuation, the copula.
+_SKIP_TAG = re.compile(r"^(?:J|E|S[FPSEOW]$|VCP|VCN)")
+_VERBAL = re.compile(r"^(?:VV|VA|VX|XR|XSV|XSA|NNG)")  # what a negation or an ending can attach to
+_NEGATORS = {"안", "못"}
+_NEG_AUX = {"않", "못하"}
+_PAST_PERFECT = {"었었", "았었", "였었"}
+_IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면"}
+_IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
+_ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?]+)(\*?)$")
+
+
+@dataclass(frozen=True)
+class Morph:
+    """One content morpheme of a turn, with what its endings say about it."""
+
+    form: str
+    tag: str
+    negated: bool = False  # 안 X, 못 X, X지 않, X지 못하
+    unreal: bool = False  # past perfect (났었, 났던), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
+
+
+def analyse(text: str) -> list[Morph]:
+    """Content morphemes of ``text`` (Kiwi), negators folded into the word they negate."""
+    tokens = load_kiwi().tokenize(text)
+    out: list[Morph] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        t = tokens[i]
+        if _SKIP_TAG.match(t.tag) or (t.tag == "MAG" and t.form in _NEGATORS and i + 1 < n
+                                      and _VERBAL.match(tokens[i + 1].tag)):
+            i += 1
+            continue
+        negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS
+        unreal = False
+        # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.
+        j = i + 1
+        while j < n:
+            u = tokens[j]
+            if u.tag == "VX" and u.form in _NEG_AUX or (u.tag == "MAG" and u.form in _NEGATORS and j + 1 < n
+                                                          and tokens[j + 1].form == "하" and tokens[j - 1].form == "지"):
+                negated = True
+                j += 2 if u.tag == "MAG" else 1
+                continue
+            if u.tag == "VX" and u.form == "죽":
+                unreal = True  # 더워 죽겠어요
+            elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
+                unreal = True
+            elif u.tag == "EC" and u.form in _IRREALIS_EC:
+                unreal = True
+            elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
+                unreal = True
+            elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적"}:
+                unreal = True
+            elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
+                break
+            j += 1
+        # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐) shares the reading of the verb it leads into.
+        if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아"}:
+            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
+        out.append(Morph(t.form, t.tag, negated, unreal))
+        for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
+            u = tokens[k]
+            if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
+                out.append(Morph(u.form, u.tag, negated, unreal))
+        i = j
+    return out
+
+
+class GrammarError(ValueError):
+    """An emergency grammar or exemplar file that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class _Spec:
+    form: str
+    prefix: bool  # "떨*": any form that starts with 떨
+    negated: bool | None  # True: "!쉬" (안 쉬어요); None: "?쉬" (either); False: plain (not negated)
+
+    def matches(self, m: Morph) -> bool:
+        if not (m.form.startswith(self.form) if self.prefix else m.form == self.form):
+            return False
+        return self.negated is None or m.negated == self.negated
+
+
+Item = tuple[_Spec, ...]
+Span = tuple[int, int, bool]  # first and last morpheme index, any of them unreal
+
+_GAP = 2  # content words allowed between two morphemes of one item ("목을 꽉 졸랐어요")
+
+
+def _index(morphs: list[Morph]) -> dict[str, list[int]]:
+    """Where each form stands in the turn (so an item is looked up, not scanned for)."""
+    where: dict[str, list[int]] = {}
+    for k, m in enumerate(morphs):
+        where.setdefault(m.form, []).append(k)
+    return where
+
+
+def _find(item: Item, morphs: list[Morph], where: dict[str, list[int]]) -> list[Span]:
+    spans = []
+    first = item[0]
+    starts = ([k for form, ks in where.items() if form.startswith(first.form) for k in ks] if first.prefix
+              else where.get(first.form, ()))
+    for start in starts:
+        m = morphs[start]
+        if not first.matches(m):
+            continue
+        at, unreal = start, m.unreal
+        for spec in item[1:]:
+            nxt = next((k for k in range(at + 1, min(at + 2 + _GAP, len(morphs))) if spec.matches(morphs[k])), None)
+            if nxt is None:
+                break
+            at, unreal = nxt, unreal or morphs[nxt].unreal
+        else:
+            spans.append((start, at, unreal))
+    return spans
+
+
+@dataclass(frozen=True)
+class GrammarRule:
+    kind: str
+    name: str  # "medical.stroke"
+    concepts: tuple[tuple[Item, ...], ...]  # each must be found (any of its items)
+    unless: tuple[Item, ...]  # none of these within `reach` of the match
+    window: int
+    sure: bool
+
+    def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
+        found = []
+        for items in self.concepts:
+            spans = [s for item in items for s in _find(item, morphs, where) if not s[2]]
+            if not spans:
+                return False
+            found.append(spans)
+        blocks = [s[0] for item in self.unless for s in _find(item, morphs, where)]
+        for combo in itertools.product(*found):
+            lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
+            if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
+                return True
+        return False
+
+
+class Grammar:
+    """The rules of ``emergency_grammar.toml``; ``classify`` is one Kiwi analysis and a scan."""
+
+    def __init__(self, rules: list[GrammarRule], reach: int):
+        self.rules = rules
+        self.reach = reach
+
+    def classify(self, text: str) -> GrammarRule | None:
+        """The first sure rule that holds, else the first unsure one, else None."""
+        morphs = analyse(text)
+        where = _index(morphs)
+        unsure = None
+        for rule in self.rules:
+            if (rule.sure or unsure is None) and rule.match(morphs, self.reach, where):
+                if rule.sure:
+                    return rule
+                unsure = rule
+        return unsure
+
+    @classmethod
+    def load(cls, path: str | Path = GRAMMAR_PATH, kinds: set[str] | None = None) -> Grammar:
+        """Read ``emergency_grammar.toml``: [concept] lists and [[rule]] tables.
+
+        Raises:
+            GrammarError: a missing file, bad TOML, an unknown key or kind, or a concept never defined.
+        """
+        source = DataFile.read(path, GrammarError, "emergency grammar")
+        source.no_unknown((), {"concept", "rule", "context"})
+        raw = source.table(("concept",))
+        concepts: dict[str, list[str]] = {}
+        for name in raw:
+            concepts[name] = source.value(("concept", name), list, "a list of words",
+                                          ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+
+        def items(key: tuple[str | int, ...], names: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
+            out: list[Item] = []
+            for word in names:
+                if word.startswith("@"):
+                    ref = word[1:]
+                    if ref not in concepts or ref in seen:
+                        raise source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
+                    out.extend(items(("concept", ref), concepts[ref], (*seen, ref)))
+                    continue
+                specs = []
+                for part in word.split():
+                    m = _ITEM_SPEC.match(part)
+                    if m is None:
+                        raise source.error(key, f"bad word {word!r}")
+                    neg = {"!": True, "?": None}.get(m.group(1), False)
+                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg))
+                out.append(tuple(specs))
+            return tuple(out)
+
+        source.table(("context",), default={})
+        source.no_unknown(("context",), {"unless", "reach"})
+        reach = source.value(("context", "reach"), int, "a whole number", default=4)
+        common = source.value(("context", "unless"), list, "a list of concept names", default=[])
+        rules = []
+        for i, _ in enumerate(source.tables(("rule",))):
+            key: tuple[str | int, ...] = ("rule", i)
+            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own"})
+            kind = source.value((*key, "kind"), str, "a kind name")
+            if kinds is not None and kind not in kinds:
+                raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
+            name = source.value((*key, "name"), str, "a name")
+            needed = source.value((*key, "all"), list, "a non-empty list of concept names",
+                                  ok=lambda v: bool(v) and all(isinstance(s, str) for s in v))
+            unless = source.value((*key, "unless"), list, "a list of concept names", default=[])
+            own = source.value((*key, "own"), bool, "true or false", default=False)  # no shared unless
+            window = source.value((*key, "window"), int, "a whole number", default=10)
+            sure = source.value((*key, "sure"), bool, "true or false", default=True)
+            rules.append(GrammarRule(
+                kind, f"{kind}.{name}",
+                tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
+                items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
+                window, sure))
+        return cls(rules, reach)
+
+
+# --- the likeness net ----------------------------------------------------------------------------
+
+
+def _grams(text: str) -> Counter[str]:
+    """Character 2- and 3-grams of the text without spaces or punctuation; a blanked span ("#") of the
+    regex net's negative context breaks them, so "가로등 불" or last year's fire adds nothing."""
+    compact = re.sub(r"[^\w#]", "", text.lower())
+    return Counter(g for n in (2, 3) for i in range(len(compact) - n + 1) if "#" not in (g := compact[i:i + n]))
+
+
+@dataclass(frozen=True)
+class Likeness:
+    """Exemplars as character 2- and 3-grams, weighted by rarity across the bank (idf, squared).
+
+    A turn's score against an exemplar is the weighted share of the exemplar's terms the turn holds
+    (how much of the exemplar was said, wherever in the turn), so a danger said in the middle of
+    another request scores as high as said alone.
+    """
+
+    exemplars: tuple[tuple[str, Counter[str], float], ...]  # kind or "none", grams, total weight
+    idf: dict[str, float]
+    threshold: float
+    margin: float
+
+    def nearest(self, text: str) -> tuple[str, float, float]:
+        """The best emergency kind, its score, and the best near miss's score."""
+        grams = _grams(text)
+        best: dict[str, float] = {}
+        for kind, ex, total in self.exemplars:
+            got = sum(self.idf[g] for g in ex if g in grams) / total
+            if got > best.get(kind, 0.0):
+                best[kind] = got
+        none = best.pop("none", 0.0)
+        if not best:
+            return "none", 0.0, none
+        kind = max(best, key=lambda k: best[k])
+        return kind, best[kind], none
+
+    def classify(self, text: str) -> str | None:
+        kind, score, none = self.nearest(text)
+        return kind if kind != "none" and score >= self.threshold and score >= none + self.margin else None
+
+    @classmethod
+    def load(cls, path: str | Path = EXEMPLARS_PATH, kinds: set[str] | None = None) -> Likeness:
+        """Read ``emergency_exemplars.toml``: threshold, margin, and per kind (and "none") a list."""
+        source = DataFile.read(path, GrammarError, "emergency exemplars")
+        source.no_unknown((), {"threshold", "margin", "exemplars"})
+        threshold = source.value(("threshold",), float, "a number between 0 and 1", ok=lambda v: 0 < v <= 1)
+        margin = source.value(("margin",), float, "a number", default=0.0)
+        table = source.table(("exemplars",))
+        rows: list[tuple[str, Counter[str]]] = []
+        for kind in table:
+            if kind != "none" and kinds is not None and kind not in kinds:
+                raise source.error(("exemplars", kind), f"{kind!r} is not a kind of emergency.toml")
+            texts = source.value(("exemplars", kind), list, "a list of sentences",
+                                 ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+            rows.extend((kind, _grams(t)) for t in texts)
+        if not rows:
+            raise source.error(("exemplars",), "empty")
+        df: Counter[str] = Counter()
+        for _, grams in rows:
+            df.update(grams.keys())
+        # Squared, so a syllable pair every polite ending shares (주세, 싶어) weighs next to nothing.
+        idf = {g: math.log(len(rows) / c) ** 2 for g, c in df.items()}
+        exemplars = tuple((kind, grams, sum(idf[g] for g in grams) or 1.0) for kind, grams in rows)
+        return cls(exemplars, idf, threshold, margin)
