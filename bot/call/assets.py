@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot import DATA_DIR
 from bot.config import Config
+from bot.dialog.abusive import AbuseRules
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.domain import Domain, DomainError, load_domain
 from bot.dialog.emergency import EmergencyRules
@@ -40,6 +41,7 @@ class DialogAssets:
     unserved: tuple[str, ...] = ()
     menu_lines: dict[str, str] = field(default_factory=dict)  # language -> "For English, press 9."
     ai_notice: str = ""  # call.ai_notice: an AI answers, said after the greeting (issue 47)
+    abuse: AbuseRules | None = None  # bot/data/abuse.toml: warned once, then the call ends
 
     @classmethod
     def load(cls, config: Config) -> DialogAssets:
@@ -50,6 +52,7 @@ class DialogAssets:
             languages={code: _with_hours(load_language(code, domain), calendar) for code in config.line.languages[1:]},
             unserved=unserved_notice(config.line.languages),
             ai_notice=config.call.ai_notice,
+            abuse=AbuseRules.load(),
             domain=domain,
             shortcuts=load_shortcuts(config.path(config.llm.shortcuts_file), domain),
             prompt=config.path(config.llm.prompt_file).read_text(encoding="utf-8"),

@@ -24,7 +24,7 @@ def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], dateti
                             can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
                             emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
                             clock=clock, offer_callback=config.line.offer_callback,
-                            offer_sms=config.sms.enabled and config.sms.after_ticket)
+                            offer_sms=config.sms.enabled and config.sms.after_ticket, abuse=assets.abuse)
         made.unserved = assets.unserved
         return made
 

@@ -31,6 +31,7 @@ from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Literal
 
+from bot.dialog.abusive import AbuseRules
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
@@ -88,12 +89,16 @@ class Change:
     transfer_reason: str = "asked"  # why a transfer is made: "asked" or "errors" (the warm transfer's summary)
     language: str | None = None  # the caller chose a language (the keypad menu)
     unserved_told: bool = False  # the caller heard where to call in a language the line does not serve
+    abuse_warned: bool = False  # the caller heard that abuse may end the call (bot/data/abuse.toml)
+    end_reason: str | None = None  # why the line ends the call ("abusive", "max_minutes"); the call's record
 
     def apply(self, state: DialogState, reply: str) -> None:
         if self.language:
             state.set_language(self.language)
         if self.unserved_told:
             state.unserved_told, state.heard_unserved = True, None
+        if self.abuse_warned:
+            state.abuse_warned = True
         if self.model_turn is not None:
             state.apply_turn(self.model_turn)
         if self.ticket:
@@ -108,6 +113,7 @@ class Change:
             state.transfer_reason = self.transfer_reason
         if self.end:
             state.ended = True
+            state.end_reason = self.end_reason or state.end_reason
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,7 @@ class DialogPolicy:
                  can_transfer: bool, emergency: EmergencyRules | None = None,
                  emergency_transfer: dict[str, str] | None = None, calendar: LineCalendar | None = None,
                  clock: Callable[[], datetime] | None = None, offer_callback: bool = True,
-                 offer_sms: bool = False):
+                 offer_sms: bool = False, abuse: AbuseRules | None = None):
         self.shortcuts = shortcuts
         self.canned = canned
         self.intake = intake
@@ -201,6 +207,7 @@ class DialogPolicy:
         # sms.enabled and sms.after_ticket: a new ticket is followed by the offer to text its number
         # (only on calls with a number to text: ``DialogState.textable``).
         self.offer_sms = offer_sms
+        self.abuse = abuse  # insults, harassment, threats to staff: warned once, then the call ends
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
         # Other languages of the line (bot/dialog/language_packs.py): the same rules with their words.
         self.siblings: dict[str, DialogPolicy] = {}
@@ -325,6 +332,24 @@ class DialogPolicy:
         return Speak(sentences, "emergency", "emergency", "end" if change.end else "continue", change,
                      rule=f"{kind.name}:{rule}", escalation=kind.number)
 
+    # --- abusive callers ----------------------------------------------------------------------
+
+    def _abusive(self, text: str, state: DialogState) -> Speak | None:
+        """Abuse after the emergency rules: a calm warning the first time in a call, then a closing
+        sentence and the end. Nothing else of the call changes (its slots, tickets, what it awaits).
+        A caller in a crisis the line stays in (``CRISIS``) is never warned or hung up on."""
+        if self.abuse is None or self._crisis(state) is not None:
+            return None
+        verdict = self.abuse.classify(text)
+        if verdict is None:
+            return None
+        rule = f"abusive:{verdict.rule}"
+        if not state.abuse_warned:
+            return Speak((self.canned.abuse_warning,), "rule", "other", rule=rule,
+                         change=Change(abuse_warned=True, remember_reply=False))
+        return Speak((self.canned.abuse_closing,), "rule", "other", "end", rule=rule,
+                     change=Change(end=True, end_reason="abusive", remember_reply=False))
+
     # --- spoken turns -------------------------------------------------------------------------
 
     def decide(self, text: str, state: DialogState) -> Decision:
@@ -341,6 +366,9 @@ class DialogPolicy:
             if crisis is not None and crisis.will_call_now(text):
                 return Speak(crisis.closing, "emergency", "emergency", "end", Change(awaiting=None, end=True),
                              rule=f"{crisis.name}:will_call")
+        abusive = self._abusive(text, state)
+        if abusive is not None:
+            return abusive
         if state.heard_unserved and not state.unserved_told and self.unserved:
             return Speak(self.unserved, "rule", "other", change=Change(unserved_told=True),
                          rule=f"unserved:{state.heard_unserved}")

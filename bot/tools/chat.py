@@ -215,6 +215,8 @@ async def _chat_lines(config, secrets, records, stdin, stdout, loop, at=None, la
             }
             if result and result.error:
                 out["error"] = result.error
+            if result and result.flow == "end":  # why the line ended the call, as the call's record says
+                out["end_reason"] = session.llm.dialog.end_reason or "completed"
             stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
             stdout.flush()
             if result and result.flow == "end":
