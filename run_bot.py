@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", default=None, help="only calls started on or after this date (YYYY-MM-DD)")
     p.add_argument("--json", action="store_true", help="one JSON object per call, turns included (the export)")
     p = sub.add_parser("tickets", help="complaint tickets")
+    p = sub.add_parser("report", help="how the line served, per day: calls, resolved by the bot alone, hand-overs "
+                       "and why, emergencies, abusive and idle ends, languages, tickets, voice-to-voice p90")
+    _common(p)
+    p.add_argument("--from", dest="date_from", required=True, help="first day (YYYY-MM-DD, the line's time zone)")
+    p.add_argument("--to", dest="date_to", required=True, help="last day, included (YYYY-MM-DD)")
+    p.add_argument("--csv", action="store_true", help="CSV, one row a day (for the city's own tools)")
     _common(p)
     p.add_argument("--status", default=None, help="only tickets with this status (open, in_progress, done, rejected)")
     p = sub.add_parser("callbacks", help="callbacks booked outside the desk's hours (the caller's number, when to call)")
@@ -380,6 +386,13 @@ def cmd_tickets(config, args) -> int:
 
     return list_tickets(config, args.status)
 
+@_desk_command
+def cmd_report(config, args) -> int:
+    from bot.tools.service_report import run_report
+
+    return run_report(config, args.date_from, args.date_to, args.csv)
+
+
 
 @_desk_command
 def cmd_callbacks(config, args) -> int:
@@ -477,3 +490,4 @@ COMMANDS.update({"staff": cmd_staff, "desk": cmd_desk})
 
 if __name__ == "__main__":
     sys.exit(main())
+COMMANDS["report"] = cmd_report

@@ -41,6 +41,7 @@ from bot.desk.charts import line_chart
 from bot.desk.context import HERE, PREFIX, DeskContext
 from bot.desk.headers import CSP  # noqa: F401  (the desk's policy; the QA page adds to it)
 from bot.desk.recordings import add_recording_routes
+from bot.desk.service import add_service_routes
 from bot.privacy import mask
 from bot.store.db import StoreError
 from bot.store.schema import STAFF_ROLES, TICKET_STATUSES
@@ -419,6 +420,8 @@ def build_router(ctx: DeskContext) -> APIRouter:
 
 
 def ticket_json(t: dict[str, Any]) -> dict[str, Any]:
+    # How the line serves, per day, and its CSV (bot/desk/service.py).
+    add_service_routes(router, ctx, login_required=login_required, page=page, refused=Refused)
     """A ticket for the API: free text masked, no caller number, the call SID shortened."""
     return {"reception_no": t["reception_no"], "status": t["status"], "category": t["category"],
             "category_label": t["category_label"], "department": t["department"],

@@ -1,5 +1,6 @@
 """deploy/alerts.yaml and deploy/grafana/voice-bot.json: valid, tested, and only over metrics the server exports."""
 
+import datetime as dt
 import json
 import os
 import re
@@ -168,6 +169,13 @@ def _process_exposition() -> str:
     body, _ = metrics.render(loop_lag={"n": 10, "p50_ms": 0.4, "p99_ms": 3.0, "max_ms": 5.0}, records_pending=0)
     registry = CollectorRegistry()
     CallGate(CallRegistry(), max_calls=1, token_ttl_secs=60, registry=registry).refuse("max_calls")
+    # The line's day figures, as /metrics sets them from the records (tests/store/test_service.py).
+    from bot.store.service import DayFigures
+    from bot.telemetry.service_metrics import ServiceGauges
+
+    day = DayFigures(dt.date(2026, 12, 1), calls=2, resolved=1, v2v_p90_ms=900.0)
+    day.emergencies["119"], day.languages["ko"], day.tickets["noise"], day.ends["abusive"] = 1, 2, 1, 1
+    ServiceGauges(registry).set_days({"today": day})
     return body.decode() + generate_latest(registry).decode()
 
 
