@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.telemetry.latency import GREETING_STAGE, STAGES, percentile
+from bot.telemetry.noise import ONE_MACHINE
 
 FORMAT = "voice-bench-baseline/1"
 # The caller simulator's worst frame send lag past which a run is not judged (module doc).
@@ -59,8 +60,8 @@ JUDGED_STAGES = (*(name for name, *_ in STAGES), GREETING_STAGE)
 
 @dataclass(frozen=True)
 class NoiseRule:
-    ratio: float = 1.6
-    min_ms: float = 100.0
+    ratio: float = ONE_MACHINE.ratio  # 1.6 (bot/telemetry/noise.py: shared with the startup self-timing)
+    min_ms: float = ONE_MACHINE.min_ms  # 100 ms
     min_n: int = 3
     p90_min_n: int = 20
     calls_slack: float = 0.05  # LLM calls per model turn may wobble this much (a withdrawn speculation)
