@@ -70,3 +70,58 @@ def test_logged_out_or_a_bad_range_is_refused(desk):
     assert agent.get("/desk/service?date_from=2026-12-01&date_to=2026-11-30").status_code == 400
     assert agent.get("/desk/service?date_from=yesterday").status_code == 400
     assert agent.get("/desk/service").status_code == 200  # the last 14 days
+
+
+@pytest.mark.slow  # Debian's headless Chromium against the desk served by uvicorn
+def test_in_chromium_the_service_page_draws_its_charts_and_table_under_the_desks_csp(desk):
+    import os
+
+    from tests.desk.test_recording_desk import CHROMIUM, serve
+
+    if not os.environ.get("CI_REQUIRE_BROWSER"):
+        if not CHROMIUM.exists():
+            pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+        pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import sync_playwright
+
+    from bot.testing.desk_fixtures import PASSWORD
+
+    app, _ = desk
+    base, server = serve(app)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+            try:
+                page = browser.new_page(locale="ko-KR")
+                errors: list[str] = []
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.goto(f"{base}/desk/login")
+                page.fill("#username", "agent1")
+                page.fill("#password", PASSWORD)
+                page.click("#login")
+                page.wait_for_url(f"{base}/desk/tickets")
+                page.click('a[href="/desk/service"]')  # from the menu: the last 14 days
+                page.wait_for_url(f"{base}/desk/service")
+                page.fill('input[name="date_from"]', "2026-11-30")
+                page.fill('input[name="date_to"]', "2026-12-01")
+                page.click('form.filters button[type="submit"]')
+                page.wait_for_url(f"{base}/desk/service?{RANGE}")
+                assert page.locator("#totals").inner_text().split() == [
+                    "통화", "10건", "봇", "단독", "해결", "1건", "(10%)", "상담원·긴급", "연결", "3건"]
+                row = page.locator('tr[data-day="2026-11-30"]')
+                assert row.locator(".calls").inner_text() == "4" and row.locator(".v2v").inner_text() == "1260"
+                for chart in ("#chart-1 svg", "#chart-2 svg"):
+                    box = page.locator(chart).bounding_box()
+                    assert box and box["width"] > 300 and box["height"] > 100, chart
+                assert page.locator("#chart-1 svg path").count() == 3  # calls, resolved, handed over
+                assert errors == [], errors  # nothing the CSP refused
+                if os.environ.get("DESK_SCREENSHOTS"):
+                    page.screenshot(path=f"{os.environ['DESK_SCREENSHOTS']}/service.png", full_page=True)
+                with page.expect_download() as download:
+                    page.click("#csv")
+                assert download.value.suggested_filename == "line-service-2026-11-30-2026-12-01.csv"
+            finally:
+                browser.close()
+    finally:
+        server.should_exit = True
