@@ -273,3 +273,23 @@ def test_the_sender_is_the_one_the_config_names_with_keys_from_the_environment(m
     sender = sms_sender(twilio, Secrets.from_env(twilio), api)
     assert isinstance(sender, TwilioSender) and not sender.reports
     assert sms_sender(twilio, Secrets.from_env(twilio), None) is None
+
+
+async def test_the_server_sends_through_the_relay_the_config_names_over_http(tmp_path, monkeypatch):
+    from bot.app.context import _after_call_senders
+    from bot.store.calls import CallLog
+
+    with FakeSens(access_key=ACCESS, secret_key=SECRET, service_id=SERVICE, registered=(SENDER,)) as fake:
+        config = sens_config(f"sms.sens_api_url='{fake.base_url}'")
+        monkeypatch.setenv("NCLOUD_ACCESS_KEY", ACCESS)
+        monkeypatch.setenv("NCLOUD_SECRET_KEY", SECRET)
+        store = open_store(f"sqlite:///{tmp_path / 'calls.db'}", config)
+        log = CallLog(store, worker="w")
+        try:
+            outbox, _ = _after_call_senders(config, Secrets.from_env(config), log, twilio_api=None)  # no Twilio at all
+            assert outbox is not None
+            number = ticket_from_call(store)
+            (row,) = await drain(outbox, store, number)
+        finally:
+            log.writer.close()
+    assert row["status"] == "sent" and fake.messages[0]["from"] == SENDER and fake.messages[0]["to"] == "01055556666"
