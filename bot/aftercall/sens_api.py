@@ -182,7 +182,7 @@ class SensAPI:
         """The carrier's result for one message (READY and PROCESSING while it is under way)."""
         answer = await self._request("GET", f"{self._service}/messages/{quote(message_id, safe='')}",
                                      f"message {message_id}")
-        (m,) = answer.get("messages") or [{}]
+        m = (answer.get("messages") or [{}])[0]  # one message per request: the outbox sends one text at a time
         return SensResult(message_id=message_id, status=str(m.get("status") or "READY"),
                           status_code=m.get("statusCode"), status_name=m.get("statusName"),
                           status_message=m.get("statusMessage"), request_time=_relay_time(m.get("requestTime")),
