@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", help="text conversation (one JSON line per caller line)")
     _common(p)
     p.add_argument("--at", default=None, metavar="TIME",
-                   help="run as if at this time, e.g. 2026-09-25T10:00+09:00 (the desk's hours and holidays)")
+                   help="run as if at this time, e.g. 2026-10-14T10:00+09:00 (the desk's hours and holidays)")
     p.add_argument("--language", default=None, metavar="CODE",
                    help="hold the dialog in this language (ko, en, vi, ru), as after the keypad menu")
     p = sub.add_parser("bench", help="N simulated Twilio callers at once: latency distributions and a report")

@@ -162,7 +162,7 @@ def parse_at(text: str, tz: str) -> datetime:
     try:
         at = datetime.fromisoformat(text)
     except ValueError as e:
-        raise ValueError(f"--at {text!r}: expected an ISO time like 2026-09-25T10:00+09:00") from e
+        raise ValueError(f"--at {text!r}: expected an ISO time like 2026-10-14T10:00+09:00") from e
     return at if at.tzinfo else at.replace(tzinfo=ZoneInfo(tz))
 
 
