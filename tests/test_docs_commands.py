@@ -367,6 +367,46 @@ def test_every_command_in_the_readme_and_docs_parses_as_written():
     assert problems == [], "\n".join(problems)
 
 
+INLINE_RUN_BOT = re.compile(r"`((?:\.venv/bin/)?(?:python3? )?run_bot\.py[^`]*)`")
+
+
+def _options(parser: argparse.ArgumentParser, words: list[str]) -> set[str]:
+    """The options a command line may use: the parser's, and those of the subcommands its words name."""
+    found = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = next((w for w in words if w in action.choices), None)
+            if name is not None:
+                found |= _options(action.choices[name], words[words.index(name) + 1:])
+    return found
+
+
+def prose_flags(text: str, name: str) -> list[str]:
+    """Flags of ``run_bot.py`` named in inline code outside the command blocks (`run_bot.py bench --url`):
+    each must be an option of the command it is written with. Values are not checked: prose names a
+    command, it does not run it."""
+    problems, fenced = [], False
+    parser = RUN_BOT.build_parser()
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        for m in [] if fenced else INLINE_RUN_BOT.finditer(line):
+            words = m.group(1).replace("…", " ").split()
+            words = words[words.index(next(w for w in words if w.endswith("run_bot.py"))) + 1:]
+            known = _options(parser, words)
+            problems += [f"{name}:{number}: `{m.group(1)}`: run_bot.py has no {flag} there"
+                         for flag in (w.split("=")[0] for w in words if w.startswith("--")) if flag not in known]
+    return problems
+
+
+def test_every_flag_the_docs_prose_names_exists():
+    problems = [p for doc in DOCS for p in prose_flags(doc.read_text(encoding="utf-8"), str(doc.relative_to(ROOT)))]
+    assert problems == [], "\n".join(problems)
+    assert prose_flags("Run `run_bot.py bench --find-capacitee`.", "bad.md") == [
+        "bad.md:1: `run_bot.py bench --find-capacitee`: run_bot.py has no --find-capacitee there"]
+
+
 def _runnable(commands: list[Command]) -> dict[tuple[str, ...], Command]:
     """The docs' quick commands that need nothing beyond this machine, once each."""
     quick = {"say", "chat", "llm-command", "calls", "tickets", "callbacks"}
