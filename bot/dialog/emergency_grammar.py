@@ -39,7 +39,7 @@ _NEG_AUX = {"않", "못하"}
 _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
-_ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?]+)(\*?)$")
+_ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,12 @@ class Morph:
     unreal: bool = False  # past perfect (났었, 났던), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
 
 
+def _by_mistake(tokens: list, k: int) -> bool:
+    """잘못 (by mistake) written as one word, which Kiwi splits into 잘 + 못: not a negation."""
+    return (tokens[k].form == "못" and k > 0 and tokens[k - 1].form == "잘"
+            and tokens[k - 1].start + tokens[k - 1].len == tokens[k].start)
+
+
 def analyse(text: str) -> list[Morph]:
     """Content morphemes of ``text`` (Kiwi), negators folded into the word they negate."""
     tokens = load_kiwi().tokenize(text)
@@ -60,10 +66,10 @@ def analyse(text: str) -> list[Morph]:
     while i < n:
         t = tokens[i]
         if _SKIP_TAG.match(t.tag) or (t.tag == "MAG" and t.form in _NEGATORS and i + 1 < n
-                                      and _VERBAL.match(tokens[i + 1].tag)):
+                                      and _VERBAL.match(tokens[i + 1].tag) and not _by_mistake(tokens, i)):
             i += 1
             continue
-        negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS
+        negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
         unreal = False
         # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.
         j = i + 1
@@ -108,9 +114,12 @@ class _Spec:
     form: str
     prefix: bool  # "떨*": any form that starts with 떨
     negated: bool | None  # True: "!쉬" (안 쉬어요); None: "?쉬" (either); False: plain (not negated)
+    tag: str = ""  # "차/V": only as a verb (kick), not the noun (a car)
 
     def matches(self, m: Morph) -> bool:
         if not (m.form.startswith(self.form) if self.prefix else m.form == self.form):
+            return False
+        if self.tag and not m.tag.startswith(self.tag):
             return False
         return self.negated is None or m.negated == self.negated
 
@@ -157,8 +166,11 @@ class GrammarRule:
     unless: tuple[Item, ...]  # none of these within `reach` of the match
     window: int
     sure: bool
+    anywhere: tuple[Item, ...] = ()  # none of these anywhere in the turn
 
     def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
+        if any(_find(item, morphs, where) for item in self.anywhere):
+            return False
         found = []
         for items in self.concepts:
             spans = [s for item in items for s in _find(item, morphs, where) if not s[2]]
@@ -222,14 +234,17 @@ class Grammar:
                     if m is None:
                         raise source.error(key, f"bad word {word!r}")
                     neg = {"!": True, "?": None}.get(m.group(1), False)
-                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg))
+                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or ""))
                 out.append(tuple(specs))
             return tuple(out)
 
         source.table(("context",), default={})
-        source.no_unknown(("context",), {"unless", "reach"})
+        source.no_unknown(("context",), {"unless", "reach", "anywhere"})
         reach = source.value(("context", "reach"), int, "a whole number", default=4)
         common = source.value(("context", "unless"), list, "a list of concept names", default=[])
+        anywhere = items(("context", "anywhere"),
+                         ["@" + c for c in source.value(("context", "anywhere"), list, "a list of concept names",
+                                                        default=[])])
         rules = []
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
@@ -248,7 +263,7 @@ class Grammar:
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
-                window, sure))
+                window, sure, anywhere))
         return cls(rules, reach)
 
 
