@@ -56,6 +56,10 @@ class ServerConfig:
     # On SIGTERM: refuse new calls (busy TwiML), let calls in progress go on this long, then say
     # goodbye, hang up and exit 0.
     drain_secs: float = 25.0
+    # On SIGTERM, hand each call in progress over instead of saying goodbye: at the next moment the bot
+    # is not speaking its stream is closed and Twilio asks the <Connect>'s action, which resumes the call
+    # on another worker (bot/store/segments.py). Off: the goodbye after drain_secs (a line with one worker).
+    drain_handover: bool = False
     # Several workers on one line (bot/line/admission.py): calls on the whole line, counted in the records
     # database (unfinished calls of live workers + webhooks answered whose stream has not started);
     # at the limit the webhook answers busy. 0 = off (then max_calls alone, for one worker).
@@ -228,6 +232,10 @@ class CallConfig:
     # Warm transfer to the desk: when the person answers, Twilio reads them the bot's summary
     # (the complaint's slots, reception numbers, why the call came) before the caller is connected.
     transfer_whisper: bool = True
+    # A call whose media stream ended without the bot ending it (a killed worker, a reset socket, a
+    # drain's hand-over) resumes on a live worker this many times; then the duty line in hours, or the
+    # hours said and a hang-up (bot/store/segments.py).
+    max_resumes: int = 2
 
 
 @dataclass(frozen=True)

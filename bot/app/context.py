@@ -87,6 +87,8 @@ class AppContext:
     prestart: PrestartSockets
     background: set[asyncio.Task] = field(default_factory=set)
 
+    # Phone calls in progress here, by CallSid (``bot.app.routes.media.PhoneCall``): a drain hands them over.
+    phone_calls: dict[str, Any] = field(default_factory=dict)
     @classmethod
     def build(cls, config: Config, secrets: Secrets, models: SharedModels,
               call_builder: Callable[[CallRequest], CallSession],
@@ -168,11 +170,26 @@ class AppContext:
         return ("draining", 503) if self.gate.draining else ("ok", 200)
 
     async def drain(self) -> None:
-        """Refuse new calls, then end the calls in progress with a goodbye (DrainingServer, on SIGTERM)."""
+        """Refuse new calls, then end the calls in progress with a goodbye (DrainingServer, on SIGTERM).
+
+        ``server.drain_handover``: no wait and no goodbye for a phone call; each is handed over at the
+        next moment the bot is not speaking (its stream closed: Twilio asks the <Connect>'s action, which
+        resumes it on another worker). The goodbye stays for a call with nowhere to go (the QA page's).
+        """
+        if self.config.server.drain_handover:
+            await self.gate.drain(drain_secs=0.0, goodbye=self._hand_over)
+            return
         await self.gate.drain(drain_secs=self.config.server.drain_secs, goodbye=self._say_goodbye)
 
     async def _say_goodbye(self, session) -> None:
         session.end_reason = session.end_reason or "server_shutdown"
+    async def _hand_over(self, session) -> None:
+        call = next((c for c in self.phone_calls.values() if c.session is session), None)
+        if call is None:
+            await self._say_goodbye(session)
+            return
+        await call.hand_over()
+
         await session.worker.queue_frames([TTSSpeakFrame(self.canned.shutdown_goodbye),
                                            EndFrame(reason="server shutdown")])
 

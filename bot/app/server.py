@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from bot.app.context import AppContext, CallRegistry
-from bot.app.routes import callbacks, health, media, metrics, transfer, twilio_voice
+from bot.app.routes import callbacks, health, media, metrics, stream_ended, transfer, twilio_voice
 from bot.app.routes import records as records_api
 from bot.app.routes.records import bearer_header, records_refusal
 from bot.call.build import build_call
@@ -27,7 +27,7 @@ from bot.transports.webrtc import mount_webrtc
 __all__ = ["CallRegistry", "bearer_header", "create_app", "records_refusal"]
 
 PUBLIC_ROUTERS = (twilio_voice.router, media.router, transfer.router, callbacks.router, health.public_router,
-                  records_api.router)
+                  records_api.router, stream_ended.router)
 OPERATIONS_ROUTERS = (health.admin_router, metrics.router)
 
 

@@ -7,6 +7,8 @@ assistant aggregator.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import (
     LLMAssistantAggregatorParams,
@@ -35,9 +37,15 @@ def build_call(request: CallRequest) -> CallSession:
     Turns are written to ``request.records`` as they happen, and tickets are made and looked up there.
     """
     config, models, call_id, records = request.config, request.models, request.call_id, request.records
-    recorder = CallRecorder(call_id, qa=request.qa,
+    resume = request.resume
+    recorder = CallRecorder(call_id, qa=request.qa, first_index=resume.first_turn if resume else 0,
                             sink=(lambda rec: records.turn(call_id, rec)) if records else None)
     dialog = new_dialog_state(config, models.assets)
+    history: list[Any] = []  # the model's context: a resumed call's turns so far
+    if resume is not None:
+        history = [dict(m) for m in resume.history]
+        if resume.dialog:
+            dialog.restore(resume.dialog)  # the slots, read-back, language, keypad menu of the stream that ended
     language = CallLanguage(config, dialog, tags={code: pack.tag for code, pack in models.assets.languages.items()})
     stt = _stt(config, models, language)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
@@ -46,7 +54,7 @@ def build_call(request: CallRequest) -> CallSession:
         recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
 
     user_agg, assistant_agg = LLMContextAggregatorPair(
-        LLMContext(),
+        LLMContext(messages=history),
         user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
                                      unclear_reply=lambda: llm.policy.for_language(dialog.language).canned.unclear,
                                      backchannels=models.assets.backchannels,
@@ -57,7 +65,8 @@ def build_call(request: CallRequest) -> CallSession:
                    speech_end=lambda: recorder.current.speech_end, records=records, call_id=call_id)
     # Both voices, written as the call goes (recording.enabled): an observer of the two transports.
     observers = [*request.observers, *call_recording(config, call_id, in_rate=request.in_rate,
-                                                     out_rate=request.out_rate, records=records)]
+                                                     out_rate=request.out_rate, records=records,
+                                                     segment=resume.segment if resume else 0)]
     session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, language),
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, observers=observers,
                                keypad=KeypadProcessor(dialog=dialog),

@@ -45,3 +45,19 @@ async def speak_callback_opening(session: CallSession, number: str | None, ticke
     if answer.change.transfer:
         frames.append(EndFrame(reason="transfer"))  # the serializer hands the call to the desk (warm)
     await session.worker.queue_frames(frames)
+
+
+async def speak_resumed(session: CallSession, emergency: str | None = None, *, sentence: bool = True) -> None:
+    """A call resumed on this worker after its stream ended (issue 46): an emergency already told is
+    told again first (its number), then one short sentence in the caller's language (``sentence``); the
+    call goes on."""
+    policy = _policy(session)
+    said = [*([emergency] if emergency else []),
+            *([policy.for_language(session.dialog.language).canned.resumed] if sentence else [])]
+    session.recorder.current.route = "resumed"
+    session.recorder.current.line_open = policy.line_open()
+    if not said:
+        return
+    session.recorder.current.mark("first_sentence")
+    session.recorder.current.reply = " ".join(said)
+    await session.worker.queue_frames([TTSSpeakFrame(s) for s in said])

@@ -17,6 +17,27 @@ if TYPE_CHECKING:  # for the annotation only: the store is not loaded to build a
 
 
 @dataclass(frozen=True)
+class Resume:
+    """A call taken over from a stream that ended (issue 46; ``bot/store/segments.py``), read from the records.
+
+    Attributes:
+        segment: Which of the call's media streams this is (1: the first resume).
+        first_turn: The next turn record's index (the call's turns so far keep theirs).
+        history: The model's context so far (user and assistant messages, oldest first).
+        dialog: The dialog's snapshot after the last turn (``DialogState.snapshot``); None: not recorded.
+        emergency: The emergency sentence said in this call (the number to call), said again first.
+        quiet: No resume sentence: the call heard it already, or a drain handed the call over.
+    """
+
+    segment: int
+    first_turn: int = 0
+    history: tuple[dict, ...] = ()
+    dialog: Mapping | None = None
+    emergency: str | None = None
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
 class CallRequest:
     """One call to build: the line's config and models, the call's transport and identity.
 
@@ -34,6 +55,7 @@ class CallRequest:
             and tickets are made and looked up there; None without records.
         stream_parameters: The Twilio stream's customParameters (our webhook's token only; nothing
             in the product reads them, the test lab's builder may).
+        resume: A resumed call's past (its segment, turns and dialog); None for a new call.
     """
 
     config: Config
@@ -47,3 +69,4 @@ class CallRequest:
     observers: tuple[BaseObserver, ...] = ()
     records: CallLog | None = None
     stream_parameters: Mapping[str, str] = field(default_factory=dict)
+    resume: Resume | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class CannedReplies:
     idle_prompt: str
     idle_goodbye: str
     shutdown_goodbye: str
+    resumed: str  # issue 46: the call came back after its stream ended on another worker
     busy: str
     # Emergencies and the desk's hours ({number}, {opens}, {holiday}, {hours} are filled in).
     emergency_transfer: str
@@ -162,6 +164,23 @@ class DialogState:
         state = copy.deepcopy(self)
         state.apply_turn(turn)
         return state
+
+    # --- a resumed call (issue 46) ---------------------------------------------------------------
+
+    _SNAPSHOT = ("slots", "last_reply", "intake_open", "awaiting", "tickets", "textable", "language",
+                 "language_keys", "heard_unserved", "unserved_told")
+
+    def snapshot(self) -> dict:
+        """What a worker resuming this call needs (saved with each turn record; ``restore``)."""
+        return copy.deepcopy({name: getattr(self, name) for name in self._SNAPSHOT})
+
+    def restore(self, snapshot: Mapping) -> None:
+        """The state a ``snapshot`` recorded, on a fresh state of the same line (unknown names are left)."""
+        for name in self._SNAPSHOT:
+            if name in snapshot:
+                setattr(self, name, copy.deepcopy(snapshot[name]))
+        if self.switcher is not None and self.language in self.switcher.languages:
+            self.switcher.force(self.language)
 
     def ticket_made(self, number: str) -> None:
         """A ticket closes the intake: the next complaint starts from empty slots."""

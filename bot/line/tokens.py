@@ -112,3 +112,14 @@ class StreamTokens:
         if expires < self._clock():
             raise TokenRefused("expired token (the media stream came after server.token_ttl_secs)")
         return IssuedToken(token, token_id, issued_sid, float(expires))
+
+    # --- the <Connect>'s action URL -------------------------------------------------------------
+
+    def sign_action(self, call_sid: str, segment: int) -> str:
+        """The mark of a ``<Connect>``'s action URL for this call's segment (``bot/store/segments.py``):
+        a request about another call or segment, or made up, does not carry it."""
+        msg = f"{VERSION}|action|{call_sid}|{segment}".encode()
+        return _b64(hmac.new(self._key, msg, hashlib.sha256).digest()[:18])
+
+    def action_is_signed(self, call_sid: str, segment: int, mark: str) -> bool:
+        return hmac.compare_digest(mark.encode(), self.sign_action(call_sid, segment).encode())

@@ -334,9 +334,10 @@ def recording_path(directory: Path, call_id: str, fmt: str, *, when: float | Non
 
 def start_recording(config: RecordingConfig, directory: Path, call_id: str, *, rate: int,
                     on_start: Callable[[Path], None] | None = None,
-                    on_done: Callable[[RecordingDone], None] | None = None) -> RecordingObserver:
-    """A call's recording and the observer that feeds it (``build_call``)."""
-    path = recording_path(directory, call_id, config.format)
+                    on_done: Callable[[RecordingDone], None] | None = None, segment: int = 0) -> RecordingObserver:
+    """A call's recording and the observer that feeds it (``build_call``). A resumed call (issue 46)
+    records its segment ``segment`` in a file of its own beside the first (``<call>-<segment>``)."""
+    path = recording_path(directory, f"{call_id}-{segment}" if segment else call_id, config.format)
     rec = CallRecording(path, rate=rate, fmt=config.format, flush_secs=config.flush_secs, on_done=on_done)
     return RecordingObserver(rec, on_start=on_start)
 
@@ -344,11 +345,11 @@ def start_recording(config: RecordingConfig, directory: Path, call_id: str, *, r
 class RecordingNotes(Protocol):
     """Where a recording is noted on the call's row (``bot.store.CallLog``, a layer above)."""
 
-    def recording(self, call_sid: str, path: str, secs: float | None = None) -> None: ...
+    def recording(self, call_sid: str, path: str, secs: float | None = None, *, segment: int = 0) -> None: ...
 
 
 def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int,
-                   records: RecordingNotes | None = None) -> list[RecordingObserver]:
+                   records: RecordingNotes | None = None, segment: int = 0) -> list[RecordingObserver]:
     """The call's recording observer when ``recording.enabled`` (else none), at the call's rate (the lower
     of its two: 8 kHz on the phone), noted on the call's row in ``records`` (``CallLog``) when given."""
     rc = config.recording
@@ -358,13 +359,14 @@ def call_recording(config: Config, call_id: str, *, in_rate: int, out_rate: int,
 
     def started(path: Path) -> None:
         if records is not None:
-            records.recording(call_id, files.relative(directory, path))
+            records.recording(call_id, files.relative(directory, path), segment=segment)
 
     def done(result: RecordingDone) -> None:
         logger.info("recording of call {}: {:.1f} s in {} ({:.0f} kB, {:.2f} s CPU)", mask(call_id), result.secs,
                     result.path.name, result.path.stat().st_size / 1000 if result.path.exists() else 0,
                     result.cpu_secs)
         if records is not None:
-            records.recording(call_id, files.relative(directory, result.path), round(result.secs, 2))
+            records.recording(call_id, files.relative(directory, result.path), round(result.secs, 2), segment=segment)
 
-    return [start_recording(rc, directory, call_id, rate=min(in_rate, out_rate), on_start=started, on_done=done)]
+    return [start_recording(rc, directory, call_id, rate=min(in_rate, out_rate), on_start=started, on_done=done,
+                            segment=segment)]

@@ -23,6 +23,7 @@ from bot.privacy import mask, mask_turn
 from bot.recording import files
 from bot.store.db import Store, now, open_store
 from bot.store.recordings import fill_cut_off_lengths, held_past_retention, purge_recordings, set_recording
+from bot.store.segments import end_segment, open_segment, set_segment_recording
 from bot.store.writer import RecordWriter
 
 ANSWER_TIMEOUT_SECS = 2.0  # the caller is waiting on the line for these
@@ -111,8 +112,13 @@ class CallLog:
         self.writer.submit(f"call {mask(call_sid)} start",
                            lambda s: s.start_call(call_sid, caller=caller, worker=self.worker, qa=qa, started_at=t))
 
-    def recording(self, call_sid: str, path: str, secs: float | None = None) -> None:
-        """The call's recording (relative to recording.dir): at its first audio, then with its length."""
+    def recording(self, call_sid: str, path: str, secs: float | None = None, *, segment: int = 0) -> None:
+        """The call's recording (relative to recording.dir): at its first audio, then with its length. A
+        resumed call's later segments (issue 46) are noted on their segment's row."""
+        if segment:
+            self.writer.submit(f"call {mask(call_sid)} segment {segment} recording",
+                               lambda s: set_segment_recording(s, call_sid, segment, path))
+            return
         self.writer.submit(f"call {mask(call_sid)} recording", lambda s: set_recording(s, call_sid, path, secs))
 
     def turn(self, call_sid: str, record: dict[str, Any]) -> None:
@@ -125,6 +131,22 @@ class CallLog:
             return
         t = now()
         self.writer.submit(f"call {mask(call_sid)} end", lambda s: s.end_call(call_sid, reason=reason, ended_at=t))
+
+    def segment_started(self, call_sid: str, segment: int) -> None:
+        """The call's media stream ``segment`` runs on this worker (issue 46; ``bot/store/segments.py``)."""
+        if not self.write_turns:
+            return
+        t = now()
+        self.writer.submit(f"call {mask(call_sid)} stream {segment} start",
+                           lambda s: open_segment(s, call_sid, segment, worker=self.worker, started_at=t))
+
+    def segment_ended(self, call_sid: str, segment: int, reason: str) -> None:
+        """How the stream ended here (a bot's end recorded before the close stays)."""
+        if not self.write_turns:
+            return
+        t = now()
+        self.writer.submit(f"call {mask(call_sid)} stream {segment} end",
+                           lambda s: end_segment(s, call_sid, segment, reason=reason, bot_ended=False, ended_at=t))
 
     # --- the dialog's questions ---------------------------------------------------------------
 

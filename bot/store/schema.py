@@ -219,3 +219,24 @@ recording_access = sa.Table(
 # download: ?download=1; export: the command line's, masked; export_unmasked: an admin's, with a reason.
 RECORDING_ACTIONS = ("play", "copy", "download", "export", "export_unmasked")
 RECORDING_REFUSALS = ("anonymous", "other_department", "no_such_call", "deleted")
+
+# Issue 46: the media streams of one call (a resumed call has several; bot/store/segments.py). Segment idx
+# 0 is the webhook's stream; each resume opens the next. The worker that ran it, when it started and
+# ended, why (``end_reason``), whether the bot ended the call itself (``bot_ended``: the action route
+# answers <Hangup/> or ``then_twiml``, a hand-over's <Dial>), and when Twilio asked the <Connect>'s
+# action about its end (``action_at``, set once: a second request is a replay). A resuming worker reads the
+# turns (each record carries the dialog's snapshot: slots, read-back, language, keypad).
+call_segments = sa.Table(
+    "call_segments",
+    metadata,
+    sa.Column("call_sid", sa.String(64), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("worker", sa.String(64)),
+    sa.Column("started_at", sa.DateTime(timezone=True)),
+    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    sa.Column("end_reason", sa.String(32)),
+    sa.Column("bot_ended", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("then_twiml", sa.Text),
+    sa.Column("action_at", sa.DateTime(timezone=True)),
+    sa.Column("recording_path", sa.String(255)),  # the segment's own recording file (segment 0: the call's row)
+)

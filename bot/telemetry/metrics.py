@@ -75,6 +75,9 @@ class ProcessMetrics:
         for to in ("desk", "emergency"):
             self.transfers.labels(to)  # exported at 0 from the start: the first transfer is a visible increase
         self.turns.labels("error")  # likewise the first apology
+        self.resumes = Counter("voice_calls_resumed", "Media streams resumed on a live worker after they ended "
+                               "without the bot ending the call (issue 46), by how the stream ended", ["why"],
+                               registry=r)
         self.onnx_provider_ok = Gauge("voice_onnx_provider_ok", "1 when the ONNX session runs on tts.require_provider",
                                       ["session"], registry=r)
         self.escape_hatch = Gauge("voice_escape_hatch", "1 per escape hatch active (bot/ops/hatches.py)", ["hatch"],
@@ -90,6 +93,9 @@ class ProcessMetrics:
     def set_escape_hatches(self, hatches: list[str]) -> None:
         for h in hatches:
             self.escape_hatch.labels(hatch_label(h)).set(1)
+
+    def call_resumed(self, why: str) -> None:
+        self.resumes.labels(why).inc()
 
     def call_transferred(self, to: str) -> None:
         self.transfers.labels(to).inc()

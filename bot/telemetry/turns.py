@@ -54,11 +54,16 @@ class CallRecorder:
     (VAD stops, STT, a speculative model call that starts before the turn ends) lands in it.
     """
 
-    def __init__(self, call_id: str, *, qa: bool = False, sink: Callable[[dict], None] | None = None):
+    def __init__(self, call_id: str, *, qa: bool = False, sink: Callable[[dict], None] | None = None,
+                 first_index: int = 0):
         self.call_id = call_id
         self.qa = qa
         self._sink = sink  # the records database (CallLog.turn): each turn as it is answered and closed
         self.started = time.time()
+        # A resumed call (issue 46) goes on numbering the call's turns after the ones already recorded.
+        self.first_index = first_index
+        # What a worker resuming the call needs beyond the turn (the dialog's snapshot), saved with each turn.
+        self.snapshot: Callable[[], dict] | None = None
         self.records: list[TurnRecord] = []
         self.bot_speaking = False
         # Called once with the greeting's record when its first audio goes out (``ProcessMetrics.greeting_sent``).
@@ -67,7 +72,7 @@ class CallRecorder:
         self.current.mark("stream_start", self.started)  # built when the media stream starts
 
     def _new(self, route: str) -> TurnRecord:
-        rec = TurnRecord(call_id=self.call_id, index=len(self.records), route=route, qa=self.qa)
+        rec = TurnRecord(call_id=self.call_id, index=self.first_index + len(self.records), route=route, qa=self.qa)
         self.records.append(rec)
         return rec
 
@@ -114,7 +119,7 @@ class CallRecorder:
     def save(self, rec: TurnRecord) -> None:
         """Hand the turn to the records database (again when it changes: written by call and index)."""
         if self._sink is not None:
-            self._sink(rec.to_dict())
+            self._sink({**rec.to_dict(), **({"dialog": self.snapshot()} if self.snapshot else {})})
 
     def _finish(self, rec: TurnRecord) -> None:
         if rec.route == "pending":

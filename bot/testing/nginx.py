@@ -9,6 +9,7 @@ dir), so nothing of the machine's nginx setup is touched. ``.ci/run`` installs `
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -66,16 +67,34 @@ http {{
             proxy_read_timeout 3600s;
             proxy_send_timeout 3600s;
             proxy_buffering off;
+            proxy_next_upstream error timeout http_503;
         }}
-    }}
+{fallback}    }}
 }}
 """
+FALLBACK = """\
+        location = /twilio/fallback {{
+            default_type application/xml;
+            return 200 '{twiml}';
+        }}
+"""
+DEPLOY_CONF = Path(__file__).resolve().parent.parent.parent / "deploy" / "nginx.conf"
+
+
+def deploy_fallback_twiml(conf: Path = DEPLOY_CONF) -> str:
+    """The static TwiML deploy/nginx.conf answers the number's fallback URL with (issue 46)."""
+    text = conf.read_text(encoding="utf-8")
+    found = re.search(r"location = /twilio/fallback \{[^}]*?return 200 '([^']*)';", text, re.S)
+    if found is None:
+        raise ValueError(f"{conf}: no `location = /twilio/fallback` returning static TwiML")
+    return found.group(1)
 
 
 class NginxProxy:
     """``with NginxProxy([port1, port2]) as proxy: proxy.base_url`` - nginx on a free port."""
 
-    def __init__(self, upstream_ports: list[int], *, port: int | None = None):
+    def __init__(self, upstream_ports: list[int], *, port: int | None = None, fallback_twiml: str | None = None):
+        """``fallback_twiml``: what ``/twilio/fallback`` answers (default: deploy/nginx.conf's)."""
         binary = nginx_binary()
         if binary is None:
             raise NginxUnavailable("nginx is not installed (Debian: apt-get install nginx)")
@@ -89,7 +108,9 @@ class NginxProxy:
         servers = "\n".join(f"        server {u} max_fails=1 fail_timeout=5s;" for u in self.upstreams)
         # As root nginx's workers would run as `nobody`; keep them as the user running the test.
         user = "user root root;\n" if os.geteuid() == 0 else ""
-        self.conf.write_text(CONF.format(tmp=self.tmp, port=self.port, servers=servers, user=user))
+        twiml = deploy_fallback_twiml() if fallback_twiml is None else fallback_twiml
+        self.conf.write_text(CONF.format(tmp=self.tmp, port=self.port, servers=servers, user=user,
+                                         fallback=FALLBACK.format(twiml=twiml)))
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 15.0) -> NginxProxy:

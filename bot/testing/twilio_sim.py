@@ -60,6 +60,7 @@ __all__ = [
     "post_voice_webhook",
     "rms",
     "sign_twilio_request",
+    "stream_action_params",
     "voice_webhook_params",
 ]
 
@@ -123,6 +124,25 @@ def voice_webhook_params(
         "To": to,
         "ToCountry": "KR",
     }
+
+
+def stream_action_params(
+    call_sid: str,
+    *,
+    stream_sid: str | None = None,
+    account_sid: str = DEFAULT_ACCOUNT_SID,
+    from_: str = "+821012345678",
+    to: str = "+827012345678",
+    call_status: str = "in-progress",
+    direction: str = "inbound",
+) -> dict[str, str]:
+    """Form fields Twilio posts to a ``<Connect>``'s ``action`` when its ``<Stream>`` ended: its standard
+    call parameters (the call is still up: ``in-progress``) and the stream's SID."""
+    params = voice_webhook_params(call_sid, account_sid=account_sid, from_=from_, to=to, call_status=call_status,
+                                  direction=direction)
+    if stream_sid:
+        params["StreamSid"] = stream_sid
+    return params
 
 
 async def post_voice_webhook(
@@ -864,3 +884,236 @@ class TwilioCallSimulator:
     def close_reason(self) -> str | None:
         """WebSocket close reason."""
         return self._close_reason
+
+
+# --------------------------------------------------------------------------- a whole call
+
+
+@dataclass
+class StreamLeg:
+    """One ``<Connect><Stream>`` of a whole call (issue 46: a resumed call has several)."""
+
+    index: int
+    sim: TwilioCallSimulator
+    action: str | None  # the <Connect>'s action URL, as the TwiML gave it
+    requested_at: float  # monotonic: the TwiML that opened it was asked for (the webhook, or the last action)
+    connected_at: float = 0.0  # its start message was sent
+    closed_at: float | None = None  # Twilio saw the socket close
+    action_answered_at: float | None = None  # the action's TwiML came back
+
+
+class TwilioCall:
+    """One call as Twilio runs it: the voice webhook, the TwiML it answers, and every verb after.
+
+    ``<Connect><Stream>`` opens a media stream (a ``TwilioCallSimulator``, ``stream``); when the stream
+    closes and the caller has not hung up, Twilio requests the ``<Connect>``'s ``action`` (POST, signed
+    like every webhook, with the call's parameters and the stream's SID) and runs the TwiML it gets:
+    another ``<Connect><Stream>``, ``<Say>`` (recorded in ``said``), ``<Dial>`` (``dialed``: the call is
+    with a person then), ``<Hangup>`` or ``<Reject>`` (the call ends). A ``<Connect>`` without an action
+    ends the call when its stream closes, as Twilio does. ``gaps()``: for each new stream after a closed
+    one, the silence the caller heard across it (the last audible bot audio of the stream that ended, or
+    its close, to the first audible audio of the next), the action's round trip included.
+
+    URLs in the TwiML name the public host; they are requested at ``http_base`` / ``ws_base`` instead,
+    and signed over the public URL with ``auth_token`` (as Twilio signs).
+    """
+
+    def __init__(self, http_base: str, *, public_host: str, auth_token: str, ws_base: str | None = None,
+                 call_sid: str | None = None, from_: str = "+821012345678", to: str = "+827012345678",
+                 account_sid: str = DEFAULT_ACCOUNT_SID, stream_parameters: Mapping[str, str] | None = None,
+                 first_stream_parameters: Mapping[str, str] | None = None,
+                 http: httpx.AsyncClient | None = None, max_streams: int = 8, **sim_kwargs: Any) -> None:
+        """``stream_parameters``: added to every stream's customParameters (a test lab's ``stt_script``);
+        ``first_stream_parameters``: to the first only (a test lab's ``fault``)."""
+        self.http_base = http_base.rstrip("/")
+        self.ws_base = (ws_base or self.http_base.replace("http", "ws", 1)).rstrip("/")
+        self.public_host = public_host
+        self.auth_token = auth_token
+        self.call_sid = call_sid or new_sid("CA")
+        self.account_sid, self.from_, self.to = account_sid, from_, to
+        self.stream_parameters = dict(stream_parameters or {})
+        self.first_stream_parameters = dict(first_stream_parameters or {})
+        self.max_streams = max_streams
+        self._sim_kwargs = sim_kwargs
+        self._http = http
+        self.legs: list[StreamLeg] = []
+        self.said: list[str] = []  # <Say> texts, in order
+        self.dialed: str | None = None  # the number a <Dial> connected the caller to
+        self.twiml: list[tuple[float, str]] = []  # every TwiML document run, with when it came
+        self.ended = asyncio.Event()
+        self.end: str | None = None  # hangup | dial | reject | no_action | caller | error: ...
+        self.ended_at: float | None = None
+        self._new_stream = asyncio.Event()
+        self._caller_hung_up = False
+        self._watch: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> TwilioCall:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.hang_up()
+
+    async def start(self) -> None:
+        """Ring: post the voice webhook and run its TwiML (a stream is open when this returns, or the call ended)."""
+        params = voice_webhook_params(self.call_sid, account_sid=self.account_sid, from_=self.from_, to=self.to)
+        t = time.monotonic()
+        twiml = await self._post(f"https://{self.public_host}/twilio/voice", params)
+        await self._run(twiml, t)
+
+    async def hang_up(self, timeout: float = 5.0) -> None:
+        """The caller hangs up: ``stop`` on the open stream; no action is asked after it."""
+        self._caller_hung_up = True
+        leg = self.legs[-1] if self.legs else None
+        if leg is not None and not leg.sim.closed:
+            await leg.sim.stop(timeout)
+        if leg is not None:
+            await leg.sim.aclose()
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
+        self._finish("caller")
+
+    async def drop_stream(self) -> None:
+        """The open stream's socket breaks between Twilio and the bot (a network reset): it closes
+        without Twilio's ``stop``, and Twilio asks the ``<Connect>``'s action, the call still up."""
+        leg = self.legs[-1]
+        if leg.sim._ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(leg.sim._ws.close(code=1001, reason="network reset"), 2.0)
+
+    # ------------------------------------------------------------------ Twilio's side
+
+    async def _post(self, public_url: str, params: Mapping[str, str]) -> str:
+        parts = public_url.split("/", 3)  # https:, '', host, path?query
+        url = f"{self.http_base}/{parts[3] if len(parts) > 3 else ''}"
+        headers = {"User-Agent": "TwilioProxy/1.1",
+                   "X-Twilio-Signature": sign_twilio_request(public_url, params, self.auth_token)}
+        if self._http is not None:
+            resp = await self._http.post(url, data=dict(params), headers=headers, timeout=15.0)
+        else:
+            async with httpx.AsyncClient(timeout=15.0) as client:  # Twilio's 15 s limit (error 11205)
+                resp = await client.post(url, data=dict(params), headers=headers)
+        if resp.status_code != 200:
+            raise CallClosed(f"{public_url.split('?')[0]} answered HTTP {resp.status_code}: {resp.text[:120]}")
+        return resp.text
+
+    async def _run(self, twiml: str, requested_at: float) -> None:
+        """Run one TwiML document's verbs in order, as Twilio does."""
+        self.twiml.append((time.monotonic(), twiml))
+        root = ET.fromstring(twiml.strip())
+        if root.tag != "Response":
+            raise ValueError(f"TwiML root is <{root.tag}>, expected <Response>")
+        for verb in root:
+            if verb.tag == "Say":
+                self.said.append(verb.text or "")
+            elif verb.tag == "Dial":
+                number = verb.find("./Number")
+                self.dialed = (number.text if number is not None else verb.text or "").strip()
+                self._finish("dial")
+                return
+            elif verb.tag in ("Hangup", "Reject"):
+                self._finish(verb.tag.lower())
+                return
+            elif verb.tag == "Connect":
+                await self._connect(verb, requested_at)
+                return
+        self._finish("hangup")  # no verb left: Twilio ends the call
+
+    async def _connect(self, connect: ET.Element, requested_at: float) -> None:
+        if len(self.legs) >= self.max_streams:
+            self._finish(f"error: more than {self.max_streams} streams")
+            return
+        stream = connect.find("./Stream")
+        if stream is None or not stream.get("url"):
+            self._finish("error: <Connect> without a <Stream url>")
+            return
+        url = stream.get("url", "")
+        params = {p.get("name", ""): p.get("value", "") for p in stream.findall("./Parameter")}
+        ws_url = self.ws_base + "/" + url.split("/", 3)[3]
+        extra = {**self.stream_parameters, **(self.first_stream_parameters if not self.legs else {})}
+        sim = TwilioCallSimulator(ws_url, self.call_sid, custom_parameters={**params, **extra},
+                                  account_sid=self.account_sid, **self._sim_kwargs)
+        leg = StreamLeg(index=len(self.legs), sim=sim, action=connect.get("action"), requested_at=requested_at)
+        await sim.connect()
+        leg.connected_at = sim.started_at
+        self.legs.append(leg)
+        self._new_stream.set()
+        self._watch = asyncio.get_running_loop().create_task(self._when_closed(leg), name=f"twilio-call-{leg.index}")
+
+    async def _when_closed(self, leg: StreamLeg) -> None:
+        await leg.sim.wait_closed(timeout=1e9)
+        leg.closed_at = leg.sim.closed_at or time.monotonic()
+        if self._caller_hung_up:
+            return
+        if not leg.action:
+            self._finish("no_action")
+            return
+        params = stream_action_params(self.call_sid, stream_sid=leg.sim.stream_sid, account_sid=self.account_sid,
+                                      from_=self.from_, to=self.to)
+        try:
+            twiml = await self._post(leg.action, params)
+            leg.action_answered_at = time.monotonic()
+            self._new_stream.clear()
+            await self._run(twiml, leg.closed_at)
+        except Exception as e:  # noqa: BLE001 - Twilio would end the call: the test sees why
+            self._finish(f"error: {type(e).__name__}: {e}"[:200])
+
+    def _finish(self, why: str) -> None:
+        if not self.ended.is_set():
+            self.end, self.ended_at = why, time.monotonic()
+            self.ended.set()
+            self._new_stream.set()
+
+    # ------------------------------------------------------------------ the caller's side
+
+    @property
+    def stream(self) -> TwilioCallSimulator:
+        """The media stream open now (the last one)."""
+        if not self.legs:
+            raise CallClosed("no stream was opened")
+        return self.legs[-1].sim
+
+    async def wait_next_stream(self, after: int, timeout: float = 15.0) -> TwilioCallSimulator:
+        """The stream opened after leg ``after`` (e.g. ``len(call.legs) - 1`` before a fault); raises
+        ``CallClosed`` when the call ended instead."""
+        deadline = time.monotonic() + timeout
+        while not self.legs or self.legs[-1].index <= after:
+            if self.ended.is_set():
+                raise CallClosed(f"the call ended ({self.end}) before a new stream")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no new stream within {timeout:.1f}s")
+            self._new_stream.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_stream.wait(), min(left, 0.5))
+        return self.legs[-1].sim
+
+    async def wait_ended(self, timeout: float = 15.0) -> str | None:
+        await asyncio.wait_for(self.ended.wait(), timeout)
+        return self.end
+
+    def gaps(self) -> list[dict[str, float | None]]:
+        """For each stream after the first: the caller's silence across the change, in seconds.
+
+        ``silence``: from the end of the last audible bot audio of the stream before (or its close,
+        when it was quiet) to the first audible audio of this one (None: none heard yet).
+        ``action_s``: the close to the action's TwiML; ``connect_s``: that TwiML to the new stream's start.
+        """
+        out: list[dict[str, float | None]] = []
+        for before, leg in zip(self.legs, self.legs[1:], strict=False):
+            heard = before.sim.heard_intervals()
+            closed = before.closed_at or before.sim.closed_at or 0.0
+            quiet_from = min(heard[-1][1], closed) if heard else closed
+            first = leg.sim.audible_media_times[0] if leg.sim.audible_media_times else None
+            out.append({
+                "silence": (first - quiet_from) if first is not None else None,
+                "action_s": (before.action_answered_at - closed) if before.action_answered_at else None,
+                "connect_s": leg.connected_at - (before.action_answered_at or closed),
+                "closed_at": closed,
+                "first_audio_at": first,
+            })
+        return out

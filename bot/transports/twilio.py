@@ -35,15 +35,22 @@ MAX_MESSAGE_CHARS = 64 * 1024
 EXPECTED_FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
 
 
-def build_stream_twiml(public_host: str, token: str, *, callback: bool = False) -> str:
+def build_stream_twiml(public_host: str, token: str, *, callback: bool = False, action: str | None = None,
+                       segment: int = 0) -> str:
     """TwiML that connects the call to our media-stream WebSocket, carrying the call's token
-    (``callback``: a callback we placed; the server looks its row up by the CallSid)."""
+    (``callback``: a callback we placed; the server looks its row up by the CallSid).
+
+    ``action``: the URL Twilio requests when the stream ends, the call still up (``bot/store/segments.py``);
+    ``segment``: which of the call's streams this is (0: the webhook's; more: a resume).
+    """
     response = VoiceResponse()
-    connect = Connect()
+    connect = Connect(action=action, method="POST") if action else Connect()
     stream = Stream(url=f"wss://{public_host}/twilio/media")
     stream.append(Parameter(name="token", value=token))
     if callback:
         stream.append(Parameter(name="callback", value="1"))
+    if segment:
+        stream.append(Parameter(name="seg", value=str(segment)))
     connect.append(stream)
     response.append(connect)
     return str(response)
@@ -54,6 +61,13 @@ def build_say_twiml(message: str, language: str = "ko") -> str:
     answering machine's message)."""
     response = VoiceResponse()
     response.say(message, language=languages.get(language).say_voice)  # bot/languages/<code>/
+    response.hangup()
+    return str(response)
+
+
+def build_hangup_twiml() -> str:
+    """The call is over: ``<Hangup/>`` (the action route's answer to a call the bot ended)."""
+    response = VoiceResponse()
     response.hangup()
     return str(response)
 
@@ -209,6 +223,7 @@ class PhoneSerializer(TwilioFrameSerializer):
         *args,
         fast_input_resampler: bool = True,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        on_end: Callable[[], Awaitable[None]] | None = None,
         transfer_target: Callable[[], str | None] = lambda: None,
         transfer_twiml: Callable[[str], str] | None = None,
         api: TwilioAPI | None = None,
@@ -219,6 +234,9 @@ class PhoneSerializer(TwilioFrameSerializer):
         self._transfer_twiml = transfer_twiml or build_dial_twiml
         self._api = api
         self._on_stop = on_stop
+        # The bot ends the call (an EndFrame): awaited before the hang-up or the stream's close, so that
+        # the <Connect>'s action, asked once the stream closes, reads that the bot ended it (issue 46).
+        self._on_end = on_end
         self.caller_hung_up = False
         if fast_input_resampler:
             self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
@@ -238,6 +256,9 @@ class PhoneSerializer(TwilioFrameSerializer):
         if isinstance(frame, (EndFrame, CancelFrame)):
             if self.caller_hung_up:
                 return None  # Twilio already ended the call; nothing to hang up
+            if isinstance(frame, EndFrame) and self._on_end is not None:
+                on_end, self._on_end = self._on_end, None
+                await on_end()
             number = self._transfer_target() if isinstance(frame, EndFrame) else None
             if number and self._params.auto_hang_up and not self._hangup_attempted:
                 self._hangup_attempted = True

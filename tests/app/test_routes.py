@@ -61,6 +61,7 @@ OPERATIONS = "operations listener only"
 PUBLIC_ROUTES = {
     ("POST", "/twilio/voice"): TWILIO,
     ("POST", "/twilio/whisper"): TWILIO,  # what the desk hears first on a warm transfer
+    ("POST", "/twilio/stream-ended"): TWILIO,  # a <Connect>'s action (issue 46): also our signature in its URL
     ("POST", "/twilio/callback/answer"): TWILIO,  # a placed callback answered (bot/aftercall/callbacks.py)
     ("POST", "/twilio/callback/amd"): TWILIO,  # its answering-machine detection
     ("POST", "/twilio/callback/status"): TWILIO,  # its end: done, or tried again
@@ -236,6 +237,10 @@ def test_the_twilio_and_qa_routes_refuse_anonymous_callers():
         signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
         ok = client.post(url, data=whisper, headers={"X-Twilio-Signature": signed})
         assert ok.status_code == 200 and "<Say" in ok.text
+        url = "/twilio/stream-ended?seg=0&sig=x"  # a stream's end (issue 46): Twilio's signature, then ours
+        assert client.post(url, data=whisper).status_code == 403
+        signed = sign_twilio_request(f"https://voice.example.org{url}", whisper, AUTH)
+        assert client.post(url, data=whisper, headers={"X-Twilio-Signature": signed}).status_code == 403
         for route in ("answer", "amd", "status"):  # a placed callback's webhooks (bot/aftercall/callbacks.py)
             url = f"/twilio/callback/{route}?id=1"
             assert client.post(url, data=whisper).status_code == 403

@@ -20,6 +20,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from bot.testing.twilio_sim import (
     FRAME_BYTES,
     CallClosed,
+    TwilioCall,
     TwilioCallSimulator,
     parse_twiml_stream,
     post_voice_webhook,
@@ -403,3 +404,93 @@ def test_parse_twiml_stream() -> None:
     ):
         with pytest.raises(ValueError):
             parse_twiml_stream(bad)
+
+
+class FakeActions:
+    """The HTTP side of a bot for ``TwilioCall``: the voice webhook and a <Connect>'s action, scripted.
+
+    Each request's form must carry Twilio's signature over the public URL (query included); ``answers``
+    maps a path with its query to the TwiML answered.
+    """
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.forms: list[tuple[str, dict[str, str]]] = []
+        self.bad: list[str] = []
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        form = dict(parse_qsl(request.content.decode()))
+        where = request.url.raw_path.decode()
+        public = f"https://public.example{where}"
+        if not RequestValidator(AUTH_TOKEN).validate(public, form, request.headers.get("X-Twilio-Signature", "")):
+            self.bad.append(where)
+            return httpx.Response(403)
+        self.forms.append((where, form))
+        return httpx.Response(200, text=self.answers[where], headers={"Content-Type": "application/xml"})
+
+
+def connect(segment: int, token: str) -> str:
+    return ('<?xml version="1.0" encoding="UTF-8"?><Response>'
+            f'<Connect action="https://public.example/twilio/stream-ended?seg={segment}&amp;sig=s{segment}">'
+            f'<Stream url="wss://public.example/twilio/ws"><Parameter name="token" value="{token}"/></Stream>'
+            "</Connect></Response>")
+
+
+async def test_a_whole_call_asks_the_action_when_its_stream_closes_and_follows_the_twiml(
+        fake: FakeTwilioServer) -> None:
+    """Issue 46: the stream closed by the bot's side, Twilio asks the <Connect>'s action (signed, with the
+    call's parameters and the stream's SID) and runs what it answers: a new stream, then <Say> and <Dial>."""
+    actions = FakeActions({
+        "/twilio/voice": connect(0, "t0"),
+        "/twilio/stream-ended?seg=0&sig=s0": connect(1, "t1"),
+        "/twilio/stream-ended?seg=1&sig=s1": '<Response><Say language="ko-KR">연결합니다</Say>'
+                                             "<Dial>+8221200000</Dial></Response>",
+    })
+    async with httpx.AsyncClient(transport=httpx.MockTransport(actions.handle)) as http:
+        call = TwilioCall("http://127.0.0.1:9", ws_base=f"ws://127.0.0.1:{fake.port}", public_host="public.example",
+                          auth_token=AUTH_TOKEN, http=http, from_="+821055501234")
+        async with call:
+            first = call.stream
+            await first.send_dtmf("2")  # the bot speaks 2 s ...
+            await first.wait_for_media(timeout=5)
+            await asyncio.sleep(0.3)
+            await first.send_dtmf("9")  # ... and its socket closes mid-sentence (a killed worker)
+            second = await call.wait_next_stream(0, timeout=5)
+            assert second is not first and second.call_sid == first.call_sid
+            await asyncio.sleep(0.5)  # the new stream's bot is quiet this long, then speaks
+            await second.send_dtmf("2")
+            await second.wait_for_media(timeout=5)
+            (gap,) = call.gaps()
+            # The caller heard nothing from the close (mid-sentence) to the new stream's first audio.
+            assert 0.5 <= gap["silence"] < 2.0, gap
+            assert gap["action_s"] is not None and gap["action_s"] < 1.0
+            await second.send_dtmf("9")
+            assert await call.wait_ended(5) == "dial"
+    assert actions.bad == []
+    assert call.dialed == "+8221200000" and call.said == ["연결합니다"]
+    assert [m["start"]["customParameters"]["token"] for m in fake.events("start")] == ["t0", "t1"]
+    (where0, form0), (where1, form1) = actions.forms[1:]
+    assert where0.startswith("/twilio/stream-ended?seg=0") and where1.startswith("/twilio/stream-ended?seg=1")
+    assert form0["CallSid"] == call.call_sid and form0["CallStatus"] == "in-progress"
+    assert form0["StreamSid"] == first.stream_sid and form1["StreamSid"] == second.stream_sid
+    assert form0["From"] == "+821055501234" and {"AccountSid", "To", "Direction"} <= set(form0)
+
+
+async def test_a_stream_closed_by_hangup_twiml_ends_the_call_and_a_caller_hang_up_asks_nothing(
+        fake: FakeTwilioServer) -> None:
+    actions = FakeActions({"/twilio/voice": connect(0, "t0"),
+                           "/twilio/stream-ended?seg=0&sig=s0": "<Response><Hangup/></Response>"})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(actions.handle)) as http:
+        call = TwilioCall("http://127.0.0.1:9", ws_base=f"ws://127.0.0.1:{fake.port}", public_host="public.example",
+                          auth_token=AUTH_TOKEN, http=http)
+        async with call:
+            await call.stream.send_dtmf("9")
+            assert await call.wait_ended(5) == "hangup"
+        assert len(call.legs) == 1
+        hung_up = TwilioCall("http://127.0.0.1:9", ws_base=f"ws://127.0.0.1:{fake.port}",
+                             public_host="public.example", auth_token=AUTH_TOKEN, http=http)
+        async with hung_up:
+            await asyncio.sleep(0.1)
+        assert hung_up.end == "caller"
+    # One action request in all: the caller's own hang-up is not a stream Twilio asks about.
+    assert [w for w, _ in actions.forms if "stream-ended" in w] == ["/twilio/stream-ended?seg=0&sig=s0"]

@@ -17,9 +17,10 @@ from bot.aftercall.callbacks import is_machine
 from bot.aftercall.twilio_api import TwilioAPIError
 from bot.app.context import AppContext
 from bot.app.routes.signed import signed_form
+from bot.app.routes.stream_ended import stream_twiml
 from bot.call.wiring import make_policy
 from bot.privacy import mask
-from bot.transports.twilio import build_say_twiml, build_stream_twiml
+from bot.transports.twilio import build_say_twiml
 
 ENDED = ("completed", "no-answer", "busy", "failed", "canceled")  # Twilio's CallStatus for a call that is over
 
@@ -57,7 +58,7 @@ async def _answered(ctx: AppContext, form: dict, cb: dict, callback_id: int) -> 
                        mask(call_sid), busy)
         return Response(machine_twiml(ctx, cb), media_type="application/xml")
     logger.info("callback {} (call {}) answered; the bot takes it", callback_id, mask(call_sid))
-    return Response(build_stream_twiml(ctx.config.server.public_host, issued.token, callback=True),
+    return Response(stream_twiml(ctx, call_sid, issued.token, callback=True),
                     media_type="application/xml")
 
 

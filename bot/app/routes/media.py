@@ -8,10 +8,12 @@ full or draining plays the busy message itself. Each admitted stream runs one ``
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import PlainTextResponse
 from loguru import logger
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from pipecat.workers.runner import WorkerRunner
@@ -19,18 +21,24 @@ from pipecat.workers.runner import WorkerRunner
 from bot.app.context import AppContext
 from bot.app.routes.transfer import transfer_target, transfer_twiml
 from bot.call.noise_filter import make_audio_in_filter
-from bot.call.openings import speak_callback_opening, speak_greeting
-from bot.call.request import CallRequest
+from bot.call.openings import speak_callback_opening, speak_greeting, speak_resumed
+from bot.call.request import CallRequest, Resume
 from bot.line.admission import play_busy_and_close
 from bot.line.tokens import TokenRefused
 from bot.privacy import mask
+from bot.store.segments import HANDOVER, end_segment, resume_context
 from bot.transports.twilio import (
     PhoneSerializer,
     StreamProtocolError,
     StreamStart,
+    build_dial_twiml,
     media_format_problem,
     read_stream_start,
 )
+
+RESUME_READ_SECS = 2.0  # the caller waits in silence for this: the records read for a resume
+HANDOVER_WAIT_SECS = 15.0  # drain: the longest wait for the bot to finish a sentence before the hand-over
+_SENTENCE_END = re.compile(r"(?<=[.?!。])\s+")
 
 
 def router(ctx: AppContext) -> APIRouter:
@@ -38,6 +46,12 @@ def router(ctx: AppContext) -> APIRouter:
 
     @router.websocket("/twilio/media")
     async def twilio_media(websocket: WebSocket):
+        if ctx.gate.draining and ctx.config.server.drain_handover:
+            # Handing calls over: a stream (a resumed call's) belongs on another worker; the proxy
+            # tries the next one on 503 (deploy/nginx.conf). Nothing is read or held here.
+            ctx.gate.refuse("stream_draining")
+            await websocket.send_denial_response(PlainTextResponse("draining", status_code=503))
+            return
         start = await _read_start(ctx, websocket)
         if start is None:
             return
@@ -47,9 +61,49 @@ def router(ctx: AppContext) -> APIRouter:
         caller, issued_by = admitted
         logger.info("call {}: stream token issued by worker {}, call runs on worker {}", mask(start.call_sid),
                     issued_by or "?", ctx.line.worker)
-        await PhoneCall(ctx, websocket, start, caller).run()
+        segment = _segment(start)
+        resume = await read_resume(ctx, start.call_sid, segment) if segment else None
+        await PhoneCall(ctx, websocket, start, caller, segment=segment, resume=resume).run()
 
     return router
+
+
+def _segment(start: StreamStart) -> int:
+    """Which of the call's streams this is: 0, or the resume's (our TwiML's ``seg``; its token is checked)."""
+    seg = start.custom_parameters.get("seg", "0")
+    return int(seg) if seg.isdigit() and len(seg) < 4 else 0
+
+
+async def read_resume(ctx: AppContext, call_sid: str, segment: int) -> Resume:
+    """The call so far, from the records: its turns (the model's context), the dialog's snapshot after
+    the last one, the emergency said. The database down: the call goes on without its past (logged)."""
+    try:
+        turns, before = await asyncio.wait_for(
+            asyncio.to_thread(resume_context, ctx.records.store, call_sid, segment), RESUME_READ_SECS)
+    except Exception as e:  # noqa: BLE001 - slow or down: the caller still gets the bot, and hears the sentence
+        logger.error("call {}: resumed WITHOUT its past: the records were not read ({}: {})", mask(call_sid),
+                     type(e).__name__, str(e)[:120])
+        return Resume(segment=segment)
+    history: list[dict] = []
+    dialog = emergency = None
+    for turn in turns:
+        if turn["transcript"]:
+            history.append({"role": "user", "content": turn["transcript"]})
+        if turn["reply"]:
+            history.append({"role": "assistant", "content": turn["reply"]})
+        dialog = (turn["record"] or {}).get("dialog") or dialog
+        if turn["escalation"] and turn["reply"]:
+            emergency = _SENTENCE_END.split(turn["reply"].strip(), maxsplit=1)[0]  # the first names the number
+    first = max((t["idx"] for t in turns), default=-1) + 1
+    # The sentence is said once in a call, and not after a drain's hand-over (made while the bot and
+    # the caller were quiet: nothing was lost); an emergency is told again all the same.
+    quiet = before == HANDOVER or any(t["route"] == "resumed" for t in turns)
+    logger.info("call {}: resuming as stream {} (the last ended: {}): {} turns, dialog {}, emergency {}{}",
+                mask(call_sid), segment, before or "no end recorded", len(turns),
+                "restored" if dialog else "not recorded", "said again" if emergency else "none",
+                ", quietly" if quiet else "")
+    return Resume(segment=segment, first_turn=first, history=tuple(history), dialog=dialog, emergency=emergency,
+                  quiet=quiet)
 
 
 async def _read_start(ctx: AppContext, websocket: WebSocket) -> StreamStart | None:
@@ -116,19 +170,23 @@ async def _admit_stream(ctx: AppContext, websocket: WebSocket,
 class PhoneCall:
     """One phone call on its media stream: serializer, transport and pipeline, from greeting to records."""
 
-    def __init__(self, ctx: AppContext, websocket: WebSocket, start: StreamStart, caller: str | None):
+    def __init__(self, ctx: AppContext, websocket: WebSocket, start: StreamStart, caller: str | None, *,
+                 segment: int = 0, resume: Resume | None = None):
         self.ctx, self.start, self.caller = ctx, start, caller
+        self.websocket, self.segment, self.resume = websocket, segment, resume
         config, secrets = ctx.config, ctx.secrets
         creds = bool(secrets.twilio_account_sid and secrets.twilio_auth_token)
+        self.auto_hang_up = creds and config.twilio.auto_hang_up  # the REST API hangs up and transfers
         self.serializer = PhoneSerializer(
             start.stream_sid,
             call_sid=start.call_sid,
             account_sid=secrets.twilio_account_sid,
             auth_token=secrets.twilio_auth_token,
             base_url=config.twilio.api_base_url or None,
-            params=PhoneSerializer.InputParams(auto_hang_up=creds and config.twilio.auto_hang_up),
+            params=PhoneSerializer.InputParams(auto_hang_up=self.auto_hang_up),
             fast_input_resampler=config.turn.fast_input_resampler,
             on_stop=self.stop,
+            on_end=self._bot_ends,
             transfer_target=lambda: transfer_target(config, self.session.dialog),
             transfer_twiml=lambda number: transfer_twiml(ctx, self.session, start.call_sid, number),
             api=ctx.twilio_api,
@@ -140,9 +198,55 @@ class PhoneCall:
         )
         self.session = ctx.call_builder(CallRequest(config=config, secrets=secrets, models=ctx.models,
                                                     transport=self.transport, call_id=start.call_sid,
-                                                    records=ctx.records, stream_parameters=start.custom_parameters))
+                                                    records=ctx.records, stream_parameters=start.custom_parameters,
+                                                    resume=resume))
         # The SMS offer needs a number to text, kept on the call's row (records on).
         self.session.dialog.textable = bool(caller) and config.records.enabled
+        # Each turn's record carries the dialog's snapshot: a worker resuming the call rebuilds it (issue 46).
+        self.session.recorder.snapshot = self.session.dialog.snapshot
+        self.session.recorder.caller = caller  # masked in the call's trace (bot/telemetry/tracing.py)
+
+    async def _bot_ends(self) -> None:
+        """The bot ends the call: said in the records before the stream closes, so that the <Connect>'s
+        action answers <Hangup/> (or the hand-over's TwiML), never a resume."""
+        ctx, session, call_sid = self.ctx, self.session, self.start.call_sid
+        dialog, then = session.dialog, None
+        number = transfer_target(ctx.config, dialog)
+        if number:  # without the REST API (no credentials) the action carries the hand-over out
+            then = (transfer_twiml(ctx, session, call_sid, number) if not self.auto_hang_up
+                    else build_dial_twiml(number))
+        reason = ("emergency_transfer" if dialog.transfer_to else "transfer") if dialog.transfer_requested \
+            else "completed" if dialog.ended else session.end_reason or "completed"
+        try:
+            await asyncio.wait_for(asyncio.to_thread(end_segment, ctx.records.store, call_sid, self.segment,
+                                                     reason=reason, bot_ended=True, then_twiml=then),
+                                   RESUME_READ_SECS)
+        except Exception as e:  # noqa: BLE001 - the action then resumes the call: a sentence, not a lost caller
+            logger.error("call {}: the bot's end not recorded ({}: {})", mask(call_sid), type(e).__name__,
+                         str(e)[:120])
+
+    async def hand_over(self, max_wait_secs: float = HANDOVER_WAIT_SECS) -> None:
+        """Drain (``server.drain_handover``): at the next moment the bot is not speaking and no caller's
+        turn waits for its answer, close the stream so that Twilio asks the <Connect>'s action, which
+        resumes the call on another worker."""
+        ctx, session, call_sid = self.ctx, self.session, self.start.call_sid
+        deadline = time.monotonic() + max_wait_secs
+        def busy() -> bool:  # the bot's audio still playing, or a caller's turn waiting for its answer
+            rec = session.recorder
+            return self.serializer.bot_audio_pending() or rec.bot_speaking or rec.current.route == "pending"
+
+        while busy() and time.monotonic() < deadline:  # noqa: ASYNC110 - three clocks, no event to wait on
+            await asyncio.sleep(0.05)
+        session.end_reason = HANDOVER
+        try:
+            await asyncio.wait_for(asyncio.to_thread(end_segment, ctx.records.store, call_sid, self.segment,
+                                                     reason=HANDOVER, bot_ended=False), RESUME_READ_SECS)
+        except Exception as e:  # noqa: BLE001 - an unrecorded end resumes the call all the same
+            logger.error("call {}: hand-over not recorded ({}: {})", mask(call_sid), type(e).__name__, str(e)[:120])
+        logger.warning("call {}: drain: handing the call over (stream {} closed)", mask(call_sid), self.segment)
+        with suppress(Exception):
+            await self.websocket.close(code=1000, reason="handover")
+        await session.worker.cancel()
 
     async def stop(self) -> None:
         """Twilio's stop message: the caller hung up."""
@@ -161,12 +265,17 @@ class PhoneCall:
         ctx.metrics.call_started()
         session.recorder.on_greeting = ctx.metrics.greeting_sent  # observed when it plays, not at the call's end
         ctx.records.call_started(start.call_sid, caller=self.caller, qa=False)
+        ctx.records.segment_started(start.call_sid, self.segment)
+        ctx.phone_calls[start.call_sid] = self
         # A booked callback we placed (the hint is in our stream TwiML; the row is the authority).
-        callback = await self._placed_callback() if start.custom_parameters.get("callback") else None
+        callback = await self._placed_callback() \
+            if start.custom_parameters.get("callback") and self.resume is None else None
 
         @self.transport.event_handler("on_client_connected")
         async def _connected(_t, _ws):
-            if callback is not None:
+            if self.resume is not None:
+                await speak_resumed(session, self.resume.emergency, sentence=not self.resume.quiet)
+            elif callback is not None:
                 await speak_callback_opening(session, callback["reception_no"], callback.get("ticket"))
             else:
                 await speak_greeting(session, ctx.config.call.greeting, ctx.config.call.recording_notice)
@@ -185,6 +294,8 @@ class PhoneCall:
         finally:
             ctx.calls.active.pop(start.call_sid, None)
             ctx.gate.sessions.pop(start.call_sid, None)
+            ctx.phone_calls.pop(start.call_sid, None)
+            ctx.records.segment_ended(start.call_sid, self.segment, session.end_reason or "hangup")
             ctx.gate.count_ignored(start.call_sid, self.serializer.ignored)
             ctx.finish_call(session)
 

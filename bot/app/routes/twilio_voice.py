@@ -11,10 +11,11 @@ from fastapi.responses import PlainTextResponse, Response
 from loguru import logger
 
 from bot.app.context import AppContext
+from bot.app.routes.stream_ended import stream_twiml
 from bot.line.admission import REPLAYED
 from bot.line.callgate import FormTooLarge, read_webhook_form
 from bot.privacy import mask
-from bot.transports.twilio import build_busy_twiml, build_stream_twiml, signature_is_valid
+from bot.transports.twilio import build_busy_twiml, signature_is_valid
 
 
 def router(ctx: AppContext) -> APIRouter:
@@ -47,7 +48,7 @@ def router(ctx: AppContext) -> APIRouter:
             return Response(build_busy_twiml(ctx.canned.busy), media_type="application/xml")
         logger.info("call {} from {}: webhook accepted by worker {}", mask(call_sid), mask(form.get("From", "?")),
                     line.worker)
-        return Response(build_stream_twiml(config.server.public_host, issued.token), media_type="application/xml")
+        return Response(stream_twiml(ctx, call_sid, issued.token), media_type="application/xml")
 
     return router
 

@@ -1,0 +1,33 @@
+"""Issue 46: a call's media streams (segments), so a call survives a dying worker and a rolling deploy
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-05
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "call_segments",
+        sa.Column("call_sid", sa.String(64), primary_key=True),
+        sa.Column("idx", sa.Integer, primary_key=True),
+        sa.Column("worker", sa.String(64)),
+        sa.Column("started_at", sa.DateTime(timezone=True)),
+        sa.Column("ended_at", sa.DateTime(timezone=True)),
+        sa.Column("end_reason", sa.String(32)),
+        sa.Column("bot_ended", sa.Boolean, nullable=False, server_default=sa.false()),
+        sa.Column("then_twiml", sa.Text),
+        sa.Column("action_at", sa.DateTime(timezone=True)),
+        sa.Column("recording_path", sa.String(255)),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("call_segments")
