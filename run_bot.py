@@ -9,7 +9,8 @@
     python run_bot.py chat               # text conversation through the same dialog stage
     python run_bot.py bench [--calls N] [--baseline stock]  # latency distribution, N simulated callers
     python run_bot.py calls [--since DATE] [--json] | tickets [--status open] | ticket NUMBER --status done
-    python run_bot.py recording export CALL_SID DIR | recording hold NUMBER --note WHY | recording release NUMBER
+    python run_bot.py recording export CALL_SID DIR --reason WHY | recording hold NUMBER --note WHY | recording release NUMBER
+    python run_bot.py audit --month YYYY-MM   # the access audit's monthly review
 
 Every command takes --config PATH and repeatable --set section.key=value.
 """
@@ -195,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.tools.recording import add_arguments as recording_arguments
 
     recording_arguments(p, common=_common)  # --config after `recording export ...` too
+    p = sub.add_parser("audit", help="the access audit's monthly review: downloads, playback, exports, the unusual")
+    _common(p)
+    from bot.tools.audit import add_arguments as audit_arguments
+
+    audit_arguments(p)
     p = sub.add_parser("desk", help="serve the staff desk alone (docs/desk.md)")
     _common(p)
     p.add_argument("--host", default="127.0.0.1")
@@ -404,6 +410,13 @@ def cmd_callbacks(config, args) -> int:
 
 
 @_desk_command
+def cmd_audit(config, args) -> int:
+    from bot.tools.audit import run_audit
+
+    return run_audit(config, args)
+
+
+@_desk_command
 def cmd_recording(config, args) -> int:
     from bot.tools.recording import run
 
@@ -470,6 +483,7 @@ def cmd_abuse(config, args) -> int:
 
 
 COMMANDS["abuse"] = cmd_abuse
+COMMANDS["audit"] = cmd_audit
 
 
 @_desk_command

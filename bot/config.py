@@ -507,6 +507,20 @@ class DeskConfig:
     login_max_delay_secs: float = 10.0
     # Which department resolves each category's tickets (domain.toml categories -> directory.toml ids).
     departments_file: str = "bot/desk/departments.toml"
+    # The access audit (who played, copied, downloaded, exported or opened which call, and refusals): kept this
+    # long, never removed by the records' retention (PIPA security standard art. 8: at least 1 year, 2 with
+    # 50,000 data subjects or unique identifiers); 0 keeps it forever.
+    audit_retention_days: float = 730.0
+    # The monthly review (run_bot.py audit --month, /desk/audit) lists an account that opened more calls than
+    # this in one day.
+    review_many_calls: int = 50
+
+    def __post_init__(self) -> None:
+        if self.audit_retention_days and self.audit_retention_days < 365:
+            raise ConfigError(f"desk.audit_retention_days: {self.audit_retention_days:g} days; access logs are kept at "
+                              "least a year (365; 730 with 50,000 data subjects or unique identifiers), or 0: forever")
+        if self.review_many_calls < 1:
+            raise ConfigError(f"desk.review_many_calls: {self.review_many_calls} (at least 1)")
 
 
 @dataclass(frozen=True)

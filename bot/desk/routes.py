@@ -43,6 +43,7 @@ from bot.desk.headers import CSP  # noqa: F401  (the desk's policy; the QA page 
 from bot.desk.recordings import add_recording_routes
 from bot.desk.service import add_service_routes
 from bot.privacy import mask
+from bot.store import recordings
 from bot.store.db import StoreError
 from bot.store.schema import STAFF_ROLES, TICKET_STATUSES
 
@@ -315,6 +316,9 @@ def build_router(ctx: DeskContext) -> APIRouter:
     def ticket_page(request: Request, reception_no: str):
         who = login_required(request)
         ticket = visible_ticket(who, reception_no)
+        if ticket.get("call_sid"):  # the call's words and player: a reading of that call (the access audit)
+            recordings.note_access(store, ticket["call_sid"], actor=who.username, action="view",
+                                   reception_no=reception_no, address=address(request))
         return page(request, "ticket.html", who, t=ticket, **queries.ticket_detail(store, ticket))
 
     @router.post("/tickets/{reception_no}/status")

@@ -21,6 +21,7 @@ from bot.config import Config, Secrets
 from bot.core.errors import StartupError
 from bot.privacy import mask, mask_turn
 from bot.recording import files
+from bot.store.audit import purge_audit
 from bot.store.db import Store, now, open_store
 from bot.store.recordings import fill_cut_off_lengths, held_past_retention, purge_recordings, set_recording
 from bot.store.segments import end_segment, open_segment, set_segment_recording
@@ -43,6 +44,8 @@ class CallLog:
         # Call recordings (bot/recording/): their directory and retention ([recording]; 0 keeps them).
         self.recordings_dir: Path | None = None
         self.recording_retention_days = 0.0
+        # The access audit's own period (desk.audit_retention_days; 0 keeps it): never the records' retention's.
+        self.audit_retention_days = 0.0
 
     @classmethod
     def open(cls, config: Config, secrets: Secrets | None = None) -> CallLog:
@@ -54,6 +57,7 @@ class CallLog:
                   max_pending=rc.max_pending)
         log.recordings_dir = config.path(config.recording.dir)
         log.recording_retention_days = config.recording.retention_days
+        log.audit_retention_days = config.desk.audit_retention_days
         if config.recording.enabled:
             try:
                 files.check_writable(log.recordings_dir)
@@ -75,6 +79,7 @@ class CallLog:
             what += ["its transfer note"] * kept["transfer_note"] + ["its recording"] * kept["recording"]
             logger.info("records: kept call {}'s {} past retention: ticket(s) {} under legal hold", mask(kept["call_sid"]),
                         ", ".join(what), ", ".join(kept["tickets"]))
+        purge_audit(self.store, self.audit_retention_days)  # its own period, whatever the records'
         if self.recording_retention_days > 0 and self.recordings_dir is not None:
             purge_recordings(self.store, self.recordings_dir, self.recording_retention_days)
         if self.retention_days > 0:
@@ -94,7 +99,8 @@ class CallLog:
                 await asyncio.sleep(RETENTION_EVERY_SECS)
                 self.writer.submit("retention", lambda s: self.apply_retention())
 
-        if (self.retention_days > 0 or self.recording_retention_days > 0) and self._retention_task is None:
+        if (self.retention_days > 0 or self.recording_retention_days > 0 or self.audit_retention_days > 0) and \
+                self._retention_task is None:
             self._retention_task = asyncio.create_task(daily())
 
     async def aclose(self) -> None:

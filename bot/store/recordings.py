@@ -81,14 +81,14 @@ def note_access(store: Store, call_sid: str, *, actor: str, action: str, recepti
                 address: str | None = None, refused: str | None = None, reason: str | None = None,
                 fold: bool | None = None, window_secs: float = ACCESS_WINDOW_SECS) -> bool:
     """Audit a playback, copy, download or export, or a refused attempt at one (``refused``: why); True when a
-    new row was written. ``fold`` (default: a playback or a refusal): a row of the same person, call, action
+    new row was written. ``fold`` (default: a playback, a view or a refusal): a row of the same person, call, action
     and outcome within ``window_secs`` already stands for this one (a player's seeks, a retried refusal)."""
     if action not in RECORDING_ACTIONS:
         raise StoreError(f"unknown recording action {action!r}")
     if refused is not None and refused not in RECORDING_REFUSALS:
         raise StoreError(f"unknown refusal {refused!r}")
     if fold is None:
-        fold = action == "play" or refused is not None
+        fold = action in ("play", "view") or refused is not None
     call_sid, actor = call_sid[:64], actor[:64]
     t = now()
     ra = recording_access.c
@@ -96,7 +96,8 @@ def note_access(store: Store, call_sid: str, *, actor: str, action: str, recepti
         if fold:
             same = [ra.call_sid == call_sid, ra.actor == actor, ra.action == action,
                     ra.at >= t - dt.timedelta(seconds=window_secs),
-                    ra.refused.is_(None) if refused is None else ra.refused == refused]
+                    ra.refused.is_(None) if refused is None else ra.refused == refused,
+                    ra.reception_no.is_(None) if reception_no is None else ra.reception_no == reception_no]
             if address is not None:
                 same.append(ra.address == address)
             if conn.execute(sa.select(ra.id).where(*same).limit(1)).first() is not None:
@@ -110,15 +111,18 @@ def note_access(store: Store, call_sid: str, *, actor: str, action: str, recepti
     else:
         logger.info("records: {} {} the recording of call {}{}", actor, {
             "play": "played", "copy": "copied the whole of", "download": "downloaded", "export": "exported",
-            "export_unmasked": "exported UNMASKED"}[action], mask(call_sid), f" ({mask(reason)})" if reason else "")
+            "export_unmasked": "exported UNMASKED", "view": "opened the page of"}[action], mask(call_sid),
+            f" ({mask(reason)})" if reason else "")
     return True
 
 
-def access_log(store: Store, call_sid: str) -> list[dict[str, Any]]:
+def access_log(store: Store, call_sid: str, *, views: bool = False) -> list[dict[str, Any]]:
+    """The call's access rows, oldest first: the recording's (``views``: its pages opened too)."""
+    q = sa.select(recording_access).where(recording_access.c.call_sid == call_sid)
+    if not views:
+        q = q.where(recording_access.c.action != "view")
     with store.engine.connect() as conn:
-        return [{**dict(r), "at": _utc(r["at"])} for r in conn.execute(
-            sa.select(recording_access).where(recording_access.c.call_sid == call_sid)
-            .order_by(recording_access.c.id)).mappings()]
+        return [{**dict(r), "at": _utc(r["at"])} for r in conn.execute(q.order_by(recording_access.c.id)).mappings()]
 
 
 def held_past_retention(store: Store, *, records_days: float, recording_days: float) -> list[dict[str, Any]]:

@@ -215,10 +215,11 @@ recording_access = sa.Table(
     sa.Column("reason", sa.Text),  # the reason stated (an unmasked export's)
 )
 
-# play: range requests (a player); copy: the whole file without ?download=1 (a browser's "Save as");
-# download: ?download=1; export: the command line's, masked; export_unmasked: an admin's, with a reason.
-RECORDING_ACTIONS = ("play", "copy", "download", "export", "export_unmasked")
-RECORDING_REFUSALS = ("anonymous", "other_department", "no_such_call", "deleted")
+# play: range requests (a player); copy: the whole file without asking a download (a browser's "Save as");
+# download: the desk's download, with a reason; export: the command line's, masked, with a reason;
+# export_unmasked: an admin's; view: the call's page or its ticket's opened (its turns read; issue 47).
+RECORDING_ACTIONS = ("play", "copy", "download", "export", "export_unmasked", "view")
+RECORDING_REFUSALS = ("anonymous", "other_department", "no_such_call", "deleted", "no_reason")
 
 # Issue 46: the media streams of one call (a resumed call has several; bot/store/segments.py). Segment idx
 # 0 is the webhook's stream; each resume opens the next. The worker that ran it, when it started and

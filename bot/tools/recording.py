@@ -1,6 +1,6 @@
 """Call recordings from the command line: export one for a formal request, put or lift a legal hold.
 
-    run_bot.py recording export CA0123... DIR [--actor NAME]   # into a new folder: the audio, its transcript, a manifest
+    run_bot.py recording export CA0123... DIR --reason WHY [--actor NAME]   # into a new folder: audio, transcript, manifest
     run_bot.py recording export CA0123... DIR --actor ADMIN --unmasked --reason "법원 제출 2026가합1234"
     run_bot.py recording hold 20260042 --note "정보공개 청구 2026-118" [--actor NAME]
     run_bot.py recording release 20260042 [--actor NAME]
@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser, common: Callable[[argparse.Argumen
     e.add_argument("--actor", default="cli", help="who asked (the access audit's actor; default cli)")
     e.add_argument("--unmasked", action="store_true", help="phone numbers in clear: only for --actor naming an "
                    "active admin account of the desk, with --reason (audited as export_unmasked)")
-    e.add_argument("--reason", default="", help="why (required with --unmasked; kept in the access audit)")
+    e.add_argument("--reason", default="", help="why it is made (required: kept in the access audit)")
     subs = [e]
     for name, what in (("hold", "put a legal hold on a ticket: its call's recording outlives retention"),
                        ("release", "lift a ticket's legal hold")):
@@ -92,19 +92,19 @@ def export(config: Config, store, call_sid: str, directory: Path, *, actor: str,
     """A new folder ``directory``: ``<call>.opus`` (as recorded), ``<call>.txt`` (the turns masked as the desk
     shows them, ``bot.privacy.mask``) and ``<call>.json`` (call, tickets, length, SHA-256 of the audio, the
     masking applied, who exported it and when). ``unmasked``: phone numbers in clear (resident registration
-    and card numbers were masked when stored), only for an active admin with a ``reason``.
+    and card numbers were masked when stored), only for an active admin. Every export states its ``reason``.
 
     Written safely: into a temporary 0700 folder beside ``directory``, each file created anew (O_EXCL,
     O_NOFOLLOW: never through a planted link) 0600, then renamed into place; a ``directory`` that exists
     (a folder, a file, a link) is refused. Raises ExportError / StoreError."""
     reason = reason.strip()
+    if not reason:
+        raise ExportError("an export needs --reason: why it is made (kept in the access audit)")
     if unmasked:
         account = store.find_staff(username=actor)
         if account is None or not account["active"] or account["role"] != "admin":
             raise ExportError(f"an unmasked export is for an active admin account of the desk: --actor {actor!r} "
                               "is not one")
-        if not reason:
-            raise ExportError("an unmasked export needs --reason (kept in the access audit)")
     rec = recordings.find_recording(store, call_sid)
     if rec is None:
         raise StoreError(f"no call {call_sid}")
@@ -139,7 +139,7 @@ def export(config: Config, store, call_sid: str, directory: Path, *, actor: str,
                                 for t in rec["tickets"]],
                     "turns": [{**t, "at": t["at"].isoformat() if t["at"] else None} for t in turns],
                     "transfer_note": shown(store.transfer_note(call_sid)),
-                    "exported_by": actor, "exported_at": now().isoformat()}
+                    "exported_by": actor, "reason": reason, "exported_at": now().isoformat()}
         _write_new(folder / f"{source.stem}.json",
                    [json.dumps(manifest, ensure_ascii=False, indent=2).encode() + b"\n"])
         os.rename(folder, directory)  # onto nothing (checked); a folder made there meanwhile fails (not empty)

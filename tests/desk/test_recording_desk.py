@@ -7,11 +7,13 @@ plays a call, the audit on the page shows the playback, a water clerk gets 404 f
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import threading
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
@@ -65,7 +67,8 @@ def test_an_agent_plays_and_seeks_a_call_and_each_playback_and_download_is_audit
     seek = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=100-199"})
     assert seek.status_code == 206 and seek.content == path.read_bytes()[100:200]
     assert seek.headers["content-range"] == f"bytes 100-199/{path.stat().st_size}"
-    down = agent.get(f"/desk/calls/{CALL}/recording?download=1")
+    down = agent.post(f"/desk/calls/{CALL}/recording/download", data={"reason": "민원 회신",
+                                                                     "csrf_token": csrf_of(page.text)})
     assert down.status_code == 200 and down.headers["content-disposition"].startswith("attachment")
     seek = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=300-399"})
     assert seek.status_code == 206
@@ -127,16 +130,20 @@ def test_every_whole_copy_is_a_row_and_a_range_the_desk_refuses_is_none(desk):
         assert r.status_code == 200 and r.content == path.read_bytes()
     assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 5
     size = path.stat().st_size
-    for url, rng, code in ((f"/desk/calls/{CALL}/recording?download=1", "bytes=abc", 400),
-                           (f"/desk/calls/{CALL}/recording", "bytes=9-3", 400),
-                           (f"/desk/calls/{CALL}/recording", f"bytes={size + 10}-", 416)):
-        r = agent.get(url, headers={"Range": rng})
+    for rng, code in (("bytes=abc", 400), ("bytes=9-3", 400), (f"bytes={size + 10}-", 416)):
+        r = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": rng})
         assert r.status_code == code and b"OggS" not in r.content, rng
     assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 5  # no bytes, no row
     # A range that no longer matches the file (If-Range) gets the whole file: a copy, though it asked a range.
     r = agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=0-9", "If-Range": '"stale"'})
     assert r.status_code == 200 and r.content == path.read_bytes()
     assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 6
+    # A download (a form's POST) ignores a range: the whole file, one download row each.
+    form = {"reason": "민원 회신", "csrf_token": csrf_of(agent.get(f"/desk/calls/{CALL}").text)}
+    for _ in range(2):
+        r = agent.post(f"/desk/calls/{CALL}/recording/download", data=form, headers={"Range": "bytes=abc"})
+        assert r.status_code == 200 and r.content == path.read_bytes()
+    assert [a["action"] for a in recordings.access_log(store, CALL)] == ["copy"] * 6 + ["download"] * 2
 
 
 def test_a_deleted_recordings_404_and_an_unknown_calls_are_audited_refusals(desk):
@@ -214,10 +221,55 @@ def test_an_export_shows_the_turns_exactly_as_the_desk_does(desk, tmp_path):
     assert shown and "010-****-**89" in shown[0] and "010-2345-6789" not in page
     config = desk_config(str(store.engine.url), f"recording.dir='{tmp_path / 'recordings'}'")
     args = SimpleNamespace(action="export", call_sid=CALL, dir=str(tmp_path / "out"), actor="agent1",
-                           unmasked=False, reason="")
+                           unmasked=False, reason="정보공개 청구")
     assert run(config, args, io.StringIO()) == 0
     text = (tmp_path / "out" / f"{CALL}.txt").read_text(encoding="utf-8")
     assert [line.split("발신자: ", 1)[1] for line in text.splitlines() if "발신자: " in line] == shown
+
+
+def test_a_download_asks_a_reason_and_the_audit_keeps_it(desk):
+    app, store, _, path = desk
+    agent = logged_in(app, "agent1")
+    page = agent.get(f"/desk/calls/{CALL}")
+    assert 'id="download-form"' in page.text and 'name="reason"' in page.text
+    r = agent.get(f"/desk/calls/{CALL}/recording?download=1")  # no reason: refused, audited
+    assert r.status_code == 400 and b"OggS" not in r.content
+    url = f"/desk/calls/{CALL}/recording/download"
+    assert agent.post(url, data={"reason": "민원 회신"}).status_code == 403  # no CSRF token
+    r = agent.post(url, data={"reason": "  ", "csrf_token": csrf_of(page.text)})
+    assert r.status_code == 400 and b"OggS" not in r.content
+    r = agent.post(url, data={"reason": "민원인 열람 청구 2026-77", "csrf_token": csrf_of(page.text)})
+    assert r.status_code == 200 and r.content == path.read_bytes()
+    assert r.headers["content-disposition"].startswith("attachment") and r.headers["cache-control"] == "no-store"
+    log = [(a["action"], a["refused"], a["reason"]) for a in recordings.access_log(store, CALL)]
+    assert log == [("download", "no_reason", None), ("download", None, "민원인 열람 청구 2026-77")]
+    page = agent.get(f"/desk/calls/{CALL}")
+    assert '<td class="reason">민원인 열람 청구 2026-77</td>' in page.text
+
+
+def test_opening_a_call_or_its_ticket_is_audited_as_a_view(desk):
+    app, store, numbers, _ = desk
+    agent = logged_in(app, "agent1")
+    agent.get(f"/desk/calls/{CALL}")
+    agent.get(f"/desk/calls/{CALL}")  # again within the window: the same reading
+    agent.get(f"/desk/tickets/{numbers['road']}")
+    views = [(a["actor"], a["action"], a["reception_no"]) for a in recordings.access_log(store, CALL, views=True)]
+    assert views == [("agent1", "view", None), ("agent1", "view", numbers["road"])]
+    assert recordings.access_log(store, CALL) == []  # the player's table: the recording's own rows
+
+
+def test_the_monthly_review_page_is_for_admins(desk):
+    app, store, _, _ = desk
+    agent = logged_in(app, "agent1")
+    agent.get(f"/desk/calls/{CALL}/recording", headers={"Range": "bytes=0-9"})
+    month = dt.datetime.now(ZoneInfo("Asia/Seoul")).strftime("%Y-%m")
+    assert agent.get(f"/desk/audit?month={month}").status_code == 403
+    admin = logged_in(app, "admin1")
+    page = admin.get(f"/desk/audit?month={month}")
+    assert page.status_code == 200 and "월간 접속 기록 점검" in page.text
+    assert re.search(r'<td class="actor">agent1</td><td class="action">재생</td>', page.text), page.text
+    assert admin.get("/desk/audit?month=2026-13").status_code == 400
+    assert admin.get("/desk/audit").status_code == 200  # this month
 
 
 # --- in Chromium --------------------------------------------------------------------------------

@@ -335,7 +335,8 @@ def test_calls_shows_the_recording_and_export_writes_audio_transcript_and_manife
     out = io.StringIO()
     assert run(config, SimpleNamespace(action="hold", reception_no=number, note="소송", actor="cli"), out) == 0
     dest = tmp_path / "out"
-    assert run(config, SimpleNamespace(action="export", call_sid="CAexport", dir=str(dest), actor="kim"), out) == 0
+    assert run(config, SimpleNamespace(action="export", call_sid="CAexport", dir=str(dest), actor="kim",
+                                       reason="소송 대응"), out) == 0
     assert sf.info(str(dest / "CAexport.opus")).channels == 2
     assert "[1] 발신자: 가로등이 꺼졌어요" in (dest / "CAexport.txt").read_text(encoding="utf-8")
     manifest = json.loads((dest / "CAexport.json").read_text(encoding="utf-8"))

@@ -64,7 +64,7 @@ def line(tmp_path):
 def export(line, dest: Path, **kw) -> tuple[int, str]:
     out = io.StringIO()
     args = SimpleNamespace(action="export", call_sid=CALL, dir=str(dest), actor=kw.pop("actor", "kim"),
-                           unmasked=kw.pop("unmasked", False), reason=kw.pop("reason", ""))
+                           unmasked=kw.pop("unmasked", False), reason=kw.pop("reason", "정보공개 청구 2026-118"))
     assert not kw
     return run(line.config, args, out), out.getvalue()
 
@@ -260,6 +260,7 @@ def test_recording_export_takes_config_after_the_subcommand_and_before_it(line):
         assert parser.parse_args(argv).config == str(cfg), argv
     assert parser.parse_args(["recording", "export", CALL, "d"]).config is None
     assert run_bot.main(["recording", "export", CALL, str(line.tmp / "cli"), "--config", str(cfg), "--actor", "lee",
+                         "--reason", "정보공개 청구",
                          "--set", f"records.url='sqlite:///{line.tmp / 'calls.db'}'",
                          "--set", f"recording.dir='{line.tmp / 'rec'}'"]) == 0
     assert (line.tmp / "cli" / f"{CALL}.txt").exists()
@@ -268,6 +269,6 @@ def test_recording_export_takes_config_after_the_subcommand_and_before_it(line):
 
 def test_an_unknown_call_is_a_clear_error(line, capsys):
     args = SimpleNamespace(action="export", call_sid="CAnosuch", dir=str(line.tmp / "x"), actor="kim",
-                           unmasked=False, reason="")
+                           unmasked=False, reason="정보공개 청구")
     assert run(line.config, args, io.StringIO()) == 2
     assert "no call CAnosuch" in capsys.readouterr().err and not (line.tmp / "x").exists()
