@@ -319,6 +319,14 @@ class STTConfig:
     language_repeat_p: float = 0.5  # two turns in a row this sure switch; also the decode-in-it threshold
     language_min_words: int = 2  # a one-word turn never switches
     language_min_secs: float = 1.0
+    # A caller is told the line does not serve their language (bot/data/unserved.toml) only on evidence
+    # (issue 47; bot/dialog/language_switch.py, UnservedRule): the same unserved language on
+    # unserved_turns turns in a row, each heard at unserved_p or more with the line's own languages at
+    # unserved_served_p or less, or one such turn of unserved_long_secs. Never on one noisy turn.
+    unserved_p: float = 0.95
+    unserved_served_p: float = 0.1
+    unserved_turns: int = 2
+    unserved_long_secs: float = 8.0
     beam_size: int = 1
     temperature: float = 0.0
     hotwords: str = ""

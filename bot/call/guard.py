@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from loguru import logger
 from pipecat.frames.frames import EndWorkerFrame, ErrorFrame, TTSAudioRawFrame, TTSSpeakFrame
 from pipecat.processors.aggregators.llm_response_universal import LLMUserAggregator
 from pipecat.processors.frame_processor import FrameProcessor
 
+from bot.call.length import CallLengthLimit
 from bot.call.session import CallSession
 from bot.config import Config
 from bot.dialog.policy import AfterFailure, StageFailure
@@ -24,6 +27,7 @@ def guard_call(session: CallSession, user_agg: LLMUserAggregator, config: Config
     * The TTS raising on a sentence: the canned apology, played from memory at once (once per turn;
       not queued as a sentence: it would wait behind the failed answer's silent audio context).
     * A second turn with a failing stage: the polite end (opening hours), then hang-up.
+    * ``call.max_minutes``: two minutes before, a callback or a text offered; at the limit, the polite end.
 
     What to say after a failure is the dialog policy's (``DialogPolicy.stage_failed``); the words are
     the call's language's (an English call hears "Hello, are you still there?").
@@ -38,6 +42,7 @@ class CallGuard:
         self.session, self.config, self.canned_audio = session, config, canned_audio
         self.idle_prompts = 0  # idle timeouts since the caller last spoke
         self.failed_turns: set[int] = set()  # turns (record index) in which a stage raised
+        self._length: asyncio.Task | None = None  # the call's clock (call.max_minutes)
 
     def attach(self, user_agg: LLMUserAggregator) -> None:
         """Handle the call's events: the caller's turns and silences, the STT's and TTS's errors."""
@@ -46,6 +51,17 @@ class CallGuard:
         user_agg.add_event_handler("on_user_turn_idle", self._caller_idle)
         self.session.stt.add_event_handler("on_error", self._stt_failed)
         self.session.tts.add_event_handler("on_error", self._tts_failed)
+        self._limit = CallLengthLimit(policy=self.session.llm.policy, dialog=self.session.dialog,
+                                      max_minutes=self.config.call.max_minutes, push=user_agg.push_frame)
+        self.session.worker.add_event_handler("on_pipeline_started", self._start_clock)
+        self.session.worker.add_event_handler("on_pipeline_finished", self._stop_clock)
+
+    async def _start_clock(self, *_args: object) -> None:
+        self._length = asyncio.create_task(self._limit.run(), name=f"call-length-{self._call}")
+
+    async def _stop_clock(self, *_args: object) -> None:
+        if self._length is not None:
+            self._length.cancel()
 
     @property
     def _call(self) -> str:

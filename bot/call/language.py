@@ -6,7 +6,7 @@ from loguru import logger
 
 from bot.call.assets import DialogAssets, language_menu
 from bot.config import Config
-from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, SwitchRule
+from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, SwitchRule, UnservedRule
 from bot.dialog.state import DialogState
 from bot.stages.whisper import TranscriptResult
 
@@ -18,7 +18,9 @@ def new_dialog_state(config: Config, assets: DialogAssets) -> DialogState:
         stt = config.stt
         state.switcher = LanguageSwitcher(config.line.languages, SwitchRule(
             switch_p=stt.language_switch_p, repeat_p=stt.language_repeat_p, min_words=stt.language_min_words,
-            min_secs=stt.language_min_secs))
+            min_secs=stt.language_min_secs), UnservedRule(
+            p=stt.unserved_p, served_p=stt.unserved_served_p, turns=stt.unserved_turns,
+            long_secs=stt.unserved_long_secs))
     state.language_keys = {key: code for key, code, _line in language_menu(config, assets)}
     return state
 
@@ -59,6 +61,6 @@ class CallLanguage:
             logger.info("call language -> {} (Whisper p={:.2f})", dialog.language, result.language_p)
         # ``heard`` comes with ``heard_p``: the second test only tells the checker so.
         if result.heard and result.heard_p is not None and dialog.observe_heard(
-                LanguageGuess(result.heard, result.heard_p, words, result.audio_secs)):
+                LanguageGuess(result.heard, result.heard_p, words, result.audio_secs, served_p=result.language_p)):
             logger.warning("caller heard in {} (Whisper p={:.2f}), a language this line does not serve: "
                            "telling them where to call", result.heard, result.heard_p)

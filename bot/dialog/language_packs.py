@@ -34,12 +34,15 @@ def unserved_notice(line_languages: list[str], path: Path = UNSERVED) -> tuple[s
     then the English one (``tagged``: the TTS reads it with the English tag), each naming the line's
     languages in its own words (``bot/data/unserved.toml``; the names are each language's ``names``)."""
     source = DataFile.read(path, LanguageError, "unserved-language file")
+    number = source.value(("number",), str, "a phone number of digits", ok=str.isdigit)  # where to call: data
     said = []
     for code in ("ko", "en"):
         template = source.text_value((code,))
         names = [languages.get(lang).names[code] for lang in line_languages]
         listed = ", ".join(names) if code == "ko" or len(names) < 2 else f"{', '.join(names[:-1])} and {names[-1]}"
-        said.append(template.format(languages=listed))
+        # Digit by digit, said as one number: "일삼사오", "one three four five".
+        digits = languages.get(code).read_digits(number).replace(", ", "" if code == "ko" else " ")
+        said.append(template.format(languages=listed, number=digits))
     return said[0], languages.tagged(said[1], "en")
 
 

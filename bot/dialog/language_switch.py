@@ -20,6 +20,9 @@ class LanguageGuess:
     p: float
     words: int  # words in the transcript
     audio_secs: float
+    # The most probable of the line's own languages' probability (a guess of a language the line
+    # does not serve: how unlikely the line's languages are); None when not known.
+    served_p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,36 @@ class SwitchRule:
     min_secs: float = 1.0
 
 
+@dataclass(frozen=True)
+class UnservedRule:
+    """When a caller is told the line does not serve their language (``[stt]`` unserved_* keys).
+
+    Whisper base gives espeak Korean over the phone to other languages at up to 0.92 (bench water.wav:
+    Japanese 0.923, Korean 0.015), so one turn is never evidence: the same unserved language on
+    ``turns`` turns in a row, each at ``p`` or more with the line's own languages at ``served_p`` or
+    less, or one such turn of ``long_secs`` (docs/languages.md has the measurement).
+    """
+
+    p: float = 0.95
+    served_p: float = 0.1
+    turns: int = 2
+    long_secs: float = 8.0
+
+
 class LanguageSwitcher:
     """One call's language decisions. ``observe`` returns the language the call is in after a turn."""
 
-    def __init__(self, languages: list[str] | tuple[str, ...], rule: SwitchRule | None = None):
+    def __init__(self, languages: list[str] | tuple[str, ...], rule: SwitchRule | None = None,
+                 unserved_rule: UnservedRule | None = None):
         if not languages:
             raise ValueError("line.languages is empty")
         self.languages = tuple(languages)
         self.default = self.languages[0]
         self.rule = rule or SwitchRule()
+        self.unserved_rule = unserved_rule or UnservedRule()
         self.current = self.default
         self._pending: str | None = None  # a language that won the last turn without switching
+        self._foreign: tuple[str, int] | None = None  # an unserved language heard on this many turns in a row
 
     def observe(self, guess: LanguageGuess) -> str:
         """Fold in one turn; the call's language afterwards."""
@@ -62,11 +84,20 @@ class LanguageSwitcher:
         return self.current
 
     def unserved(self, guess: LanguageGuess) -> bool:
-        """Whisper's most probable language of all is one the line does not serve, as surely as a
-        switch would need (the caller is told where to call instead: never on one word)."""
-        rule = self.rule
-        return (guess.language not in self.languages and guess.p >= rule.switch_p
-                and guess.words >= rule.min_words and guess.audio_secs >= rule.min_secs)
+        """Fold in Whisper's most probable language of all for one turn; True once the evidence says
+        the caller speaks a language the line does not serve (``UnservedRule``): never on one noisy
+        turn. A turn of real speech that is no such evidence breaks the run."""
+        rule, need = self.rule, self.unserved_rule
+        if guess.words < rule.min_words or guess.audio_secs < rule.min_secs:
+            return False  # says nothing either way ("okay", a cough)
+        evidence = (guess.language not in self.languages and guess.p >= need.p
+                    and guess.served_p is not None and guess.served_p <= need.served_p)
+        if not evidence:
+            self._foreign = None
+            return False
+        same = self._foreign is not None and self._foreign[0] == guess.language
+        self._foreign = (guess.language, self._foreign[1] + 1 if same and self._foreign else 1)
+        return self._foreign[1] >= need.turns or guess.audio_secs >= need.long_secs
 
     def force(self, language: str) -> None:
         """The caller chose (the keypad menu): at once, no evidence needed."""

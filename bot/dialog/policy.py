@@ -350,6 +350,26 @@ class DialogPolicy:
         return Speak((self.canned.abuse_closing,), "rule", "other", "end", rule=rule,
                      change=Change(end=True, end_reason="abusive", remember_reply=False))
 
+    # --- the longest call (call.max_minutes) ---------------------------------------------------
+
+    def time_limit_near(self, state: DialogState) -> Speak:
+        """Two minutes before the limit: the reception number by text (SMS on, a ticket of this call),
+        else a callback (the desk can call back), else the plain warning. Nothing pending is replaced
+        (a read-back waiting for its yes keeps waiting: the plain warning)."""
+        if state.awaiting is None and self.offer_sms and state.textable and state.tickets:
+            return Speak((self.canned.time_limit_text,), "rule", "report_problem", rule="time_limit:text",
+                         change=Change(awaiting=SMS_OFFER))
+        if (state.awaiting is None and self.offer_callback and self.intake is not None
+                and self.calendar is not None):
+            return Speak((self.canned.time_limit_callback,), "rule", "transfer", rule="time_limit:callback",
+                         change=Change(awaiting=CALLBACK))
+        return Speak((self.canned.time_limit_warning,), "rule", "other", rule="time_limit:warning")
+
+    def time_limit_reached(self) -> Speak:
+        """At ``call.max_minutes``: the polite end (the call's end_reason is "max_minutes")."""
+        return Speak((self.canned.time_limit_end,), "rule", "other", "end", rule="time_limit:end",
+                     change=Change(end=True, end_reason="max_minutes", remember_reply=False))
+
     # --- spoken turns -------------------------------------------------------------------------
 
     def decide(self, text: str, state: DialogState) -> Decision:

@@ -14,6 +14,7 @@ from bot.dialog.policy import Speak
 from bot.dialog.state import DialogState
 from bot.languages import untag
 from bot.tools.chat import run_chat
+from tests.conftest import ROOT
 
 
 def test_the_notice_names_the_line_languages_in_korean_then_english():
@@ -59,3 +60,14 @@ async def test_chat_in_another_language_is_answered_in_it(tmp_path):
     assert await run_chat(config, io.StringIO("thank you, goodbye\n"), out, language="en") == 0
     turn = json.loads(out.getvalue().splitlines()[0])
     assert turn["language"] == "en" and turn["route"] == "shortcut" and turn["llm_calls"] == 0
+
+
+def test_the_referral_number_is_data(tmp_path):
+    text = (ROOT / "bot/data/unserved.toml").read_text(encoding="utf-8")
+    danuri = tmp_path / "unserved.toml"
+    danuri.write_text(text.replace('number = "1345"', 'number = "15771366"'), encoding="utf-8")
+    ko, en = unserved_notice(["ko", "en"], danuri)
+    assert "일오칠칠일삼육육" in ko and "one five seven seven one three six six" in untag(en)[1]
+    danuri.write_text(text.replace('number = "1345"', 'number = "1345-1"'), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unserved\.toml:\d+: number"):
+        unserved_notice(["ko", "en"], danuri)
