@@ -356,6 +356,11 @@ class STTConfig:
     def __post_init__(self):
         if not 0 <= self.window_s <= 30:
             raise ConfigError(f"stt.window_s: {self.window_s} (0 to 30 seconds; 30 = Whisper's full window)")
+        for name in ("unserved_p", "unserved_served_p"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"stt.{name}: {getattr(self, name)} (a probability, 0 to 1)")
+        if self.unserved_turns < 1:
+            raise ConfigError(f"stt.unserved_turns: {self.unserved_turns} (at least 1)")
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,16 @@ def test_the_call_is_told_only_after_the_second_turn():
     assert dialog.heard_unserved is None
     turn()
     assert dialog.heard_unserved == "zh"
+
+
+def test_the_rule_is_configured_and_checked():
+    import pytest
+
+    from bot.config import ConfigError
+
+    stt = load_config(overrides=["stt.unserved_turns=3", "stt.unserved_p=0.9"]).stt
+    assert (stt.unserved_turns, stt.unserved_p, stt.unserved_served_p, stt.unserved_long_secs) == (3, 0.9, 0.1, 8.0)
+    with pytest.raises(ConfigError, match="stt.unserved_p"):
+        load_config(overrides=["stt.unserved_p=1.5"])
+    with pytest.raises(ConfigError, match="stt.unserved_turns"):
+        load_config(overrides=["stt.unserved_turns=0"])
