@@ -13,7 +13,10 @@ What needs more than a CPU and this checkout is marked in the docs, in a comment
 
 A marked command is parsed, never run. A command this file cannot check (a program it does not know:
 docker, kubectl, stress-ng) must be marked; so must a command that visibly needs what is named in
-``NEEDS_BY_SIGHT`` (``--config config.gpu.toml`` needs the GPU, ``models`` without ``--verify`` the hub).
+``visible_needs`` (``--config config.gpu.toml`` needs the GPU, ``models`` without ``--verify`` the hub).
+
+A figure measured with a setting says which (``<!-- docs-test: measured with stt.window_s = 10.0 -->``): when
+the shipped config changes that setting, the test fails until the figure is measured again.
 """
 
 from __future__ import annotations
@@ -405,6 +408,40 @@ def test_every_flag_the_docs_prose_names_exists():
     assert problems == [], "\n".join(problems)
     assert prose_flags("Run `run_bot.py bench --find-capacitee`.", "bad.md") == [
         "bad.md:1: `run_bot.py bench --find-capacitee`: run_bot.py has no --find-capacitee there"]
+
+
+MEASURED_WITH = re.compile(r"<!--\s*docs-test:\s*measured with\s+(?:(?P<config>[\w.]+\.toml):\s*)?(?P<keys>.+?)\s*-->")
+
+
+def stale_figures(text: str, name: str) -> list[str]:
+    """Figures that depend on a setting say so (``<!-- docs-test: measured with stt.window_s = 10.0 -->``,
+    ``config.gpu.toml:`` before the keys for that config): when the shipped setting changes, this fails until
+    the figure is measured again and its marker moved with it."""
+    import tomllib
+
+    from bot.config import load_config
+
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for m in MEASURED_WITH.finditer(line):
+            config = load_config(m.group("config") or None)
+            for item in m.group("keys").split(","):
+                key, _, literal = (x.strip() for x in item.partition("="))
+                section, attr = key.split(".", 1)
+                want = tomllib.loads(f"v = {literal}")["v"]
+                now = getattr(getattr(config, section), attr)
+                if now != want:
+                    problems.append(f"{name}:{number}: the figure was measured with {key} = {literal}; "
+                                    f"{m.group('config') or 'config.toml'} now has {now!r}: measure it again")
+    return problems
+
+
+def test_every_figure_that_depends_on_a_setting_was_measured_with_the_shipped_one():
+    problems = [p for doc in DOCS for p in stale_figures(doc.read_text(encoding="utf-8"), str(doc.relative_to(ROOT)))]
+    assert problems == [], "\n".join(problems)
+    assert sum(len(MEASURED_WITH.findall(doc.read_text(encoding="utf-8"))) for doc in DOCS) >= 3
+    assert stale_figures("<!-- docs-test: measured with stt.window_s = 30.0, stt.beam_size = 1 -->", "x.md") == [
+        "x.md:1: the figure was measured with stt.window_s = 30.0; config.toml now has 10.0: measure it again"]
 
 
 def _runnable(commands: list[Command]) -> dict[tuple[str, ...], Command]:
