@@ -109,10 +109,11 @@ def note_access(store: Store, call_sid: str, *, actor: str, action: str, recepti
         logger.warning("records: refused {} ({}) the recording of call {} ({}): {}", actor, address or "-",
                        mask(call_sid), action, refused)
     else:
-        logger.info("records: {} {} the recording of call {}{}", actor, {
-            "play": "played", "copy": "copied the whole of", "download": "downloaded", "export": "exported",
-            "export_unmasked": "exported UNMASKED", "view": "opened the page of"}[action], mask(call_sid),
-            f" ({mask(reason)})" if reason else "")
+        logger.info("records: {} {} call {}{}", actor, {
+            "play": "played the recording of", "copy": "copied the whole recording of",
+            "download": "downloaded the recording of", "export": "exported the recording of",
+            "export_unmasked": "exported UNMASKED the recording of", "view": "opened the page of"}[action],
+            mask(call_sid), f" ({mask(reason)})" if reason else "")
     return True
 
 
