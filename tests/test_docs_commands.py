@@ -424,6 +424,8 @@ def stale_figures(text: str, name: str) -> list[str]:
     problems = []
     for number, line in enumerate(text.splitlines(), 1):
         for m in MEASURED_WITH.finditer(line):
+            if line[:m.start()].endswith("`"):
+                continue  # an example in prose, not a marker
             config = load_config(m.group("config") or None)
             for item in m.group("keys").split(","):
                 key, _, literal = (x.strip() for x in item.partition("="))
