@@ -19,6 +19,7 @@ and overall, escalated or asked 100 %, near misses held >= 98 %.
     python scripts/eval_emergency.py
     python scripts/eval_emergency.py --rules my_emergency.toml --table my_table.toml
     python scripts/eval_emergency.py --llm http://localhost:8000/v1
+    python scripts/eval_emergency.py --llm local       # the laptop model (scripts/setup.sh --local-llm)
     python scripts/eval_emergency.py --table bench/emergency_heldout_a.toml --summary
 """
 
@@ -35,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bot.core.errors import StartupError  # noqa: E402
 from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules  # noqa: E402
 from bot.dialog.emergency_eval import (  # noqa: E402
     Case,
@@ -50,14 +52,14 @@ from bot.dialog.emergency_eval import (  # noqa: E402
 CONCURRENCY = 4  # model calls at once
 
 
-async def model_flags(base_url: str, texts: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Each text as one caller turn to the model: its ``emergency`` field; and the failures."""
+async def model_flags(config, texts: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Each text as one caller turn to the model of ``config.llm``: its ``emergency`` field; and the failures."""
     from openai import AsyncOpenAI
 
-    from bot.config import Secrets, load_config
+    from bot.config import Secrets
     from bot.dialog.domain import EMERGENCY_FIELD, NO_EMERGENCY, load_domain, render_system_prompt
 
-    config = load_config(overrides=[f"llm.base_url='{base_url}'"])
+    base_url = config.llm.base_url
     domain = load_domain(config.path(config.llm.domain_file))
     prompt = render_system_prompt(config.path(config.llm.prompt_file).read_text(encoding="utf-8"), domain)
     client = AsyncOpenAI(base_url=base_url, api_key=Secrets.from_env(config).llm_api_key or "EMPTY", max_retries=0,
@@ -83,6 +85,18 @@ async def model_flags(base_url: str, texts: list[str]) -> tuple[dict[str, str], 
         await client.close()
     return flags, failed
 
+def judged(llm: str, texts: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The model's flags from a server URL, or from ``local``: the laptop model (llama.cpp, started here
+    as the bot starts it with ``llm.backend = "local"``; ``scripts/setup.sh --local-llm`` installs it)."""
+    from bot.config import load_config
+    from bot.modelfiles.local_llm import serving_llm
+
+    if llm != "local":
+        return asyncio.run(model_flags(load_config(overrides=[f"llm.base_url='{llm}'"]), texts))
+    with serving_llm(load_config(overrides=["llm.backend='local'"])) as handle:
+        return asyncio.run(model_flags(handle.ready(), texts))
+
+
 TABLES = [ROOT / "bench/emergency_table.toml", ROOT / "bench/emergency_families.toml"]
 MIN_RECALL = 1.0
 MIN_PRECISION = 0.98
@@ -106,7 +120,7 @@ def summary(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
     flags: dict[str, str] = {}
     errors: list[str] = []
     if llm:
-        flags, errors = asyncio.run(model_flags(llm, [c.text for c in cases]))
+        flags, errors = judged(llm, [c.text for c in cases])
     scores = family_scores(rules, cases, flags or None)
     print("escalated: a sure verdict of the right kind (the rules alone); esc.|asked: or the kind's question;")
     print("held: near misses with no false escalation; quiet: nor a false question"
@@ -130,7 +144,9 @@ def main() -> int:
     parser.add_argument("--rules", default=DEFAULT_PATH, type=Path)
     parser.add_argument("--table", action="append", type=Path,
                         help="an evaluation table (repeatable; default: both shipped tables)")
-    parser.add_argument("--llm", metavar="URL", help="an OpenAI-compatible server: also measure rules + the model's flag")
+    parser.add_argument("--llm", metavar="URL",
+                        help="an OpenAI-compatible server, or 'local' (the laptop model, started here): also measure "
+                             "rules + the model's flag")
     parser.add_argument("--summary", action="store_true",
                         help="per family and overall figures only, never a row (a held-out table)")
     args = parser.parse_args()
@@ -144,8 +160,17 @@ def main() -> int:
         return 2
     none = sum(c.expect == "none" for c in cases)
     print(f"{len(cases)} cases: {len(cases) - none} emergencies, {none} near misses\n")
-    if args.summary:
-        return summary(rules, cases, args.llm)
+    try:
+        if args.summary:
+            return summary(rules, cases, args.llm)
+        return report(rules, cases, args.llm)
+    except StartupError as e:  # the local model is not installed (or did not start): nothing was judged
+        print(f"NOT JUDGED: {e}", file=sys.stderr)
+        return 2
+
+
+def report(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
+    """Every row: per kind, then each mismatch (for the shipped and training tables)."""
     scores = evaluate(rules, cases)
     print("rules alone (0 model calls):")
     print(format_table(scores))
@@ -157,9 +182,9 @@ def main() -> int:
             got = "none" if verdict is None else verdict.kind.name + ("" if verdict.sure else " (unsure)")
             print(f"  {case.text} | {want} -> {got}" + (f" [{verdict.rule}]" if verdict else ""))
     code = 0
-    if args.llm:
-        flags, errors = asyncio.run(model_flags(args.llm, [c.text for c in cases]))
-        print(f"\nrules + the model's flag ({len(flags)} model answers from {args.llm}):")
+    if llm:
+        flags, errors = judged(llm, [c.text for c in cases])
+        print(f"\nrules + the model's flag ({len(flags)} model answers from {llm}):")
         print(format_table(evaluate(rules, cases, flags)))
         missed = [c.text for c in cases if c.expect != "none" and rules.classify(c.text) is None]
         caught = sum(flags.get(t, "none") != "none" for t in missed)

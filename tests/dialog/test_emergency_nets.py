@@ -245,3 +245,35 @@ def test_one_kiwi_per_process() -> None:
     from bot.knowledge import text
 
     assert text.load_kiwi is load_kiwi and load_kiwi() is load_kiwi()
+
+
+# --- the model's net (plumbing): a server URL, or the laptop model -------------------------------------
+
+
+def test_summary_with_a_model_server_adds_the_model_column(tmp_path: Path) -> None:
+    from bot.testing.fake_llm import FakeLLM
+    from bot.testing.responders import default_responder
+
+    def responder(body: dict) -> dict:
+        return default_responder(body) | {"emergency": "medical" if "비누" in body["messages"][-1]["content"] else "none"}
+
+    table = tmp_path / "small.toml"
+    table.write_text(SMALL, encoding="utf-8")
+    script = [sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--summary", "--table", str(table)]
+    with FakeLLM(responder=responder, first_token_delay=0.0, token_delay=0.0) as fake:
+        run = subprocess.run([*script, "--llm", fake.base_url], capture_output=True, text=True, timeout=120)
+    assert "+model" in run.stdout and "비누" not in run.stdout
+    poison = next(line for line in run.stdout.splitlines() if line.startswith("poison"))
+    assert poison.split()[-2:] == ["3/3", "100%"], poison  # the model caught the one the rules left
+
+
+def test_the_local_model_not_installed_is_not_judged(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is not None:
+        pytest.skip("llama-cpp-python is installed here: the script then starts the real child")
+    table = tmp_path / "small.toml"
+    table.write_text(SMALL, encoding="utf-8")
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--summary", "--table",
+                          str(table), "--llm", "local"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "NOT JUDGED" in run.stderr and "scripts/setup.sh --local-llm" in run.stderr
