@@ -191,7 +191,13 @@ async def _chat_lines(config, secrets, records, stdin, stdout, loop, at=None, la
                 break
             if not line.strip():
                 continue
-            turn = await session.turn(line.strip())
+            try:
+                turn = await session.turn(line.strip())
+            except TimeoutError:  # a keypad entry whose answer never came: said, and the next line is read
+                stdout.write(json.dumps({"route": "error", "reply": "", "error": f"no answer within "
+                                         f"{KEY_ANSWER_SECS:g} s", "llm_calls": 0}) + "\n")
+                stdout.flush()
+                continue
             if turn.record is None:  # keys without an entry yet: no answer, as on the phone
                 stdout.write(json.dumps({"route": "none", "reply": "", "keys_held": turn.keys_held,
                                          "slots": session.llm.dialog.known_slots(), "flow": "continue",

@@ -43,3 +43,15 @@ def test_chat_ends_on_end_of_input_after_a_keypad_line_without_an_answer(tmp_pat
                          input="*\n", cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert got.returncode == 0, got.stderr[-2000:]
     assert json.loads(got.stdout)["route"] == "none"
+
+
+async def test_an_entry_whose_answer_never_comes_is_an_error_line_within_the_bound(config, monkeypatch):
+    from bot.tools import chat
+
+    monkeypatch.setattr(chat, "KEY_ANSWER_SECS", 0.5)
+    monkeypatch.setattr(chat.DialogSession, "_answers", lambda self, entry: True)  # '*' "expects" an answer
+    out = io.StringIO()
+    assert await asyncio.wait_for(run_chat(config, io.StringIO("*\n0\n"), out), 30) == 0
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert lines[0] == {"route": "error", "reply": "", "error": "no answer within 0.5 s", "llm_calls": 0}
+    assert lines[1]["route"] in ("shortcut", "rule") and lines[1]["reply"]  # '0': the next line is answered
