@@ -42,6 +42,8 @@ DESK_ROUTES = {  # bot/desk/routes.py (desk.listener = "public", the default)
     ("GET", "/desk/calls"): DESK_LOGIN,
     ("GET", "/desk/calls/{call_sid}"): DESK_LOGIN,  # bot/desk/recordings.py: a call and its recording's player
     ("GET", "/desk/calls/{call_sid}/recording"): DESK_LOGIN,  # the audio (a department: its own tickets' calls)
+    ("POST", "/desk/calls/{call_sid}/recording/download"): DESK_LOGIN,  # the file, with a reason and CSRF token
+    ("GET", "/desk/audit"): DESK_LOGIN,  # the access audit's monthly review: admin only
     ("POST", "/desk/tickets/{reception_no}/hold"): DESK_LOGIN,  # legal hold: admin only
     ("GET", "/desk/health"): DESK_LOGIN,
     ("GET", "/desk/staff"): DESK_LOGIN,
