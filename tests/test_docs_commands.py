@@ -3,7 +3,7 @@
 Each command is parsed by the parser of the program it names (``run_bot.py``'s own argparse, the fake LLM's,
 a script's option list), its config loaded with its ``--set`` keys and its input files found, so a renamed
 flag, a removed subcommand, a required option the docs leave out or a misspelled key fails the build. The
-quick ones that need nothing beyond this machine also run (``say``, ``chat``, ``llm-command``,
+quick ones that need nothing beyond this machine also run (``say``, ``chat``, ``transcribe``, ``llm-command``,
 ``models --verify``, the records commands, the fake LLM passing ``check``'s LLM rows).
 
 What needs more than a CPU and this checkout is marked in the docs, in a comment before its block::
@@ -448,7 +448,7 @@ def test_every_figure_that_depends_on_a_setting_was_measured_with_the_shipped_on
 
 def _runnable(commands: list[Command]) -> dict[tuple[str, ...], Command]:
     """The docs' quick commands that need nothing beyond this machine, once each."""
-    quick = {"say", "chat", "llm-command", "calls", "tickets", "callbacks"}
+    quick = {"say", "chat", "llm-command", "calls", "tickets", "callbacks", "transcribe"}
     out = {}
     for c in commands:
         args = run_bot_args(c.argv)
