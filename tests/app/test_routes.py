@@ -46,6 +46,8 @@ DESK_ROUTES = {  # bot/desk/routes.py (desk.listener = "public", the default)
     ("GET", "/desk/audit"): DESK_LOGIN,  # the access audit's monthly review: admin only
     ("POST", "/desk/tickets/{reception_no}/hold"): DESK_LOGIN,  # legal hold: admin only
     ("GET", "/desk/health"): DESK_LOGIN,
+    ("GET", "/desk/service"): DESK_LOGIN,  # bot/desk/service.py: how the line serves, per day (counts only)
+    ("GET", "/desk/api/service.csv"): DESK_LOGIN,  # the same as CSV (a session or a bearer token)
     ("GET", "/desk/staff"): DESK_LOGIN,
     ("POST", "/desk/staff"): DESK_LOGIN,
     ("POST", "/desk/staff/{username}/active"): DESK_LOGIN,
