@@ -88,6 +88,13 @@ def analyse(text: str) -> list[Morph]:
                 unreal = True
             elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
                 unreal = True
+            elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form == "수":
+                # 먹을 수 있는 (can: not happening), 쉴 수가 없어요 (cannot: a negation)
+                after = next((w for w in tokens[j + 2:j + 4] if w.tag in {"VA", "VV", "VX"}), None)
+                if after is not None and after.form == "있":
+                    unreal = True
+                elif after is not None and after.form == "없":
+                    negated = True
             elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적"}:
                 unreal = True
             elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
