@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,20 @@ async def test_chat_warns_then_ends_with_end_reason_abusive(tmp_path):
     assert warned["reply"] == ASSETS.canned.abuse_warning and warned["flow"] == "continue"
     assert ended["reply"] == ASSETS.canned.abuse_closing and ended["flow"] == "end"
     assert ended["end_reason"] == "abusive" and ended["llm_calls"] == 0
+
+
+def _said(path: Path) -> list[str]:
+    """The caller's turns of another table: the last column of a .tsv, every `text = "..."` of a .toml."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".tsv":
+        return [line.split("\t")[-1] for line in text.splitlines() if "\t" in line and not line.startswith("#")]
+    return re.findall(r'(?m)^\s*text\s*=\s*"([^"]+)"', text)
+
+
+def test_no_turn_of_the_projects_other_tables_is_taken_for_abuse():
+    root = CASES.parent.parent.parent
+    tables = [root / "tests/data/shortcut_cases.tsv", root / "tests/data/shortcut_dialect_cases.tsv",
+              root / "bench/eval_turns.toml", root / "bench/faq_eval.toml", root / "bench/turns.toml"]
+    said = [t for table in tables for t in _said(table)]
+    assert len(said) > 500
+    assert [(t, RULES.classify(t)) for t in said if RULES.classify(t)] == []
