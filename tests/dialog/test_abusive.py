@@ -69,10 +69,17 @@ def test_a_first_insult_is_warned_and_a_second_ends_the_call_nothing_else_change
     assert state.slots["location"] == "한빛로 12" and state.intake_open and state.tickets == ["20260042"]
 
 
-def test_the_warning_is_in_the_callers_language():
-    en = POLICY.for_language("en")
-    said = en.decide("shut up you stupid bitch", DialogState(language="en"))
-    assert said.sentences == (ASSETS.languages["en"].canned.abuse_warning,) if ASSETS.languages else True
+def test_the_warning_and_the_closing_are_in_the_callers_language():
+    config = load_config(overrides=["line.languages=['ko','en','vi']", "line.language_keys={vi='7'}"])
+    assets = DialogAssets.load(config)
+    state = DialogState(language="en")
+    en = make_policy(config, assets).for_language("en")
+    warned = en.decide("shut up you stupid bitch", state)
+    assert warned.sentences == (assets.languages["en"].canned.abuse_warning,)
+    warned.change.apply(state, warned.reply)
+    assert en.decide("what the fuck", state).sentences == (assets.languages["en"].canned.abuse_closing,)
+    vi = make_policy(config, assets).for_language("vi").decide("씨발", DialogState(language="vi"))
+    assert vi.sentences == (assets.languages["vi"].canned.abuse_warning,)
 
 
 def test_a_crisis_caller_who_swears_is_not_warned_or_hung_up_on():
