@@ -537,6 +537,25 @@ class DeskConfig:
 
 
 @dataclass(frozen=True)
+class TelemetryConfig:
+    # One trace per call (bot/telemetry/tracing.py) sent over OTLP/HTTP (protobuf) to this collector, e.g.
+    # "http://jaeger:4318" (/v1/traces is added); "" = off: no trace, no cost.
+    otlp_endpoint: str = ""
+    # The desk's call page links each call to the trace viewer: "{trace_id}" is replaced, e.g.
+    # "https://jaeger.city.example/trace/{trace_id}"; "" = no link.
+    trace_url_template: str = ""
+    export_timeout_secs: float = 2.0  # a slow collector costs the exporting thread this much, never a call
+
+    def __post_init__(self) -> None:
+        if self.otlp_endpoint and not self.otlp_endpoint.startswith(("http://", "https://")):
+            raise ConfigError(f"telemetry.otlp_endpoint: {self.otlp_endpoint!r} is not an http(s) URL (OTLP/HTTP)")
+        if self.trace_url_template and "{trace_id}" not in self.trace_url_template:
+            raise ConfigError(f"telemetry.trace_url_template: {self.trace_url_template!r} has no {{trace_id}}")
+        if self.export_timeout_secs <= 0:
+            raise ConfigError(f"telemetry.export_timeout_secs: {self.export_timeout_secs:g} (must be > 0)")
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     twilio: TwilioConfig = field(default_factory=TwilioConfig)
@@ -554,6 +573,7 @@ class Config:
     records: RecordsConfig = field(default_factory=RecordsConfig)
     recording: RecordingConfig = field(default_factory=RecordingConfig)
     desk: DeskConfig = field(default_factory=DeskConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 
     # Relative paths in the config resolve against this directory.
     base_dir: Path = field(default=DEFAULT_CONFIG.parent, compare=False)

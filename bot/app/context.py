@@ -37,6 +37,7 @@ from bot.store.calls import CallLog
 from bot.telemetry.latency import call_report
 from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
+from bot.telemetry.tracing import trace_call
 
 
 class CallRegistry:
@@ -158,6 +159,7 @@ class AppContext:
         else:
             reason = session.end_reason or "hangup"
         self.records.call_ended(rec.call_id, reason)
+        trace_call(rec, reason)  # its trace, when telemetry.otlp_endpoint is set (queued: no wait here)
         logger.info("call {} ended ({}); latency:\n{}", mask(rec.call_id), reason,
                     call_report(rec.records, self.config.latency, self._report_header()))
 

@@ -21,6 +21,8 @@ from bot.call.models import SharedModels
 from bot.config import Config, Secrets
 from bot.desk.app import mount_desk
 from bot.store.calls import CallLog
+from bot.telemetry.tracing import configure as configure_tracing
+from bot.telemetry.tracing import resource_attributes
 from bot.transports.webrtc import mount_webrtc
 
 # Other modules import these from here (the records API's client side, the tests).
@@ -41,6 +43,10 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     calls cut off by a crash marked aborted).
     """
     ctx = AppContext.build(config, secrets, models, call_builder, records)
+    # One trace per call when telemetry.otlp_endpoint is set (bot/telemetry/tracing.py); off, nothing runs.
+    configure_tracing(config.telemetry, resource_attributes(
+        providers=models.tts.session_providers, hatches=ctx.hatches, worker=ctx.records.worker,
+        stt_device=getattr(models.whisper, "device", None)))
     app = FastAPI(title="Korean public-service voice agent", lifespan=_lifespan(ctx), openapi_url=None,
                   docs_url=None, redoc_url=None)
     # The operations listener (server.admin_host:admin_port): served beside ``app`` by bot/app/serve.py.

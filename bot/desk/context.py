@@ -57,6 +57,7 @@ class DeskContext:
         env.filters["pct"] = lambda v: "-" if v is None else f"{v * 100:.1f}%"
         env.globals.update(prefix=PREFIX, status_labels=STATUS_LABELS, role_labels=ROLE_LABELS,
                            statuses=TICKET_STATUSES, routing=routing,
+                           trace_url_template=config.telemetry.trace_url_template,  # the call page's link
                            language_names={code: languages.get(code).names["ko"] for code in languages.known()})
         dc = config.desk
         return cls(config=config, store=store, routing=routing, signer=signer,

@@ -7,6 +7,7 @@ FastAPI runs in its thread pool, never on the event loop the calls' audio runs o
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from bot.store.schema import callbacks, calls, ticket_audit, tickets, turns, wor
 from bot.telemetry.latency import STAGES, percentile
 
 HEALTH_MAX_TURNS = 50000  # a day of a busy line; more is sampled from the newest
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")  # a turn's trace id (bot/telemetry/tracing.py): it goes into a link
 
 
 def _utc(value):
@@ -104,7 +106,8 @@ def _turn(r) -> dict[str, Any]:
     rec = r["record"] or {}
     return {"idx": r["idx"], "route": r["route"], "intent": r["intent"], "transcript": r["transcript"],
             "reply": r["reply"], "llm_calls": r["llm_calls"], "voice_to_voice_ms": r["voice_to_voice_ms"],
-            "escalation": r["escalation"], "heard": rec.get("heard") or [], "created_at": _utc(r["created_at"])}
+            "escalation": r["escalation"], "heard": rec.get("heard") or [], "created_at": _utc(r["created_at"]),
+            "trace_id": rec.get("trace_id") if _TRACE_ID.fullmatch(str(rec.get("trace_id"))) else None}
 
 
 def recent_calls(store: Store, *, limit: int, lease_secs: float) -> list[dict[str, Any]]:

@@ -96,6 +96,7 @@ class TurnRecord:
     escalation: str | None = None  # the emergency number the bot told the caller ("119", "112", "109")
     line_open: bool | None = None  # a person could take the call at this turn (the desk's calendar)
     ai_notice: bool = False  # the greeting's record: the caller was told an AI answers (issue 47)
+    trace_id: str | None = None  # the call's trace (32 hex digits; bot/telemetry/tracing.py), None: tracing off
 
     @property
     def tts_start(self) -> float | None:

@@ -32,6 +32,7 @@ from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from bot.telemetry.latency import AUDIBLE_PEAK, TurnRecord
+from bot.telemetry.tracing import trace_id_hex
 from bot.telemetry.turn_facts import (
     AsksToRepeat,
     DialogTurnFrame,
@@ -59,11 +60,13 @@ class CallRecorder:
         self.call_id = call_id
         self.qa = qa
         self._sink = sink  # the records database (CallLog.turn): each turn as it is answered and closed
-        self.started = time.time()
         # A resumed call (issue 46) goes on numbering the call's turns after the ones already recorded.
         self.first_index = first_index
         # What a worker resuming the call needs beyond the turn (the dialog's snapshot), saved with each turn.
         self.snapshot: Callable[[], dict] | None = None
+        self.started = time.time()
+        self.trace_id = trace_id_hex(call_id)  # the call's trace (telemetry.otlp_endpoint), in every record
+        self.caller: str | None = None  # the caller's number (phone): the trace shows it masked
         self.records: list[TurnRecord] = []
         self.bot_speaking = False
         # Called once with the greeting's record when its first audio goes out (``ProcessMetrics.greeting_sent``).
@@ -74,6 +77,7 @@ class CallRecorder:
     def _new(self, route: str) -> TurnRecord:
         rec = TurnRecord(call_id=self.call_id, index=self.first_index + len(self.records), route=route, qa=self.qa)
         self.records.append(rec)
+        rec.trace_id = self.trace_id
         return rec
 
     # --- events -------------------------------------------------------------------------------
