@@ -448,7 +448,7 @@ def test_every_figure_that_depends_on_a_setting_was_measured_with_the_shipped_on
 
 def _runnable(commands: list[Command]) -> dict[tuple[str, ...], Command]:
     """The docs' quick commands that need nothing beyond this machine, once each."""
-    quick = {"say", "chat", "llm-command", "calls", "tickets", "callbacks", "transcribe"}
+    quick = {"say", "chat", "llm-command", "calls", "tickets", "callbacks", "transcribe", "report"}
     out = {}
     for c in commands:
         args = run_bot_args(c.argv)

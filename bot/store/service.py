@@ -13,7 +13,8 @@ know is not counted as resolved: the figure claims only what the records show.
 A hand-over's why: ``emergency`` (put through to an emergency service), ``errors`` (turns kept failing:
 the policy's transfer after errors, route ``error``), ``asked`` (the caller asked for a person, by
 words or the keypad), ``other`` (no turn says). Emergencies count calls by the number the caller was
-told (119, 112, 109), once per call. Every end reason is counted as written (a new one too); abusive
+told (119, 112, 109) and by kind (``emergency.toml``'s: the kind's sentences the caller heard,
+``emergency:<kind>`` in the turn's ``heard``), once per call. Every end reason is counted as written (a new one too); abusive
 (``abusive``) and idle (``caller_idle``) ends are also given apart. A call's language is the one its
 last turn was answered in.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,7 @@ HANDOVER_ENDS = ("transfer", "emergency_transfer")
 # completed: the bot's goodbye; caller_hangup/hangup/stream_closed: the caller put the phone down.
 RESOLVED_ENDS = ("completed", "caller_hangup", "hangup", "stream_closed")
 HANDOVER_WHY = ("asked", "errors", "emergency", "other")
+EMERGENCY_HEARD = "emergency:"  # an emergency kind's sentence in a turn's ``heard`` (bot/call/assets.py)
 ABUSIVE_END = "abusive"
 IDLE_END = "caller_idle"
 RUNNING = "running"  # the end reason of a call not ended yet
@@ -55,6 +58,7 @@ class DayFigures:
     callbacks: int = 0  # calls that asked for a callback
     repeated: int = 0  # calls the same number called again within a day
     emergencies: Counter[str] = field(default_factory=Counter)  # number told -> calls
+    emergency_kinds: Counter[str] = field(default_factory=Counter)  # kind (emergency.toml) -> calls
     ends: Counter[str] = field(default_factory=Counter)  # end reason -> calls
     languages: Counter[str] = field(default_factory=Counter)  # language -> calls
     tickets: Counter[str] = field(default_factory=Counter)  # category -> tickets taken that day
@@ -121,7 +125,8 @@ def service_days(store: Store, *, first: dt.date, last: dt.date, tz: dt.tzinfo, 
             sa.select(callbacks.c.call_sid).where(callbacks.c.call_sid.in_(sids)))} if sids else set()
         call_turns = [dict(r) for r in conn.execute(
             sa.select(turns.c.call_sid, turns.c.idx, turns.c.route, turns.c.intent, turns.c.escalation,
-                      turns.c.voice_to_voice_ms, turns.c.record["language"].as_string().label("language"))
+                      turns.c.voice_to_voice_ms, turns.c.record["language"].as_string().label("language"),
+                      turns.c.record["heard"].label("heard"))
             .where(turns.c.call_sid.in_(sids)).order_by(turns.c.call_sid, turns.c.idx)).mappings()] if sids else []
         day_tickets = list(conn.execute(
             sa.select(tickets.c.category, tickets.c.created_at)
@@ -152,6 +157,9 @@ def service_days(store: Store, *, first: dt.date, last: dt.date, tz: dt.tzinfo, 
             d.resolved += 1
         for number in sorted({t["escalation"] for t in said if t["escalation"]}):
             d.emergencies[number] += 1
+        for kind in sorted({h.split(":", 1)[1] for t in said if t["escalation"] for h in _heard(t)
+                            if h.startswith(EMERGENCY_HEARD)}):
+            d.emergency_kinds[kind] += 1
         spoken = [t["language"] for t in by_call.get(c["call_sid"], []) if t["language"]]
         d.languages[spoken[-1] if spoken else "unknown"] += 1
         for t in said:
@@ -168,6 +176,13 @@ def service_days(store: Store, *, first: dt.date, last: dt.date, tz: dt.tzinfo, 
     return list(days.values())
 
 
+def _heard(turn: dict[str, Any]) -> list[str]:
+    heard = turn["heard"]
+    if isinstance(heard, str):  # a backend that hands JSON back as text
+        heard = json.loads(heard)
+    return [h for h in heard or [] if isinstance(h, str)]
+
+
 def _why(end: str, said: list[dict[str, Any]]) -> str:
     if end == "emergency_transfer":
         return "emergency"
@@ -177,16 +192,21 @@ def _why(end: str, said: list[dict[str, Any]]) -> str:
     return "errors" if asked[-1]["route"] == "error" else "asked"
 
 
-def columns(days: list[DayFigures]) -> list[str]:
-    """The CSV's columns: fixed ones, then one per hand-over why, emergency number, end reason, language
-    and ticket category seen (hand-over whys, abusive and idle ends always)."""
-    def keys(attr: str, always: tuple[str, ...] = ()) -> list[str]:
-        seen = set(always) | {k for d in days for k in getattr(d, attr)}
-        return [f"{attr}_{k}" for k in (*always, *sorted(seen - set(always)))]
+# The CSV's counted columns: prefix -> DayFigures' Counter, with the keys always given a column.
+COUNTED = (("handovers", "handovers", HANDOVER_WHY), ("emergencies", "emergencies", ()),
+           ("kind", "emergency_kinds", ()), ("ends", "ends", (ABUSIVE_END, IDLE_END)), ("languages", "languages", ()),
+           ("tickets", "tickets", ()))
 
-    return ["day", "calls", "resolved", "resolved_share", "handed_over", "callbacks", "repeated", "abusive", "idle",
-            "turns", "v2v_p90_ms", "over_budget", *keys("handovers", HANDOVER_WHY), *keys("emergencies"),
-            *keys("ends", (ABUSIVE_END, IDLE_END)), *keys("languages"), *keys("tickets")]
+
+def columns(days: list[DayFigures]) -> list[str]:
+    """The CSV's columns: fixed ones, then one per hand-over why, emergency number and kind, end reason,
+    language and ticket category seen (hand-over whys, abusive and idle ends always)."""
+    out = ["day", "calls", "resolved", "resolved_share", "handed_over", "callbacks", "repeated", "abusive", "idle",
+           "turns", "v2v_p90_ms", "over_budget"]
+    for prefix, attr, always in COUNTED:
+        seen = {k for d in days for k in getattr(d, attr)} - set(always)
+        out += [f"{prefix}_{k}" for k in (*always, *sorted(seen))]
+    return out
 
 
 def row(d: DayFigures, cols: list[str]) -> dict[str, Any]:
@@ -197,10 +217,11 @@ def row(d: DayFigures, cols: list[str]) -> dict[str, Any]:
                            "callbacks": d.callbacks, "repeated": d.repeated, "abusive": d.abusive, "idle": d.idle,
                            "turns": d.turns, "v2v_p90_ms": "" if d.v2v_p90_ms is None else f"{d.v2v_p90_ms:.0f}",
                            "over_budget": d.over_budget}
+    attrs = {prefix: attr for prefix, attr, _ in COUNTED}
     for col in cols:
         if col not in out:
-            attr, key = col.split("_", 1)
-            out[col] = getattr(d, attr)[key]
+            prefix, key = col.split("_", 1)
+            out[col] = getattr(d, attrs[prefix])[key]
     return out
 
 

@@ -27,6 +27,8 @@ class ServiceGauges:
                                "emergency, other)", ["day", "why"], registry=r)
         self.emergencies = Gauge("voice_line_emergencies", "Calls of the day with an emergency, by the number told",
                                  ["day", "number"], registry=r)
+        self.emergency_kinds = Gauge("voice_line_emergency_kinds", "Calls of the day with an emergency, by kind "
+                                     "(emergency.toml)", ["day", "kind"], registry=r)
         self.ends = Gauge("voice_line_call_ends", "Calls of the day by end reason (abusive, caller_idle, running, ...)",
                           ["day", "reason"], registry=r)
         self.languages = Gauge("voice_line_call_languages", "Calls of the day by the language last answered in",
@@ -40,7 +42,7 @@ class ServiceGauges:
 
     def set_days(self, days: Mapping[str, Any]) -> None:
         """``{"today": DayFigures, "yesterday": DayFigures}`` (``bot.store.service.DayFigures``)."""
-        for g in (self.calls, self.resolved, self.handovers, self.emergencies, self.ends, self.languages, self.tickets,
+        for g in (self.calls, self.resolved, self.handovers, self.emergencies, self.emergency_kinds, self.ends, self.languages, self.tickets,
                   self.v2v_p90, self.over_budget):
             g.clear()
         for day, d in days.items():
@@ -53,7 +55,8 @@ class ServiceGauges:
                 self.handovers.labels(day, why).set(d.handovers[why])
             for reason in ("abusive", "caller_idle", *d.ends):
                 self.ends.labels(day, reason).set(d.ends[reason])
-            for gauge, counts in ((self.emergencies, d.emergencies), (self.languages, d.languages),
+            for gauge, counts in ((self.emergencies, d.emergencies), (self.emergency_kinds, d.emergency_kinds),
+                                  (self.languages, d.languages),
                                   (self.tickets, d.tickets)):
                 for key, n in counts.items():
                     gauge.labels(day, key).set(n)

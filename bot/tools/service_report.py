@@ -24,7 +24,7 @@ def _counts(c) -> str:
 def render(days: list[service.DayFigures], budget_ms: float) -> str:
     """The table, then the totals line."""
     rows = [[d.day.isoformat(), d.calls, d.resolved, "-" if d.resolved_share is None else f"{d.resolved_share:.0%}",
-             d.handed_over, _counts(d.handovers), _counts(d.emergencies), d.abusive, d.idle, _counts(d.languages),
+             d.handed_over, _counts(d.handovers), _counts(d.emergencies + d.emergency_kinds), d.abusive, d.idle, _counts(d.languages),
              _counts(d.tickets), d.turns, "-" if d.v2v_p90_ms is None else f"{d.v2v_p90_ms:.0f}", d.over_budget,
              _counts(d.ends)] for d in days]
     calls, resolved = sum(d.calls for d in days), sum(d.resolved for d in days)

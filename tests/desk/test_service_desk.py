@@ -38,11 +38,11 @@ def test_the_service_page_shows_each_days_figures_and_two_inline_charts(desk):
     assert r.status_code == 200, r.text
     one, two = _cells(r.text, "2026-11-30"), _cells(r.text, "2026-12-01")
     assert (one["calls"], one["resolved"], one["handovers"]) == ("4", "1 (25%)", "2 요청 1 긴급 1")
-    assert (one["emergencies"], one["v2v"], one["over-budget"], one["repeated"]) == ("119 1", "1260", "1", "1")
+    assert (one["emergencies"], one["v2v"], one["over-budget"], one["repeated"]) == ("119 1 fire 1", "1260", "1", "1")
     assert one["languages"] == "영어 1 한국어 3" and one["tickets"] == "소음 1 가로등·보안등 1"
     assert (two["calls"], two["resolved"], two["handovers"], two["abusive"], two["idle"]) == (
         "6", "0 (0%)", "1 오류 반복 1", "1", "1")
-    assert (two["callbacks"], two["emergencies"], two["v2v"]) == ("1", "112 1", "770")
+    assert (two["callbacks"], two["emergencies"], two["v2v"]) == ("1", "112 1 crime 1", "770")
     assert "running 1" in two["ends"] and "abusive 1" in two["ends"]
     assert r.text.count("<svg") == 2 and "<script" not in r.text and not re.search(r'(src|href)="(https?:)?//', r.text)
     assert "Content-Security-Policy" in r.headers and "script-src" not in r.headers["Content-Security-Policy"]

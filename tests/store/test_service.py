@@ -56,7 +56,8 @@ def script_calls(store: Store) -> None:
     _call(store, "CA-3", N2, _at(DAY1, 11), "transfer", [{"route": "shortcut", "intent": "transfer", "v2v": 600}],
           language="en")
     _call(store, "CA-4", N3, _at(DAY1, 12), "emergency_transfer",
-          [{"route": "emergency", "intent": "emergency", "escalation": "119", "v2v": 500}])
+          [{"route": "emergency", "intent": "emergency", "escalation": "119", "v2v": 500,
+            "heard": ["emergency:fire", "emergency:fire"]}])
     _ticket(store, "CA-1", "street_lights", _at(DAY1, 10, 5))
     _ticket(store, "CA-3", "noise", _at(DAY1, 11, 5))
     # Day 2: 00:30 KST is still day 1 in UTC; an abusive end, an idle end, a hand-over after errors from
@@ -68,7 +69,8 @@ def script_calls(store: Store) -> None:
     _call(store, "CA-8", N6, _at(DAY2, 10), "completed", [{"route": "llm", "v2v": 700}], language="en")
     store.request_callback(call_sid="CA-8", after=_at(DAY2, 18), reason="closed")
     _call(store, "CA-10", N7, _at(DAY2, 16), "completed",
-          [{"route": "emergency", "intent": "emergency", "escalation": "112", "v2v": 600}])
+          [{"route": "emergency", "intent": "emergency", "escalation": "112", "v2v": 600,
+            "heard": ["emergency:crime", "filler"]}])
     _call(store, "CA-11", None, _at(DAY2, 17), None, [{"route": "pending"}])
     _call(store, "CA-qa", None, _at(DAY2, 11), "completed", [{"route": "llm", "v2v": 3000}], qa=True)
     _ticket(store, "CA-8", "water", _at(DAY2, 10, 5))
@@ -78,10 +80,11 @@ def script_calls(store: Store) -> None:
 
 
 @pytest.fixture
-def records(tmp_path):
+def records(db_url):
+    """The scripted calls in SQLite, then in the real PostgreSQL server (the line's production database)."""
     from bot.testing.desk_fixtures import open_db
 
-    url = f"sqlite:///{tmp_path / 'calls.db'}"
+    url = db_url
     store = open_db(url)
     script_calls(store)
     yield store, url
@@ -96,7 +99,7 @@ def test_the_per_day_figures_match_the_scripted_calls_exactly(records):
     one, two = _days(records[0])
     assert (one.day, one.calls, one.resolved, one.callbacks, one.repeated) == (DAY1, 4, 1, 0, 1)
     assert one.handovers == {"asked": 1, "emergency": 1} and one.handed_over == 2
-    assert one.emergencies == {"119": 1}
+    assert one.emergencies == {"119": 1} and one.emergency_kinds == {"fire": 1}  # once per call
     assert one.ends == {"completed": 1, "caller_hangup": 1, "transfer": 1, "emergency_transfer": 1}
     assert (one.abusive, one.idle) == (0, 0)
     assert one.languages == {"ko": 3, "en": 1} and one.tickets == {"street_lights": 1, "noise": 1}
@@ -105,7 +108,7 @@ def test_the_per_day_figures_match_the_scripted_calls_exactly(records):
 
     # CA-10 is resolved by the day-2 figures alone... but N7 called again the next morning.
     assert (two.day, two.calls, two.resolved, two.callbacks, two.repeated) == (DAY2, 6, 0, 1, 1)
-    assert two.handovers == {"errors": 1} and two.emergencies == {"112": 1}
+    assert two.handovers == {"errors": 1} and two.emergencies == {"112": 1} and two.emergency_kinds == {"crime": 1}
     assert two.ends == {"abusive": 1, "caller_idle": 1, "transfer": 1, "completed": 2, "running": 1}
     assert (two.abusive, two.idle) == (1, 1)
     assert two.languages == {"ko": 5, "en": 1} and two.tickets == {"water": 1}
@@ -137,6 +140,7 @@ def test_the_csv_has_a_row_a_day_and_a_column_per_reason(records):
     assert (one["calls"], one["resolved"], one["resolved_share"], one["handed_over"]) == ("4", "1", "0.250", "2")
     assert (one["handovers_asked"], one["handovers_emergency"], one["handovers_errors"]) == ("1", "1", "0")
     assert (two["handovers_errors"], two["emergencies_112"], two["emergencies_119"]) == ("1", "1", "0")
+    assert (one["kind_fire"], one["kind_crime"], two["kind_crime"]) == ("1", "0", "1")
     assert (two["abusive"], two["idle"], two["ends_running"], two["languages_en"]) == ("1", "1", "1", "1")
     assert (one["tickets_street_lights"], two["tickets_water"], one["v2v_p90_ms"], two["over_budget"]) == (
         "1", "1", "1260", "0")
@@ -186,6 +190,7 @@ def test_metrics_carry_the_same_counts_and_a_refresh_leaves_no_stale_series(reco
     assert got[("voice_line_handovers", (("day", "today"), ("why", "errors")))] == 1
     assert got[("voice_line_handovers", (("day", "today"), ("why", "asked")))] == 0
     assert got[("voice_line_emergencies", (("day", "yesterday"), ("number", "119")))] == 1
+    assert got[("voice_line_emergency_kinds", (("day", "today"), ("kind", "crime")))] == 1
     assert got[("voice_line_call_ends", (("day", "today"), ("reason", "abusive")))] == 1
     assert got[("voice_line_call_ends", (("day", "today"), ("reason", "caller_idle")))] == 1
     assert got[("voice_line_call_languages", (("day", "today"), ("language", "en")))] == 1

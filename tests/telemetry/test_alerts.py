@@ -175,6 +175,7 @@ def _process_exposition() -> str:
 
     day = DayFigures(dt.date(2026, 12, 1), calls=2, resolved=1, v2v_p90_ms=900.0)
     day.emergencies["119"], day.languages["ko"], day.tickets["noise"], day.ends["abusive"] = 1, 2, 1, 1
+    day.emergency_kinds["fire"] = 1
     ServiceGauges(registry).set_days({"today": day})
     return body.decode() + generate_latest(registry).decode()
 
