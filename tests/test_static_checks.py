@@ -47,3 +47,19 @@ def test_a_new_import_circle_breaks_the_contract(tmp_path):
     out = _run(str(BIN / "lint-imports"), "--no-cache", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert out.returncode != 0, out.stdout[-3000:]
     assert "BROKEN" in out.stdout and "bot.dialog.state -> bot.call.build" in out.stdout
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+PACKAGES = sorted(p.name for p in (ROOT / "bot").iterdir() if (p / "__init__.py").is_file())
+
+
+def test_every_product_package_sits_in_a_layer_of_the_contract():
+    layers = _pyproject()["tool"]["importlinter"]["contracts"][0]["layers"]
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    assert {f"bot.{p}" for p in PACKAGES} - named == set()
+
