@@ -49,7 +49,7 @@ class Morph:
     form: str
     tag: str
     negated: bool = False  # 안 X, 못 X, X지 않, X지 못하
-    unreal: bool = False  # past perfect (났었, 났던), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
+    unreal: bool = False  # past perfect (났었, 났던, 난 적, 난 뒤), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
 
 
 def _by_mistake(tokens: list, k: int) -> bool:
@@ -95,8 +95,9 @@ def analyse(text: str) -> list[Morph]:
                     unreal = True
                 elif after is not None and after.form == "없":
                     negated = True
-            elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적"}:
-                unreal = True
+            elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적", "뒤", "후", "이후",
+                                                                                                "다음"}:
+                unreal = True  # 갇힌 적이 있어서, 쓰러지신 뒤로: what happened before, not now
             elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
                 break
             j += 1

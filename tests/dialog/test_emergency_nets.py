@@ -101,6 +101,17 @@ def test_the_endings_are_read() -> None:
     assert "드시" in show("농약을 잘못 드셨어요")  # 잘못: by mistake, not "could not"
     assert "나~" in show("불이 나면 어디로 가요") and "나~" in show("불이 났었던 집") and "넘어지~" in show("넘어졌을 때")
     assert "떨어지~" in show("굴러떨어질까 봐 걱정돼요") and "구르~" in show("굴러떨어질까 봐 걱정돼요")
+    assert "쓰러지~" in show("쓰러지신 뒤로 요양보호사를 써요") and "먹~" in show("먹을 수 있는 세제")
+    assert "!쉬" in show("숨을 쉴 수가 없어요")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("할아버지가 갑자기 헐떡이세요", "medical"), ("우리 애가 연락이 안 돼요", "missing_child"),
+])
+def test_one_danger_word_said_of_someone_gets_the_question(rules, regex_only, text, kind) -> None:
+    assert regex_only.classify(text) is None  # the regex net said nothing: the model answered
+    v = rules.classify(text)
+    assert v is not None and v.kind.name == kind and not v.sure and v.rule.startswith("grammar:")
 
 
 def test_the_decisive_fact_escalates_wherever_it_stands(rules) -> None:
