@@ -37,7 +37,7 @@ _VERBAL = re.compile(r"^(?:VV|VA|VX|XR|XSV|XSA|NNG)")  # what a negation or an e
 _NEGATORS = {"안", "못"}
 _NEG_AUX = {"않", "못하"}
 _PAST_PERFECT = {"었었", "았었", "였었"}
-_IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면"}
+_IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이"}  # 듯: a likeness
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
 _ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
 
@@ -65,6 +65,10 @@ def analyse(text: str) -> list[Morph]:
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
+        if t.tag == "JX" and t.form == "마다":  # 밤마다: a habit, which some rules are held back by
+            out.append(Morph(t.form, t.tag))
+            i += 1
+            continue
         if _SKIP_TAG.match(t.tag) or (t.tag == "MAG" and t.form in _NEGATORS and i + 1 < n
                                       and _VERBAL.match(tokens[i + 1].tag) and not _by_mistake(tokens, i)):
             i += 1
