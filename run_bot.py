@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run our server with Korean end-of-turn, speculation and canned audio off")
     p.add_argument("--recording", action="store_true",
                    help="also run our server recording every call: its CPU and disk, and on vs off (issue 36)")
+    p.add_argument("--tracing", action="store_true",
+                   help="also run our server sending a trace per call to a live and to a slow collector in the bench: "
+                   "voice-to-voice, loop lag and unanswered turns on vs off (issue 48)")
     p.add_argument("--baseline-url", default=None, help="with --url: a running `python -m bot.app.stock` server")
     p.add_argument("--auth-token", default=None, help="with --url: Twilio auth token to sign webhooks "
                    "(default: env TWILIO_AUTH_TOKEN); without --url the bench sets a random one")

@@ -142,7 +142,7 @@ class CallTracing:
         if not marks:
             return False  # a turn nothing happened in (a pending turn at the call's end)
         start = rec.speech_end if rec.speech_end is not None else min(marks.values())
-        end = rec.first_audio_out if rec.first_audio_out is not None else max(marks.values())
+        end = max(start, rec.first_audio_out if rec.first_audio_out is not None else max(marks.values()))
         attrs: dict[str, Any] = {"turn.index": rec.index, "turn.route": rec.route, "turn.llm_calls": rec.llm_calls,
                                  "turn.interrupted": rec.interrupted,
                                  "turn.decision": DECISIONS.get(rec.route, rec.route)}
@@ -154,8 +154,8 @@ class CallTracing:
         span = self._tracer.start_span("turn", context=parent, start_time=_ns(start), attributes=attrs)
         inner = self._trace.set_span_in_context(span)
         for name, a, b, _ in STAGES:
-            if name in _NOT_CHILDREN or a not in marks or b not in marks:
-                continue
+            if name in _NOT_CHILDREN or a not in marks or b not in marks or marks[b] < marks[a]:
+                continue  # (a mark before its start: a barged-in turn's, not a duration)
             extra = ({"turn.endpoint_kind": rec.endpoint_kind} if name == "endpointing" and rec.endpoint_kind else {})
             self._tracer.start_span(name, context=inner, start_time=_ns(marks[a]), attributes=extra).end(_ns(marks[b]))
         # The decision: from the caller's words (the turn's last transcript) to the answer's first sentence.

@@ -284,3 +284,24 @@ async def test_a_failed_records_request_is_retried_until_the_collect_deadline():
         with pytest.raises(BenchError, match="RECORDS_API_TOKEN"):
             await collect_records(client, target, 1000.0, {"CA1"}, timeout=5.0, retry_every=0.01)
     assert len(seen) == 1
+
+
+def test_tracing_on_vs_off_is_judged_on_voice_to_voice_loop_lag_and_unanswered_turns():
+    from bot.tools.bench.report import TRACING_RUNS, render_report, tracing_comparison
+
+    traced = {"calls": 2, "traces": 2, "turns": 4, "records": 4}
+    off = RunStats.of(_synthetic_run("ours"))
+    lines, verdict = tracing_comparison(off, RunStats.of(_synthetic_run("ours-tracing")), traced)
+    assert verdict.startswith("no growth") and "Collector: 2 trace(s) for 2 call(s) placed, 4 turn span(s)" in "\n".join(lines)
+    assert "| ours-tracing | 4 | 950 |" in "\n".join(lines)
+    _, verdict = tracing_comparison(off, RunStats.of(_synthetic_run("ours-tracing-slow", scale=2.0)), traced)
+    assert verdict == "GROWTH with tracing on: voice-to-voice p50"
+    lost = _synthetic_run("ours-tracing-slow")
+    lost.calls[0].turns[0].no_answer = True  # one more turn the bot never answered
+    _, verdict = tracing_comparison(off, RunStats.of(lost), traced)
+    assert verdict.startswith("GROWTH with tracing on: 1 more unanswered turn(s)")
+    _, verdict = tracing_comparison(off, RunStats.of(_synthetic_run("ours-tracing")), {})
+    assert verdict.startswith("not judged")  # no call placed: nothing to say
+    report = render_report([_synthetic_run("ours"), *(_synthetic_run(s) for s in TRACING_RUNS)], {}, LatencyConfig(),
+                           tracing={s: traced for s in TRACING_RUNS})
+    assert report.count("## Tracing on vs off") == 2 and "Verdict: no growth" in report

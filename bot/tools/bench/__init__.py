@@ -57,11 +57,13 @@ from bot.tools.bench.plot import plot_cdfs
 from bot.tools.bench.report import (
     FEATURES_OFF,
     RECORDING_ON,
+    TRACING_RUNS,
     bench_problems,
     machine_meta,
     recording_comparison,
     recording_cost,
     render_report,
+    tracing_comparison,
     write_outputs,
 )
 from bot.tools.bench.runner import RunResult, ServerProcess, bench_responder, records_token, run_bench_calls
@@ -134,10 +136,11 @@ def run_bench(config: Config, args) -> int:
         raise BenchError(f"--calls {n} > server.max_calls {config.server.max_calls}: the server would reject calls "
                          f"(add --set server.max_calls={n})")
     recording = getattr(args, "recording", False)
+    tracing = getattr(args, "tracing", False)
     systems = (["ours"] + (["ours-basic"] if args.features_off else []) + (["ours-recording"] if recording else [])
-               + (["stock"] if args.baseline else []))
-    if args.url and (args.features_off or recording):
-        raise BenchError("--features-off and --recording need the bench to start the servers (no --url)")
+               + (list(TRACING_RUNS) if tracing else []) + (["stock"] if args.baseline else []))
+    if args.url and (args.features_off or recording or tracing):
+        raise BenchError("--features-off, --recording and --tracing need the bench to start the servers (no --url)")
     auth = args.auth_token or os.environ.get("TWILIO_AUTH_TOKEN")
     compare_to = getattr(args, "compare", None)
     try:
@@ -151,6 +154,7 @@ def run_bench(config: Config, args) -> int:
     first_token_ms, char_ms = _fake_llm_delays(args)
     fake_llm = None
     runs: list[RunResult] = []
+    traced: dict[str, dict[str, int]] = {}
     try:
         if fake:
             from bot.testing.fake_llm import FakeLLM
@@ -172,6 +176,12 @@ def run_bench(config: Config, args) -> int:
                 overrides += list(FEATURES_OFF)
             if system == "ours-recording":
                 overrides += [*RECORDING_ON, f"recording.dir='{(out / 'recordings').resolve()}'"]
+            collector = None
+            if system in TRACING_RUNS:  # a collector in this process, live or slow (bot/testing/otlp_receiver.py)
+                from bot.testing.otlp_receiver import OTLPReceiver
+
+                collector = OTLPReceiver(delay_secs=TRACING_RUNS[system]).start()
+                overrides.append(f"telemetry.otlp_endpoint='{collector.endpoint}'")
             if fake_llm is not None:
                 overrides.append(f"llm.base_url='{fake_llm.base_url}'")
             overrides.append(f"records.url='sqlite:///{(out / 'records' / system / 'calls.db').resolve()}'")
@@ -183,7 +193,10 @@ def run_bench(config: Config, args) -> int:
                                                         answer_timeout=args.answer_timeout,
                                                         progress=not args.no_progress, rounds=args.rounds)))
             finally:
-                server.stop()
+                server.stop()  # its traces are flushed as it exits
+                if collector is not None:
+                    collector.stop()
+                    traced[system] = _traced(runs[-1] if runs and runs[-1].system == system else None, collector)
     finally:
         if fake_llm is not None:
             fake_llm.stop()
@@ -195,7 +208,7 @@ def run_bench(config: Config, args) -> int:
     cost = None
     if recording and (out / "server-ours-recording.log").exists():
         cost = recording_cost((out / "server-ours-recording.log").read_text(encoding="utf-8", errors="replace"))
-    paths = write_outputs(out, runs, meta, config.latency, turn_set, recording=cost)
+    paths = write_outputs(out, runs, meta, config.latency, turn_set, recording=cost, tracing=traced)
     print(paths["report"].read_text(encoding="utf-8"))
     print(f"wrote {paths['report']}, {paths['plot']}, {paths['turns']}", file=sys.stderr)
     problems = bench_problems([RunStats.of(r) for r in runs], config.latency)
@@ -208,6 +221,13 @@ def run_bench(config: Config, args) -> int:
         if not verdict.startswith("no growth"):  # growth, or a comparison it could not judge
             print(f"bench FAILED: recording on vs off: {verdict}", file=sys.stderr)
             failed = 1
+    if tracing and not problems:
+        by = {r.system: RunStats.of(r) for r in runs}
+        for system in TRACING_RUNS:
+            _, verdict = tracing_comparison(by["ours"], by[system], traced.get(system, {}))
+            if not verdict.startswith("no growth"):
+                print(f"bench FAILED: {system} vs off: {verdict}", file=sys.stderr)
+                failed = 1
     if not (getattr(args, "save_baseline", None) or base):
         return failed
     set_path = Path(turn_set.path).resolve()
@@ -249,7 +269,7 @@ def run_capacity(config: Config, args) -> int:
     )
     from bot.tools.bench.report import _environment_lines
 
-    for flag in ("baseline", "compare", "save_baseline", "features_off", "recording"):
+    for flag in ("baseline", "compare", "save_baseline", "features_off", "recording", "tracing"):
         if getattr(args, flag, None):
             raise BenchError(f"--find-capacity runs one server at rising load: --{flag.replace('_', '-')} does not "
                              "go with it")
@@ -317,6 +337,23 @@ def run_capacity(config: Config, args) -> int:
     print(text)
     print(f"wrote {out / 'capacity.md'} and each level's report in {out}/level-N/", file=sys.stderr)
     return 0 if result.unjudged is None else BENCH_FAILED
+
+
+# A turn record with any of these has a turn span (bot/telemetry/tracing.py: a turn nothing happened in has none).
+TRACED_MARKS = ("speech_end", "vad_stop", "stt_done", "turn_end", "llm_request", "llm_first_token", "first_sentence",
+                "tts_first_audio", "first_audio_out")
+
+
+def _traced(run: RunResult | None, collector) -> dict[str, int]:
+    """What the collector got for the run's calls: traces (a call span each), turn spans, and the turn records."""
+    if run is None:
+        return {}
+    ids = {c.call_id for c in run.calls}
+    traces = {sp.trace_id for sp in collector.spans if sp.name == "call" and sp.attributes.get("call.id") in ids}
+    return {"calls": len(ids), "traces": len(traces),
+            "turns": sum(1 for sp in collector.spans if sp.name == "turn" and sp.trace_id in traces),
+            "records": sum(1 for t in run.server_turns if t.get("call_id") in ids and t.get("route") != "greeting"
+                           and any(t.get(m) is not None for m in TRACED_MARKS))}
 
 
 # Exit status when a call of any server errored or an ours/stock ratio could not be computed

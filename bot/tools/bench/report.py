@@ -243,18 +243,53 @@ def recording_comparison(off: RunStats, on: RunStats, budgets: LatencyConfig,
     return lines, recording_verdict((a.n, a.p50, la), (b.n, b.p50, lb), calls)
 
 
-def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float], calls: int) -> str:
+def recording_verdict(off: tuple[int, float, float], on: tuple[int, float, float], calls: int,
+                      what: str = "recording") -> str:
     """(turns, voice-to-voice p50, loop-lag p99) off and on: growth, none, or "not judged"."""
     (n_off, v_off, lag_off), (n_on, v_on, lag_on) = off, on
     if min(n_off, n_on) < MIN_JUDGED_TURNS or not calls or math.isnan(v_off) or math.isnan(v_on):
-        return f"not judged (fewer than {MIN_JUDGED_TURNS} turns a run, or no recorder figures)"
+        return f"not judged (fewer than {MIN_JUDGED_TURNS} turns a run, or no {what} figures)"
     # The bench's own noise rule for a stage (x 1.6 and + 100 ms), and 5 ms of loop-lag p99.
     slower = v_on > v_off * 1.6 and v_on > v_off + 100
     lag = not math.isnan(lag_off) and not math.isnan(lag_on) and lag_on > lag_off + 5
     if slower or lag:
-        return "GROWTH with recording on: " + ", ".join(
+        return f"GROWTH with {what} on: " + ", ".join(
             x for x, bad in (("voice-to-voice p50", slower), ("loop-lag p99", lag)) if bad)
     return "no growth beyond noise (voice-to-voice p50 within x1.6 / +100 ms, loop-lag p99 within +5 ms)"
+
+
+# The "ours-tracing" runs (``--tracing``): the same server sending one trace per call (bot/telemetry/tracing.py)
+# to a collector in the bench's process that answers at once, and to one that answers each export after
+# 3 s (past the exporter's 2 s timeout: every export of that run times out).
+TRACING_RUNS = {"ours-tracing": 0.0, "ours-tracing-slow": 3.0}
+
+
+def _unanswered(st: RunStats) -> int:
+    return sum(1 for r in st.rows if r["caller"] and r["caller"]["speech_start"] is not None
+               and (r["caller"]["no_answer"] or r["server"] is None))
+
+
+def tracing_comparison(off: RunStats, on: RunStats, traced: dict[str, int]) -> tuple[list[str], str]:
+    """Tracing on vs off in the same run: voice-to-voice, loop lag and unanswered turns of each, the traces the
+    collector got; the verdict (``run_bench`` fails on anything but "no growth"). ``traced``: ``calls`` placed,
+    ``traces`` the collector got for them (a call span each), ``turns`` turn spans, ``records`` turn records."""
+    runs = []
+    for st in (off, on):
+        v2v = {r.stage: r for r in summarize(st.records, LatencyConfig())}["voice_to_voice"]
+        runs.append((st, v2v, (st.run.loop_lag_worst or {}).get("p99_ms", math.nan), _unanswered(st)))
+    lines = [f"## Tracing on vs off: {on.run.system} (the same calls, two configs)", "",
+             "| run | voice-to-voice n | p50 ms | p90 ms | loop lag worst p99 ms | unanswered turns |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {st.run.system} | {v.n} | {_f(v.p50)} | {_f(v.p90)} | {_f(lag, 1)} | {lost} |"
+              for st, v, lag, lost in runs]
+    lines += ["", f"Collector: {traced.get('traces', 0)} trace(s) for {traced.get('calls', 0)} call(s) placed, "
+              f"{traced.get('turns', 0)} turn span(s) for {traced.get('records', 0)} answered turn record(s)", ""]
+    (_, a, la, lost_off), (_, b, lb, lost_on) = runs
+    verdict = recording_verdict((a.n, a.p50, la), (b.n, b.p50, lb), traced.get("calls", 0), "tracing")
+    if lost_on > lost_off:
+        verdict = f"GROWTH with tracing on: {lost_on - lost_off} more unanswered turn(s)" + (
+            f"; {verdict}" if verdict.startswith("GROWTH") else "")
+    return lines, verdict
 
 
 # The call's own features (bot/call/: turn-taking, canned audio), switched off for the "ours-basic" run.
@@ -310,7 +345,7 @@ def machine_meta(n_calls: int, turn_set: TurnSet | None, argv: list[str] | None 
 
 
 def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, turn_set: TurnSet | None = None,
-                  recording: dict[str, float] | None = None) -> str:
+                  recording: dict[str, float] | None = None, tracing: dict[str, dict[str, int]] | None = None) -> str:
     """The markdown report: machine and environment header, then one section per run, then ratios."""
     stats = [RunStats.of(r) for r in runs]
     first_env = runs[0].environment if runs else {}
@@ -336,6 +371,10 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
         lines += _ratio_section(by["ours"], by["stock"], budgets)
     if "ours" in by and "ours-recording" in by:
         lines += _recording_section(by["ours"], by["ours-recording"], budgets, recording or {})
+    for system in TRACING_RUNS:
+        if "ours" in by and system in by:
+            section, verdict = tracing_comparison(by["ours"], by[system], (tracing or {}).get(system, {}))
+            lines += [*section, f"Verdict: {verdict}.", ""]
     if len(by) > 1:
         lines += _ttfa_section(stats)
     lines += ["---", "", "Definitions: caller TTFA runs from the moment the caller's last speech frame was sent (the "
@@ -350,12 +389,13 @@ def render_report(runs: list[RunResult], meta: dict, budgets: LatencyConfig, tur
 
 
 def write_outputs(out_dir: str | Path, runs: list[RunResult], meta: dict, budgets: LatencyConfig,
-                  turn_set: TurnSet | None = None, recording: dict[str, float] | None = None) -> dict[str, Path]:
+                  turn_set: TurnSet | None = None, recording: dict[str, float] | None = None,
+                  tracing: dict[str, dict[str, int]] | None = None) -> dict[str, Path]:
     """Write report.md, latency.png and turns.jsonl; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"report": out / "report.md", "plot": out / "latency.png", "turns": out / "turns.jsonl"}
-    paths["report"].write_text(render_report(runs, meta, budgets, turn_set, recording), encoding="utf-8")
+    paths["report"].write_text(render_report(runs, meta, budgets, turn_set, recording, tracing), encoding="utf-8")
     plot_cdfs(runs, paths["plot"])
     with paths["turns"].open("w", encoding="utf-8") as f:
         for run in runs:
