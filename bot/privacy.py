@@ -13,9 +13,13 @@ import logging
 import os
 import re
 import sys
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from bot.languages.ko.digits import DIGIT_WORDS
+
+if TYPE_CHECKING:
+    from loguru import Record
 
 # Digits right after "3." are a fraction, never the start of a number below (a float in a log line).
 # Resident registration number: 6 digits (birth date), hyphen, 7 digits.
@@ -133,7 +137,11 @@ def install_log_masking() -> None:
     """Route every loguru record's message through ``mask`` (sinks added later included)."""
     from loguru import logger
 
-    logger.configure(patcher=lambda record: record.update(message=mask(record["message"])))
+    logger.configure(patcher=_mask_record)
+
+
+def _mask_record(record: Record) -> None:
+    record["message"] = mask(record["message"])
 
 
 class StdlibToLoguru(logging.Handler):
@@ -147,7 +155,8 @@ class StdlibToLoguru(logging.Handler):
         except ValueError:
             level = record.levelno
         # The line is attributed to the stdlib logger's caller (uvicorn, websockets...), not to logging itself.
-        frame, depth = sys._getframe(0), 0
+        frame: FrameType | None = sys._getframe(0)
+        depth = 0
         while frame is not None and (depth == 0 or frame.f_code.co_filename == logging.__file__):
             frame, depth = frame.f_back, depth + 1
         logger.opt(depth=depth, exception=record.exc_info).log(level, "{}", record.getMessage())
@@ -165,7 +174,7 @@ def route_stdlib_logging(level: int = logging.WARNING) -> None:
             lg.propagate = True
 
 
-def _masked_stderr(message) -> None:
+def _masked_stderr(message: object) -> None:
     # The whole formatted line, the exception's traceback included (diagnose is off: no variable values).
     sys.stderr.write(mask(str(message)))
 

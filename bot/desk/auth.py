@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import math
 import re
 import secrets
 import threading
@@ -21,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -123,7 +125,7 @@ class Signer:
         if not value:
             return None
         try:
-            data, signed_at = self._session.loads(value, max_age=idle_secs, return_timestamp=True)
+            data, signed_at = self._session.loads(value, max_age=_whole(idle_secs), return_timestamp=True)
         except BadSignature:  # SignatureExpired is one: idle too long
             return None
         if not isinstance(data, dict) or time.time() - float(data.get("login", 0)) > max_secs:
@@ -136,7 +138,7 @@ class Signer:
 
     def read_login(self, value: str | None, max_secs: float = 3600.0) -> str | None:
         try:
-            return self._login.loads(value, max_age=max_secs) if value else None
+            return self._login.loads(value, max_age=_whole(max_secs)) if value else None
         except BadSignature:
             return None
 
@@ -147,7 +149,7 @@ class Signer:
     def read_device(self, value: str | None, username: str, max_secs: float = DEVICE_DAYS * 86400) -> str | None:
         """The device id of a browser's device cookie for this username; None for none, another name or forged."""
         try:
-            data = self._device.loads(value, max_age=max_secs) if value else None
+            data = self._device.loads(value, max_age=_whole(max_secs)) if value else None
         except BadSignature:
             return None
         if not isinstance(data, dict) or data.get("u") != username or not isinstance(data.get("d"), str):
@@ -158,7 +160,12 @@ class Signer:
         return hmac.new(self._key, f"csrf|{purpose}|{nonce}".encode(), hashlib.sha256).hexdigest()
 
     def csrf_ok(self, nonce: str | None, token: str | None, purpose: str = "session") -> bool:
-        return bool(nonce and token) and hmac.compare_digest(self.csrf(nonce, purpose), token)
+        return bool(nonce and token) and hmac.compare_digest(self.csrf(nonce or "", purpose), token or "")
+
+
+def _whole(secs: float) -> int:
+    # itsdangerous counts ages in whole seconds: ``age > floor(secs)`` is ``age > secs``.
+    return math.floor(secs)
 
 
 @dataclass(eq=False)
@@ -218,7 +225,7 @@ class LoginLimiter:
         self._addresses: dict[str, deque[_Failure]] = {}  # address, any account, no device cookie
         self._lock = threading.Lock()
 
-    def _recent(self, table: dict, key, t: float) -> deque[_Failure]:
+    def _recent(self, table: dict[Any, deque[_Failure]], key: Any, t: float) -> deque[_Failure]:
         q = table.get(key)
         if q is None:
             q = table[key] = deque(maxlen=self.MAX_PER_KEY)
@@ -274,7 +281,8 @@ class LoginLimiter:
 
     def _forget_quiet(self, t: float) -> None:
         # Forget quiet keys so a spray of names or addresses cannot fill memory.
-        for table in (self._pairs, self._accounts, self._addresses):
+        tables: tuple[dict[Any, deque[_Failure]], ...] = (self._pairs, self._accounts, self._addresses)
+        for table in tables:
             if len(table) > self.MAX_KEYS:
                 for k in [k for k, q in table.items() if not q or q[-1].at < t - self.window]:
                     del table[k]

@@ -23,10 +23,10 @@ def line_chart(labels: Sequence[str], series: dict[str, Sequence[float | None]],
            f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
            f'<text x="{left}" y="18" font-size="13" fill="#222">{escape(title)}</text>']
     for k in range(5):  # grid and axis labels
-        v = peak * k / 4
-        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e3e3e3"/>'
-                   f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">'
-                   f'{v:.0f}</text>')
+        tick = peak * k / 4
+        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e3e3e3"/>'
+                   f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">'
+                   f'{tick:.0f}</text>')
     step = max(1, len(labels) // 8)
     for i, label in enumerate(labels):
         if i % step == 0 or i == len(labels) - 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Request
@@ -66,7 +66,7 @@ class Desk:
         desk = self
 
         class DeskRoute(APIRoute):
-            def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+            def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
                 handler = super().get_route_handler()
 
                 async def run(request: Request) -> Response:

@@ -46,10 +46,13 @@ class LoginScreens(Screens):
         """The account when the password is right, its login recorded (blocking: the database and argon2)."""
         store = self.desk.store
         account = store.find_staff(username=username) if username else None
-        usable = account is not None and account["active"]
-        if not verify_password(account["password_hash"] if usable else None, password) or account is None:
+        if account is not None and not account["active"]:
+            account = None  # checked against the dummy hash, as a missing one is
+        if not verify_password(account["password_hash"] if account else None, password) or account is None:
             return None
-        extra = {"password_hash": hash_password(password)} if needs_rehash(account["password_hash"]) else {}
+        extra: dict[str, Any] = {}
+        if needs_rehash(account["password_hash"]):
+            extra["password_hash"] = hash_password(password)
         store.update_staff(username, last_login_at=dt.datetime.now(dt.UTC), **extra)
         return account
 

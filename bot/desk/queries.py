@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from bot.config import LatencyConfig
 from bot.desk.auth import Principal
 from bot.desk.departments import Routing
 from bot.store.db import Store
@@ -24,13 +26,13 @@ HEALTH_MAX_TURNS = 50000  # a day of a busy line; more is sampled from the newes
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")  # a turn's trace id (bot/telemetry/tracing.py): it goes into a link
 
 
-def _utc(value):
+def _utc(value: Any) -> Any:
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.replace(tzinfo=dt.UTC)
     return value
 
 
-def _row(r) -> dict[str, Any]:
+def _row(r: Mapping[Any, Any]) -> dict[str, Any]:
     return {k: _utc(v) for k, v in dict(r).items()}
 
 
@@ -102,7 +104,7 @@ def ticket_detail(store: Store, ticket: dict[str, Any]) -> dict[str, Any]:
             "recording_access": access_log(store, sid) if sid else []}
 
 
-def _turn(r) -> dict[str, Any]:
+def _turn(r: Mapping[Any, Any]) -> dict[str, Any]:
     rec = r["record"] or {}
     return {"idx": r["idx"], "route": r["route"], "intent": r["intent"], "transcript": r["transcript"],
             "reply": r["reply"], "llm_calls": r["llm_calls"], "voice_to_voice_ms": r["voice_to_voice_ms"],
@@ -146,7 +148,7 @@ def turn_records(store: Store, since: dt.datetime) -> list[dict[str, Any]]:
                 for rec, at, sid, end in conn.execute(q)]
 
 
-def health(records: list[dict[str, Any]], budgets) -> dict[str, Any]:
+def health(records: list[dict[str, Any]], budgets: LatencyConfig) -> dict[str, Any]:
     """Per-stage p50/p90/p99 and turns over budget, LLM calls per turn, apology and transfer rates."""
     said = [r for r in records if r.get("route") != "greeting"]
     stages = []

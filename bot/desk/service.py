@@ -41,7 +41,7 @@ def add_service_routes(router: APIRouter, ctx: DeskContext, *, login_required: C
         return service.service_days(ctx.store, first=first, last=last, tz=ctx.tz, budget_ms=budget)
 
     @router.get("/service")
-    def service_page(request: Request, date_from: str = "", date_to: str = ""):
+    def service_page(request: Request, date_from: str = "", date_to: str = "") -> Response:
         who = login_required(request)
         first, last = days_asked(date_from, date_to)
         days = figures(first, last)
@@ -59,7 +59,7 @@ def add_service_routes(router: APIRouter, ctx: DeskContext, *, login_required: C
                     category_labels=ctx.routing.category_labels)
 
     @router.get("/api/service.csv")
-    def service_csv(request: Request, date_from: str = "", date_to: str = ""):
+    def service_csv(request: Request, date_from: str = "", date_to: str = "") -> Response:
         login_required(request, api=True)
         first, last = days_asked(date_from, date_to)
         return Response(service.to_csv(figures(first, last)), media_type="text/csv; charset=utf-8", headers={

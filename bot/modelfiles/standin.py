@@ -71,7 +71,8 @@ def _const(name: str, array: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(array), name=name)
 
 
-def _model(nodes, inputs, outputs, initializers, name: str) -> onnx.ModelProto:
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+           initializers: list[onnx.TensorProto], name: str) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=initializers)
     model = helper.make_model(
         graph,

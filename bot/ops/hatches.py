@@ -6,12 +6,19 @@ figure is never read without knowing what was switched off.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from loguru import logger
 
-from bot.config import Config
+from bot.config import Config, Secrets
+
+if TYPE_CHECKING:
+    from bot.stages.supertonic import SupertonicEngine
+    from bot.stages.whisper import WhisperEngine
 
 
-def escape_hatches(config: Config, *, tts_engine=None, whisper_engine=None, secrets=None) -> list[str]:
+def escape_hatches(config: Config, *, tts_engine: SupertonicEngine | None = None,
+                   whisper_engine: WhisperEngine | None = None, secrets: Secrets | None = None) -> list[str]:
     """What is running in a degraded or unsafe mode right now."""
     hatches = []
     if not config.twilio.validate_signature:
@@ -29,7 +36,7 @@ def escape_hatches(config: Config, *, tts_engine=None, whisper_engine=None, secr
             hatches.append(f"TTS provider FALLBACK active: {tts_engine.session_providers}")
         if getattr(tts_engine, "is_standin", False):
             hatches.append("TTS model is a STAND-IN (random weights, not a voice): run `run_bot.py models`")
-    if getattr(whisper_engine, "is_fixed_delay", False):
+    if whisper_engine is not None and getattr(whisper_engine, "is_fixed_delay", False):
         hatches.append(f"STT is a FIXED-DELAY TEST ENGINE ({whisper_engine.model_path}): no speech is recognised")
     elif config.stt.device == "cpu":
         hatches.append(f"STT on CPU ({config.stt.compute_type}); production runs float16 on CUDA")

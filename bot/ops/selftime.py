@@ -18,15 +18,30 @@ import os
 import socket
 import statistics
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
 
 from bot.config import Config, Secrets
 from bot.telemetry.noise import LOADED_CPU, Noise
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from bot.stages.supertonic import SupertonicEngine
+    from bot.stages.whisper import WhisperEngine
+
 SENTENCE = "무엇을 도와드릴까요?"  # short: every worker start pays for it three times
 RATE = 16000  # Whisper's rate: the TTS renders straight at it, no resampler in the STT timing
 RUNS = 3  # the median of three: one GC pause or page-in does not make a slow start
+
+
+class LoadedModels(Protocol):
+    """What the self-timing and the startup check use of the loaded models (bot/call/models.py's)."""
+
+    tts: SupertonicEngine
+    whisper: WhisperEngine
+    vad_session: object
 
 
 @dataclass
@@ -60,7 +75,7 @@ class SelfTiming:
             return f"MUCH SLOWER THAN THE LAST GOOD START: {worse}"
         return f"{figs} (last good start: " + ", ".join(f"{k} {v:.0f} ms" for k, v in self.previous.items()) + ")"
 
-    def export(self, registry) -> None:
+    def export(self, registry: CollectorRegistry) -> None:
         """This start's figures on /metrics: the alert is on ``voice_startup_slow``."""
         from prometheus_client import Gauge
 
@@ -87,7 +102,7 @@ def config_key(config: Config) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def measure(tts, whisper, *, voice: str, llm_first_token_ms: float | None = None, runs: int = RUNS) -> dict[str, float]:
+def measure(tts: SupertonicEngine, whisper: WhisperEngine, *, voice: str, llm_first_token_ms: float | None = None, runs: int = RUNS) -> dict[str, float]:
     """Median milliseconds of each stage on the fixed input (blocking: call at startup)."""
     synth = [tts.synthesize(SENTENCE, RATE, voice=voice) for _ in range(runs)]
     pcm = synth[-1].pcm
@@ -131,7 +146,7 @@ def compare(figures: dict[str, float], previous: dict[str, float] | None, *, rat
     return out
 
 
-def self_time(config: Config, secrets: Secrets | None, models, *, llm_first_token_ms: float | None = None,
+def self_time(config: Config, secrets: Secrets | None, models: LoadedModels, *, llm_first_token_ms: float | None = None,
               save: bool = True) -> SelfTiming | None:
     """Time this start, compare with the host's last good one, record it (``save``). None when the
     records database is off or unreachable (said, not raised: it must not stop the server)."""

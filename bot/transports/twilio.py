@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from loguru import logger
 from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
@@ -143,7 +144,7 @@ async def read_stream_start(receive: Callable[[], Awaitable[dict]], *, max_bytes
     return parse_stream_start(texts)
 
 
-def _what(value) -> str:
+def _what(value: object) -> str:
     """A value named for a log line: a short word as it is (an event name), else only its type and size."""
     if isinstance(value, str):
         return repr(value) if _WORD_RE.match(value) else f"a string of {len(value)} chars"
@@ -220,15 +221,15 @@ class PhoneSerializer(TwilioFrameSerializer):
 
     def __init__(
         self,
-        *args,
+        *args: Any,
         fast_input_resampler: bool = True,
         on_stop: Callable[[], Awaitable[None]] | None = None,
         on_end: Callable[[], Awaitable[None]] | None = None,
         transfer_target: Callable[[], str | None] = lambda: None,
         transfer_twiml: Callable[[str], str] | None = None,
         api: TwilioAPI | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._transfer_target = transfer_target
         self._transfer_twiml = transfer_twiml or build_dial_twiml
@@ -339,8 +340,9 @@ class PhoneSerializer(TwilioFrameSerializer):
             return None
         return InputAudioRawFrame(audio=pcm, num_channels=1, sample_rate=self._sample_rate)
 
-    def _ignore(self, kind: str) -> None:
-        """Count a bad message; the first of each kind in a call is logged (a flood is one line)."""
+    def _ignore(self, kind: str) -> Frame | None:
+        """Count a bad message; the first of each kind in a call is logged (a flood is one line). None: no frame
+        (``return self._ignore(...)`` in ``deserialize``)."""
         if kind not in self.ignored:
             logger.warning("call {}: ignoring {} on the media stream (further ones are counted, not logged)",
                            mask(self._call_sid or ""), kind)
@@ -350,8 +352,9 @@ class PhoneSerializer(TwilioFrameSerializer):
     async def _hang_up_call(self) -> None:
         """End the call through Twilio's REST API (``bot/aftercall/twilio_api.py``), once."""
         call = mask(self._call_sid or "")
-        if self._api is None:
-            logger.warning("call {}: no Twilio REST client; closing the stream instead of hanging up", call)
+        if self._api is None or self._call_sid is None:
+            logger.warning("call {}: no Twilio REST client or no call; closing the stream instead of hanging up",
+                           call)
             return
         try:
             if await self._api.hang_up(self._call_sid):
@@ -364,8 +367,8 @@ class PhoneSerializer(TwilioFrameSerializer):
     async def _redirect_call(self, twiml: str) -> None:
         """Hand the call to new TwiML (a <Dial> to a person) through Twilio's REST API."""
         call = mask(self._call_sid or "")
-        if self._api is None:
-            logger.error("call {}: transfer failed: no Twilio REST client", call)
+        if self._api is None or self._call_sid is None:
+            logger.error("call {}: transfer failed: no Twilio REST client or no call", call)
             return
         try:
             if await self._api.redirect(self._call_sid, twiml):

@@ -45,8 +45,8 @@ import asyncio
 import hmac
 import json
 import time
-from collections.abc import Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,15 +77,21 @@ from pipecat.transports.smallwebrtc.request_handler import (
 )
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
+from starlette.types import Scope
 
 from bot.call.build import build_call
+from bot.call.models import SharedModels
 from bot.call.noise_filter import make_audio_in_filter
 from bot.call.openings import speak_greeting
 from bot.call.request import CallRequest
 from bot.call.session import CallSession
+from bot.config import Config, Secrets
 from bot.desk.routes import CSP as DESK_CSP
 from bot.line.admission import Line
 from bot.line.callgate import CallGate
+from bot.store.calls import CallLog
+from bot.telemetry.latency import TurnRecord
+from bot.telemetry.metrics import ProcessMetrics
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 QA_IN_RATE = 16000  # Whisper and Silero
@@ -115,7 +121,7 @@ class QALiveObserver(BaseObserver):
     run in separate tasks and this one must not read the turn before that mark is there.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # Every push, not only the first: a sentence counts as spoken when the output transport
         # passes its TTSTextFrame on, after the sentence's audio (the TTS runs ahead of playout,
         # and the sentences an interruption drops are never played).
@@ -136,7 +142,7 @@ class QALiveObserver(BaseObserver):
         except Exception as e:  # the page is a view: never let it break the call
             logger.debug("QA page message not sent: {}", e)
 
-    async def on_push_frame(self, data: FramePushed):
+    async def on_push_frame(self, data: FramePushed) -> None:
         if self._session is None:
             return
         frame = data.frame
@@ -167,10 +173,12 @@ class QALiveObserver(BaseObserver):
 
         The previous one too: a barge-in marks it interrupted just as the next turn opens.
         """
+        if self._session is None:
+            return
         for rec in self._session.recorder.records[-2:]:
             await self._send_turn(rec)
 
-    async def _send_turn(self, rec) -> None:
+    async def _send_turn(self, rec: TurnRecord) -> None:
         stages = rec.stages_ms()
         msg = {
             "qa": "turn",
@@ -195,7 +203,7 @@ class QALiveObserver(BaseObserver):
 class _SecureStaticFiles(StaticFiles):
     """The page's assets, with the page's security headers."""
 
-    async def get_response(self, path: str, scope) -> Response:
+    async def get_response(self, path: str, scope: Scope) -> Response:
         response = await super().get_response(path, scope)
         response.headers.update(QA_HEADERS)
         return response
@@ -214,14 +222,14 @@ def qa_token_ok(request: Request, want: str | None) -> bool:
 def mount_webrtc(
     app: FastAPI,
     *,
-    config,
-    secrets,
-    models,
+    config: Config,
+    secrets: Secrets,
+    models: SharedModels,
     gate: CallGate,
-    metrics,
+    metrics: ProcessMetrics,
     finish_call: Callable[[CallSession], None],
     line: Line | None = None,
-    records=None,
+    records: CallLog | None = None,
 ) -> None:
     """Add the QA page and its WebRTC signalling to ``app`` (see the module docstring).
 
@@ -247,7 +255,7 @@ def mount_webrtc(
 class _Offer:
     """One offer's slot as it passes from the route to ``QAContext.start_call`` (the handler's callback)."""
 
-    hold: Any = None  # the slot reserved for it; None once a call took it over
+    hold: str | None = None  # the slot reserved for it; None once a call took it over
     refused: str | None = None  # why the call could not start after all
     connection: SmallWebRTCConnection | None = None  # the refused call's peer, to close
 
@@ -256,14 +264,14 @@ class _Offer:
 class QAContext:
     """What the QA page's routes and calls share: the phone line's gate, the QA calls here, the signalling."""
 
-    config: Any
-    secrets: Any
-    models: Any
+    config: Config
+    secrets: Secrets
+    models: SharedModels
     gate: CallGate
-    metrics: Any
+    metrics: ProcessMetrics
     finish_call: Callable[[CallSession], None]
     line: Line | None
-    records: Any
+    records: CallLog | None
     qa_limit: int
     # Host candidates only (no STUN/TURN): the QA browser must reach the server's address directly.
     handler: SmallWebRTCRequestHandler = field(default_factory=SmallWebRTCRequestHandler)
@@ -272,7 +280,7 @@ class QAContext:
     connections: dict[str, SmallWebRTCConnection] = field(default_factory=dict)  # pc_id -> QA call in progress here
 
     @classmethod
-    def build(cls, *, config, gate: CallGate, **parts) -> QAContext:
+    def build(cls, *, config: Config, gate: CallGate, **parts: Any) -> QAContext:
         """The QA page's state, with a warning when ``server.max_calls`` cuts its cap."""
         sc = config.server
         qa_limit = gate.qa_limit(sc.max_calls, sc.qa_max_calls)
@@ -294,11 +302,11 @@ class QAContext:
         return JSONResponse({"error": "busy", "reason": why.split(" ")[0], "active_calls": len(calls.active)},
                             status_code=503)
 
-    def reserve(self):
+    def reserve(self) -> tuple[str | None, str | None]:
         """``(hold, None)``, or ``(hold, why busy)``: a QA slot, taken before any await."""
         return self.gate.reserve_qa(self.config.server.qa_max_calls, self.config.server.qa_connect_timeout_secs)
 
-    async def answer(self, webrtc_request: SmallWebRTCRequest):
+    async def answer(self, webrtc_request: SmallWebRTCRequest) -> dict[str, str] | JSONResponse | None:
         """The SDP answer, or a 503 busy response when the offer would start a call there is no slot for."""
         # A renegotiation of a QA call in progress keeps that call's slot; anything else (no pc_id, or
         # an unknown one, which Pipecat answers with a new connection) is a new call and takes one now.
@@ -325,7 +333,8 @@ class QAContext:
             self.gate.release(offer.hold)  # start_call took it over, or the offer failed
         if offer.refused:
             with suppress(Exception):
-                await offer.connection.disconnect()
+                if offer.connection is not None:
+                    await offer.connection.disconnect()
             return self.busy(offer.refused)
         return answer
 
@@ -337,8 +346,8 @@ class QAContext:
         hold, offer.hold = offer.hold, None
         if hold is None:  # its pc_id looked like a call in progress, which ended meanwhile: a new call after all
             hold, why = self.reserve()
-            if why:
-                offer.refused, offer.connection = why, connection
+            if hold is None:  # no slot: ``why`` says why
+                offer.refused, offer.connection = why or "busy", connection
                 return
         call_id = f"qa-{connection.pc_id}"
         self.gate.qa_started(hold, call_id)
@@ -348,7 +357,7 @@ class QAContext:
         task.add_done_callback(self.running.discard)
 
     @asynccontextmanager
-    async def lifespan(self, _app):
+    async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         yield
         # Server shutdown: end the QA calls so their records are written, then close the peers.
         for session in list(self.sessions.values()):
@@ -364,18 +373,18 @@ def qa_router(qa: QAContext) -> APIRouter:
     router = APIRouter()
 
     @router.get("/", include_in_schema=False)
-    async def qa_page(request: Request):
+    async def qa_page(request: Request) -> Response:
         if "token" in request.query_params:  # an old bookmark: take the token out of the address bar
             return RedirectResponse("/", status_code=303, headers=QA_HEADERS)
         return FileResponse(STATIC_DIR / "qa.html", media_type="text/html", headers=QA_HEADERS)
 
-    @router.post("/api/offer")
-    async def offer(request: Request):
+    @router.post("/api/offer", response_model=None)  # an SDP answer, or a busy JSONResponse
+    async def offer(request: Request) -> dict[str, str] | JSONResponse | None:
         qa.check_token(request)
         return await qa.answer(_offer_request(await _json_object(request)))
 
-    @router.patch("/api/offer")
-    async def ice_candidate(request: Request):
+    @router.patch("/api/offer", response_model=None)
+    async def ice_candidate(request: Request) -> dict[str, str]:
         qa.check_token(request)
         body = await _json_object(request)
         try:
@@ -391,7 +400,7 @@ def qa_router(qa: QAContext) -> APIRouter:
     return router
 
 
-def _offer_request(body: dict) -> SmallWebRTCRequest:
+def _offer_request(body: dict[str, Any]) -> SmallWebRTCRequest:
     """The offer in ``body``, checked: HTTP 400 for anything but an audio SDP offer Pipecat can take."""
     try:
         webrtc_request = SmallWebRTCRequest.from_dict(
@@ -414,13 +423,19 @@ def _offer_request(body: dict) -> SmallWebRTCRequest:
 class QACall:
     """One QA call: built with ``build_call`` (``qa=True``), run until the browser leaves, then finished."""
 
-    def __init__(self, qa: QAContext, connection: SmallWebRTCConnection, call_id: str):
+    def __init__(self, qa: QAContext, connection: SmallWebRTCConnection, call_id: str) -> None:
         self.qa = qa
         self.connection = connection
         self.call_id = call_id
-        self.session: CallSession | None = None
-        self.live: QALiveObserver | None = None
+        self.session: CallSession | None = None  # once built (``_build``)
+        self.live = QALiveObserver()
         self.connected = asyncio.Event()
+
+    def built(self) -> CallSession:
+        """The call's session: the transport's events and the deadline come only after ``_build``."""
+        if self.session is None:
+            raise RuntimeError(f"QA call {self.call_id}: not built")
+        return self.session
 
     async def run(self) -> None:
         deadline = None
@@ -430,7 +445,7 @@ class QACall:
             self.qa.metrics.call_started()
             logger.info("QA call {}: pipeline starting ({} active)", self.call_id, len(self.qa.gate.calls))
             runner = WorkerRunner(handle_sigint=False)
-            await runner.add_workers(self.session.worker)
+            await runner.add_workers(self.built().worker)
             await runner.run()
         except Exception as e:
             logger.exception("QA call {} failed: {}", self.call_id, e)
@@ -446,7 +461,6 @@ class QACall:
             self.connection, TransportParams(audio_in_enabled=True, audio_out_enabled=True,
                                              audio_in_filter=make_audio_in_filter(config))
         )
-        self.live = QALiveObserver()
         self.session = build_call(CallRequest(
             config=config, secrets=qa.secrets, models=qa.models, transport=transport, call_id=call_id,
             in_rate=QA_IN_RATE, out_rate=QA_OUT_RATE, qa=True, observers=(self.live,), records=qa.records,
@@ -458,17 +472,17 @@ class QACall:
         transport.add_event_handler("on_client_connected", self._connected)
         transport.add_event_handler("on_client_disconnected", self._disconnected)
 
-    async def _connected(self, _t, _client) -> None:
+    async def _connected(self, _t: object, _client: object) -> None:
         self.connected.set()
         logger.info("QA call {}: browser connected", self.call_id)
         await self.live.send({"qa": "call", "call_id": self.call_id})
         call = self.qa.config.call
-        await speak_greeting(self.session, call.greeting, call.recording_notice)
+        await speak_greeting(self.built(), call.greeting, call.recording_notice)
 
-    async def _disconnected(self, _t, _client) -> None:
+    async def _disconnected(self, _t: object, _client: object) -> None:
         # The page's 끊기 button closes the peer connection; aiortc sees it within ~0.1 s.
         logger.info("QA call {}: browser disconnected", self.call_id)
-        await self.session.worker.cancel()
+        await self.built().worker.cancel()
 
     async def _connect_deadline(self) -> None:
         # Pipecat waits about 60 s for a peer that never connects; the slot is freed sooner.
@@ -477,8 +491,9 @@ class QACall:
         if not self.connected.is_set():
             logger.warning("QA call {}: the browser did not connect within {:.0f} s "
                            "(server.qa_connect_timeout_secs); ending it", self.call_id, timeout)
-            self.session.end_reason = "qa_not_connected"
-            await self.session.worker.cancel()
+            session = self.built()
+            session.end_reason = "qa_not_connected"
+            await session.worker.cancel()
 
     async def _close(self) -> None:
         """Free the slot, forget the call, close the peer, and finish the call's records if it was built."""
@@ -491,7 +506,7 @@ class QACall:
             self.qa.finish_call(self.session)
 
 
-async def _json_object(request: Request) -> dict:
+async def _json_object(request: Request) -> dict[str, Any]:
     try:
         body = await request.json()
     except ValueError as e:
@@ -501,12 +516,12 @@ async def _json_object(request: Request) -> dict:
     return body
 
 
-def _chain_lifespan(app: FastAPI, inner) -> None:
+def _chain_lifespan(app: FastAPI, inner: Callable[[FastAPI], AbstractAsyncContextManager[None]]) -> None:
     """Run ``inner`` inside the app's existing lifespan (as Pipecat's dev runner does)."""
     outer = app.router.lifespan_context
 
     @asynccontextmanager
-    async def combined(a):
+    async def combined(a: FastAPI) -> AsyncIterator[None]:
         async with outer(a):
             async with inner(a):
                 yield

@@ -28,10 +28,12 @@ process's flags), ``probes`` (the LLM server, model and structured answer), ``se
 the line's calendar, the last start's timing); this file runs them in order.
 """
 
+from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Config
+from bot.config import Config, Secrets
 from bot.ops.preflight.gpu import (
     BOT_CONTEXT_BYTES,
     BYTES_PER_PARAM,
@@ -72,6 +74,11 @@ from bot.ops.preflight.vllm import (
     vllm_source_row,  # fmt: skip
 )
 
+if TYPE_CHECKING:
+    from bot.ops.selftime import LoadedModels
+    from bot.stages.supertonic import SupertonicEngine
+    from bot.stages.whisper import WhisperEngine
+
 __all__ = [
     "BOT_CONTEXT_BYTES", "BYTES_PER_PARAM", "FAIL", "GB", "HATCH", "KV_BYTES", "NO_GPU", "OK", "PROBE_CALLER_LINE",
     "SKIP", "VLLM_IMAGE", "VLLM_RUNTIME_BYTES", "VLLM_VENV", "VLLM_VERSION", "WARN", "WHISPER_PARAMS",
@@ -84,12 +91,12 @@ __all__ = [
 ]  # fmt: skip
 
 
-def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=None, vad_session=None,
+def run_check(config: Config, *, secrets: Secrets | None = None, tts_engine: SupertonicEngine | None = None,
+              whisper_engine: WhisperEngine | None = None, vad_session: Any = None,
               probe: Probe | None = None, card: tuple[str, float] | str | None = None,
               wheels: Iterable[tuple[str, str]] | None = None, timing: bool = True) -> CheckReport:  # fmt: skip
     """Every row. Engines already loaded (``serve``) are reused; otherwise the TTS is loaded here.
     ``timing``: the last start's self-timing row (``serve`` skips it: it times this start itself)."""
-    from bot.config import Secrets
     from bot.ops.hatches import escape_hatches
 
     secrets = secrets or Secrets.from_env(config)
@@ -111,7 +118,7 @@ def run_check(config: Config, *, secrets=None, tts_engine=None, whisper_engine=N
     return report
 
 
-def startup_check(config: Config, models, secrets) -> tuple[list[str], dict[str, float]]:
+def startup_check(config: Config, models: LoadedModels, secrets: Secrets) -> tuple[list[str], dict[str, float]]:
     """``serve``'s check with the loaded models: logs the table, raises ``StartupError`` on a failure
     that no declared hatch covers, returns banner lines for the failures a hatch lets through and
     the figures the self-timing reuses."""

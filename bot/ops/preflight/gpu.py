@@ -285,7 +285,8 @@ def budget_rows(report: CheckReport, config: Config, card: tuple[str, float] | s
             if state:
                 parts.append(f"linear-attention state {_gb(state)}")
             parts.append(f"runtime ~{_gb(VLLM_RUNTIME_BYTES)}")
-            have = "" if share is None else f" of {llm.gpu_memory_utilization:g} x {_gb(total)} = {_gb(share)}"
+            have = "" if share is None or total is None else (
+                f" of {llm.gpu_memory_utilization:g} x {_gb(total)} = {_gb(share)}")
             report.add("GPU", "vLLM share", status, f"needs {_gb(need)}{have}: {tail}; " + " + ".join(parts))
     w, w_how = whisper_gpu_bytes(config)
     t, t_how = tts_gpu_bytes(config)

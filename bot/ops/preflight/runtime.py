@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import Config
 from bot.ops.preflight.report import FAIL, OK, WARN, CheckReport
+
+if TYPE_CHECKING:
+    from bot.stages.supertonic import SupertonicEngine
 
 
 def installed_onnxruntime_wheels() -> list[tuple[str, str]]:
@@ -45,7 +48,8 @@ def wheel_rows(report: CheckReport, config: Config, wheels: Iterable[tuple[str, 
         report.add("wheels", "onnxruntime", OK, f"{listed} (providers: {available})")
 
 
-def provider_rows(report: CheckReport, config: Config, tts_engine=None, vad_session=None) -> Any:
+def provider_rows(report: CheckReport, config: Config, tts_engine: SupertonicEngine | None = None,
+                  vad_session: Any = None) -> SupertonicEngine | None:
     """The provider each ONNX session really got. Loads the TTS when no engine is given; returns it."""
     from bot.stages.supertonic import PROVIDER_NAMES
 

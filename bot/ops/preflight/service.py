@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import socket
 
-from bot.config import Config
+from bot.config import Config, Secrets
 from bot.ops.preflight.report import FAIL, OK, SKIP, WARN, CheckReport
 
 
-def access_rows(report: CheckReport, config: Config, secrets) -> None:
+def access_rows(report: CheckReport, config: Config, secrets: Secrets) -> None:
     """Who can read what: the records API and the operations listener (never citizens' data in the open)."""
     if secrets.records_api_token:
         report.add("access", "records API", OK, "/api/turns needs Authorization: Bearer $RECORDS_API_TOKEN")
@@ -44,7 +44,7 @@ def line_rows(report: CheckReport, config: Config) -> None:
                f"{' + ' + str(len(config.line.extra_closed_days)) + ' extra' if config.line.extra_closed_days else ''}); {desk}")
 
 
-def timing_row(report: CheckReport, config: Config, secrets) -> None:
+def timing_row(report: CheckReport, config: Config, secrets: Secrets) -> None:
     """The last start's self-timing on this host and config (bot/ops/selftime.py), from the records database."""
     from bot.ops.selftime import config_key
     from bot.store.db import open_store
