@@ -37,7 +37,9 @@ _VERBAL = re.compile(r"^(?:VV|VA|VX|XR|XSV|XSA|NNG)")  # what a negation or an e
 _NEGATORS = {"안", "못"}
 _NEG_AUX = {"않", "못하"}
 _PAST_PERFECT = {"었었", "았었", "였었"}
-_IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이"}  # 듯: a likeness
+# 면: if; ᆯ까: lest; 듯: as if; 어도/더라도: even if
+_IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
+                "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
 _ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
 
