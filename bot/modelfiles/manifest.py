@@ -415,9 +415,11 @@ def hub_problem(timeout: float = 10.0) -> str | None:
 
     from huggingface_hub import constants
 
+    from bot.stages.supertonic.files import SUPERTONIC_REPO
+
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
-    url = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/") + "/api/models/Supertone/supertonic-3"
+    url = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/") + f"/api/models/{SUPERTONIC_REPO}"
     try:
         urllib.request.urlopen(url, timeout=timeout).close()
     except urllib.error.HTTPError:

@@ -30,6 +30,17 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from bot.stages.supertonic.files import (
+    INDEXER_JSON,
+    ONNX_DIR,
+    SESSION_NAMES,
+    STYLES_DIR,
+    TTS_JSON,
+    VOICES,
+    session_file,
+    style_file,
+)
+
 # Kept low so the files load with older onnxruntime builds too (e.g. onnxruntime-gpu on a server).
 OPSET = 17
 IR_VERSION = 8
@@ -43,7 +54,6 @@ FRAME_SAMPLES = BASE_CHUNK_SIZE * CHUNK_COMPRESS_FACTOR  # 3072
 TEXT_EMB_DIM = 256
 STYLE_TTL_SHAPE = (50, 256)
 STYLE_DP_SHAPE = (8, 16)
-VOICES = ("F1", "F2", "F3", "F4", "F5", "M1", "M2", "M3", "M4", "M5")
 
 B, T, L = "batch_size", "text_length", "latent_length"
 
@@ -261,10 +271,8 @@ def build_standin_model(model_dir: Path, seed: int = 0) -> None:
         seed: Seed for the random weights; the same seed gives byte-identical files.
     """
     model_dir = Path(model_dir)
-    onnx_dir = model_dir / "onnx"
-    styles_dir = model_dir / "voice_styles"
-    onnx_dir.mkdir(parents=True, exist_ok=True)
-    styles_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / ONNX_DIR).mkdir(parents=True, exist_ok=True)
+    (model_dir / STYLES_DIR).mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
 
     indexer, vocab = _unicode_indexer()
@@ -274,8 +282,8 @@ def build_standin_model(model_dir: Path, seed: int = 0) -> None:
         "vector_estimator": _vector_estimator(rng),
         "vocoder": _vocoder(rng),
     }
-    for name, model in models.items():
-        onnx.save(model, str(onnx_dir / f"{name}.onnx"))
+    for name in SESSION_NAMES:
+        onnx.save(models[name], str(session_file(model_dir, name)))
 
     config = {
         "standin": True,
@@ -284,16 +292,16 @@ def build_standin_model(model_dir: Path, seed: int = 0) -> None:
         "ae": {"sample_rate": SAMPLE_RATE, "base_chunk_size": BASE_CHUNK_SIZE},
         "ttl": {"chunk_compress_factor": CHUNK_COMPRESS_FACTOR, "latent_dim": LATENT_DIM},
     }
-    (onnx_dir / "tts.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    (model_dir / TTS_JSON).write_text(json.dumps(config, indent=2), encoding="utf-8")
     indexer_json = json.dumps(indexer, separators=(",", ":"))
-    (onnx_dir / "unicode_indexer.json").write_text(indexer_json, encoding="utf-8")
+    (model_dir / INDEXER_JSON).write_text(indexer_json, encoding="utf-8")
 
     # Each voice gets its own speaking rate through the mean of style_dp (see _duration_predictor).
     biases = np.linspace(-0.8, 0.8, len(VOICES))
     rng.shuffle(biases)
     for voice, bias in zip(VOICES, biases, strict=True):
         style = _style_json(rng, float(bias))
-        (styles_dir / f"{voice}.json").write_text(json.dumps(style, separators=(",", ":")), encoding="utf-8")
+        style_file(model_dir, voice).write_text(json.dumps(style, separators=(",", ":")), encoding="utf-8")
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience

@@ -79,6 +79,17 @@ def test_the_stand_in_is_byte_identical_every_time_so_its_digests_can_be_pinned(
     assert models.verify_dir(entry, tmp_path / "a").problems == []
 
 
+def test_the_stand_in_the_manifest_and_the_download_take_the_files_one_module_names(standin_tts_dir):
+    from bot.stages.supertonic import files
+
+    want = {*files.REQUIRED_FILES, *(f"{files.STYLES_DIR}/{voice}.json" for voice in files.VOICES)}
+    written = {p.relative_to(standin_tts_dir).as_posix() for p in standin_tts_dir.rglob("*") if p.is_file()}
+    entries = models.load_manifest(ROOT / "models.toml")
+    assert written == set(entries["supertonic-standin"].files) == want
+    assert entries["supertonic-3"].patterns == list(files.HUB_PATTERNS)
+    assert entries["supertonic-3"].repo == files.SUPERTONIC_REPO
+
+
 def test_a_branch_name_or_a_bad_digest_in_the_manifest_is_refused(tmp_path):
     (tmp_path / "models.toml").write_text('[x]\nuse = "tts"\nrepo = "a/b"\nrevision = "main"\n')
     with pytest.raises(ModelIntegrityError, match="not a commit hash"):

@@ -209,8 +209,10 @@ def tts_gpu_bytes(config: Config) -> tuple[float, str]:
     tts = config.tts
     if tts.require_provider == "cpu" and not any(p in ("cuda", "tensorrt") for p in tts.providers):
         return 0.0, "TTS on CPU"
-    onnx_dir = config.path(tts.model_dir) / "onnx"
-    size = sum(p.stat().st_size for p in onnx_dir.glob("*.onnx")) if onnx_dir.is_dir() else 0.3 * GB
+    from bot.stages.supertonic.files import SESSION_NAMES, session_file
+
+    graphs = [session_file(config.path(tts.model_dir), name) for name in SESSION_NAMES]
+    size = sum(p.stat().st_size for p in graphs) if all(p.is_file() for p in graphs) else 0.3 * GB
     return 2 * size + 0.25 * GB, f"4 sessions ~{size / GB:.2f} GB of ONNX x2 (+engines) + arena"
 
 

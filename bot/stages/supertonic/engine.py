@@ -31,7 +31,17 @@ from bot import languages
 from bot.config import TTSConfig
 from bot.languages.ko.normalize import remove_unsupported
 from bot.stages.supertonic.errors import SynthesisCancelled, TTSModelError, TTSProviderError
-from bot.stages.supertonic.files import SESSION_NAMES, check_model_dir, read_tts_json, resolve
+from bot.stages.supertonic.files import (
+    INDEXER_JSON,
+    SESSION_NAMES,
+    STYLES_DIR,
+    TTS_JSON,
+    check_model_dir,
+    read_tts_json,
+    resolve,
+    session_file,
+    style_files,
+)
 
 PROVIDER_NAMES = {
     "tensorrt": "TensorrtExecutionProvider",
@@ -179,7 +189,6 @@ class SupertonicEngine:
             raise ValueError(f"tts.total_steps = {config.total_steps} must be at least 1")
         check_model_dir(self.model_dir, config.voice)
 
-        onnx_dir = self.model_dir / "onnx"
         tts_cfg = read_tts_json(self.model_dir)
         try:
             self.sample_rate = int(tts_cfg["ae"]["sample_rate"])
@@ -187,7 +196,7 @@ class SupertonicEngine:
             compress = int(tts_cfg["ttl"]["chunk_compress_factor"])
             latent_dim = int(tts_cfg["ttl"]["latent_dim"])
         except (KeyError, TypeError, ValueError) as e:
-            raise TTSModelError(f"{onnx_dir / 'tts.json'}: missing or invalid key {e}") from e
+            raise TTSModelError(f"{self.model_dir / TTS_JSON}: missing or invalid key {e}") from e
         # One latent frame covers base_chunk * compress samples (3072, ~70 ms at 44.1 kHz).
         self._frame_samples = base_chunk * compress
         self._latent_channels = latent_dim * compress
@@ -198,12 +207,10 @@ class SupertonicEngine:
                 "\n{}\n!! TTS: {} is a STAND-IN Supertonic model (random weights).\n!! The bot will play noise, not speech. For the real voice run `python run_bot.py models`.\n{}", bar, self.model_dir, bar
             )
 
-        indexer = json.loads((onnx_dir / "unicode_indexer.json").read_text(encoding="utf-8"))
+        indexer = json.loads((self.model_dir / INDEXER_JSON).read_text(encoding="utf-8"))
         self._indexer = np.asarray(indexer, dtype=np.int64)
 
-        self.voices: dict[str, _Style] = {
-            p.stem: _load_style(p) for p in sorted((self.model_dir / "voice_styles").glob("*.json"))
-        }
+        self.voices: dict[str, _Style] = {p.stem: _load_style(p) for p in style_files(self.model_dir)}
 
         self._max_chunk_chars = max(10, min(_MAX_CHUNK_CHARS, (config.trt_max_text_length - 16) // 3))
         self.fallback_active = False
@@ -309,7 +316,7 @@ class SupertonicEngine:
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             if cfg.intra_op_threads > 0:
                 opts.intra_op_num_threads = cfg.intra_op_threads
-            path = self.model_dir / "onnx" / f"{name}.onnx"
+            path = session_file(self.model_dir, name)
             t0 = time.perf_counter()
             try:
                 session = ort.InferenceSession(str(path), sess_options=opts, providers=chain)
@@ -350,7 +357,7 @@ class SupertonicEngine:
             got_out = [o.name for o in s.get_outputs()]
             if got_in != sorted(inputs) or got_out[:1] != outputs:
                 raise TTSModelError(
-                    f"TTS: {self.model_dir / 'onnx' / (name + '.onnx')} is not a Supertonic 3 {name}: "
+                    f"TTS: {session_file(self.model_dir, name)} is not a Supertonic 3 {name}: "
                     f"inputs {got_in}, outputs {got_out}; expected inputs {sorted(inputs)}, outputs {outputs}"
                 )
 
@@ -528,7 +535,7 @@ class SupertonicEngine:
         style = self.voices.get(voice)
         if style is None:
             raise ValueError(
-                f"TTS voice {voice!r} not in {self.model_dir / 'voice_styles'} (have: {sorted(self.voices)})"
+                f"TTS voice {voice!r} not in {self.model_dir / STYLES_DIR} (have: {sorted(self.voices)})"
             )
         rng = np.random.default_rng(seed)
         timings: dict[str, float] = {}

@@ -7,8 +7,8 @@ Layout (``tts.model_dir``)::
     onnx/unicode_indexer.json
     voice_styles/<voice>.json   F1 ... F5, M1 ... M5
 
-The manifest (``bot/modelfiles/manifest.py``) pins these files; the stand-in is built by
-``bot/modelfiles/standin.py``.
+This module is the one home of those names: the engine loads, the manifest (``bot/modelfiles/manifest.py``)
+pins and the stand-in (``bot/modelfiles/standin.py``) writes the files it names here.
 """
 
 from __future__ import annotations
@@ -25,13 +25,34 @@ from bot.stages.supertonic.errors import TTSDownloadError, TTSModelMissingError
 SUPERTONIC_REPO = "Supertone/supertonic-3"
 
 SESSION_NAMES = ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")
+VOICES = ("F1", "F2", "F3", "F4", "F5", "M1", "M2", "M3", "M4", "M5")  # the styles Supertonic 3 ships
+
+ONNX_DIR, STYLES_DIR = "onnx", "voice_styles"
+TTS_JSON = f"{ONNX_DIR}/tts.json"
+INDEXER_JSON = f"{ONNX_DIR}/unicode_indexer.json"
+#: What a download from the hub takes (besides the model card and licence).
+HUB_PATTERNS = (f"{ONNX_DIR}/*", f"{STYLES_DIR}/*")
 
 #: Files a usable model directory must contain (relative to it), besides the voice style.
 REQUIRED_FILES = (
-    *(f"onnx/{name}.onnx" for name in SESSION_NAMES),
-    "onnx/tts.json",
-    "onnx/unicode_indexer.json",
+    *(f"{ONNX_DIR}/{name}.onnx" for name in SESSION_NAMES),
+    TTS_JSON,
+    INDEXER_JSON,
 )
+
+
+def session_file(model_dir: Path, name: str) -> Path:
+    """One of the four ONNX graphs (``SESSION_NAMES``)."""
+    return Path(model_dir) / ONNX_DIR / f"{name}.onnx"
+
+
+def style_file(model_dir: Path, voice: str) -> Path:
+    return Path(model_dir) / STYLES_DIR / f"{voice}.json"
+
+
+def style_files(model_dir: Path) -> list[Path]:
+    """Every voice style of a model directory, by name."""
+    return sorted((Path(model_dir) / STYLES_DIR).glob("*.json"))
 
 _HOW_TO_GET = (
     "Get the model with `python run_bot.py models` (downloads Supertonic 3 from the Hugging Face "
@@ -48,7 +69,7 @@ def resolve(path: str, base_dir: Path | None) -> Path:
 
 def read_tts_json(model_dir: Path) -> dict[str, Any]:
     """``onnx/tts.json`` of a model directory (raises ``OSError`` / ``ValueError`` as reading it does)."""
-    return json.loads((Path(model_dir) / "onnx" / "tts.json").read_text(encoding="utf-8"))
+    return json.loads((Path(model_dir) / TTS_JSON).read_text(encoding="utf-8"))
 
 
 def is_standin(model_dir: Path) -> bool:
@@ -74,15 +95,15 @@ def check_model_dir(model_dir: Path, voice: str | None = None) -> None:
     for rel in REQUIRED_FILES:
         if not (model_dir / rel).is_file():
             raise TTSModelMissingError(f"Supertonic model file missing: {model_dir / rel}. {_HOW_TO_GET}")
-    styles = model_dir / "voice_styles"
+    styles = model_dir / STYLES_DIR
     if voice is not None:
-        if not (styles / f"{voice}.json").is_file():
-            have = sorted(p.stem for p in styles.glob("*.json")) if styles.is_dir() else []
+        if not style_file(model_dir, voice).is_file():
+            have = [p.stem for p in style_files(model_dir)]
             raise TTSModelMissingError(
-                f"Supertonic voice style missing: {styles / f'{voice}.json'} (tts.voice = {voice!r}; "
+                f"Supertonic voice style missing: {style_file(model_dir, voice)} (tts.voice = {voice!r}; "
                 f"available: {', '.join(have) or 'none'}). {_HOW_TO_GET}"
             )
-    elif not styles.is_dir() or not any(styles.glob("*.json")):
+    elif not style_files(model_dir):
         raise TTSModelMissingError(f"No voice styles in {styles}. {_HOW_TO_GET}")
 
 
@@ -118,7 +139,7 @@ def download_supertonic(model_dir: Path, *, repo_id: str = SUPERTONIC_REPO, revi
             repo_id=repo_id,
             revision=revision,
             local_dir=str(model_dir),
-            allow_patterns=["onnx/*", "voice_styles/*", "*.md", "LICENSE*"],
+            allow_patterns=[*HUB_PATTERNS, "*.md", "LICENSE*"],
         )
     except Exception as e:
         raise TTSDownloadError(
