@@ -182,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "caller heard, the longest silence and the other calls' loop lag")
     _common(p)
     p.add_argument("--out", default="faults-report.md", help="report file (default faults-report.md)")
-    p.add_argument("--only", action="append", default=[], metavar="FAULT", help="run only these faults (repeatable)")
+    p.add_argument("--only", action="append", default=[], metavar="FAULT",
+                   help="run only these faults (repeatable); the line's: kill, rolling (two workers behind nginx)")
     p = sub.add_parser("abuse", help="attack a real server (login burst, pre-start sockets, QA offer flood, "
                        "malformed starts) and print the figures; exit 1 when one is over its limit")
     _common(p)

@@ -39,6 +39,10 @@ from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
 from bot.telemetry.tracing import trace_call
 
+# After a drain's hand-overs: how long this worker keeps answering (Twilio requests each stream's action
+# within a few hundred ms of its close; a proxy may route it here).
+HANDOVER_LINGER_SECS = 3.0
+
 
 class CallRegistry:
     """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
@@ -87,9 +91,9 @@ class AppContext:
     hatches: list[str]
     prestart: PrestartSockets
     background: set[asyncio.Task] = field(default_factory=set)
-
     # Phone calls in progress here, by CallSid (``bot.app.routes.media.PhoneCall``): a drain hands them over.
     phone_calls: dict[str, Any] = field(default_factory=dict)
+
     @classmethod
     def build(cls, config: Config, secrets: Secrets, models: SharedModels,
               call_builder: Callable[[CallRequest], CallSession],
@@ -179,12 +183,15 @@ class AppContext:
         resumes it on another worker). The goodbye stays for a call with nowhere to go (the QA page's).
         """
         if self.config.server.drain_handover:
+            handed = len(self.phone_calls)
             await self.gate.drain(drain_secs=0.0, goodbye=self._hand_over)
+            if handed:  # Twilio asks each stream's action now: the proxy may bring it here
+                logger.info("drain: {} call(s) handed over; answering their actions for {:.0f} s", handed,
+                            HANDOVER_LINGER_SECS)
+                await asyncio.sleep(HANDOVER_LINGER_SECS)
             return
         await self.gate.drain(drain_secs=self.config.server.drain_secs, goodbye=self._say_goodbye)
 
-    async def _say_goodbye(self, session) -> None:
-        session.end_reason = session.end_reason or "server_shutdown"
     async def _hand_over(self, session) -> None:
         call = next((c for c in self.phone_calls.values() if c.session is session), None)
         if call is None:
@@ -192,6 +199,8 @@ class AppContext:
             return
         await call.hand_over()
 
+    async def _say_goodbye(self, session) -> None:
+        session.end_reason = session.end_reason or "server_shutdown"
         await session.worker.queue_frames([TTSSpeakFrame(self.canned.shutdown_goodbye),
                                            EndFrame(reason="server shutdown")])
 

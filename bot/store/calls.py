@@ -132,12 +132,6 @@ class CallLog:
             self.writer.submit(f"call {mask(call_sid)} turn {record.get('index')}",
                                lambda s: s.save_turn(call_sid, record))
 
-    def call_ended(self, call_sid: str, reason: str) -> None:
-        if not self.write_turns:
-            return
-        t = now()
-        self.writer.submit(f"call {mask(call_sid)} end", lambda s: s.end_call(call_sid, reason=reason, ended_at=t))
-
     def segment_started(self, call_sid: str, segment: int) -> None:
         """The call's media stream ``segment`` runs on this worker (issue 46; ``bot/store/segments.py``)."""
         if not self.write_turns:
@@ -153,6 +147,12 @@ class CallLog:
         t = now()
         self.writer.submit(f"call {mask(call_sid)} stream {segment} end",
                            lambda s: end_segment(s, call_sid, segment, reason=reason, bot_ended=False, ended_at=t))
+
+    def call_ended(self, call_sid: str, reason: str) -> None:
+        if not self.write_turns:
+            return
+        t = now()
+        self.writer.submit(f"call {mask(call_sid)} end", lambda s: s.end_call(call_sid, reason=reason, ended_at=t))
 
     # --- the dialog's questions ---------------------------------------------------------------
 

@@ -9,7 +9,8 @@ depends on how segment N ended, read from ``call_segments``:
   *before* the stream closes): ``<Hangup/>``, or the TwiML the hand-over asked for (``then_twiml``);
 * anything else (a killed worker's segment never ends; the pipeline raised; the socket was reset; a
   draining worker handed it over): a resume, a new single-use stream token for segment N+1, at most
-  ``call.max_resumes`` per call; beyond that the duty line in hours, or the hours said and a hang-up.
+  ``call.max_resumes`` per call for faults (a drain's hand-over is planned and free: a rolling deploy
+  moves a call twice); beyond that the duty line in hours, or the hours said and a hang-up.
 
 Twilio asks once per stream: ``action_at`` is set where it is still NULL, so a replayed request
 changes no row and is refused (403). Every function here blocks (threads only).
@@ -42,6 +43,7 @@ class EndedSegment:
     bot_ended: bool = False
     then_twiml: str | None = None
     started: bool = True  # False: its stream never started (no row until the action came)
+    faults_before: int = 0  # earlier streams of the call that ended by a fault (each took a resume)
 
 
 def open_segment(store: Store, call_sid: str, idx: int, *, worker: str, started_at: dt.datetime) -> None:
@@ -91,10 +93,13 @@ def take_action(store: Store, call_sid: str, idx: int) -> EndedSegment | None:
                             .values(action_at=t))
         row = conn.execute(sa.select(call_segments)
                            .where(call_segments.c.call_sid == call_sid, call_segments.c.idx == idx)).mappings().first()
+        faults = conn.execute(sa.select(sa.func.count()).select_from(call_segments).where(
+            call_segments.c.call_sid == call_sid, call_segments.c.idx < idx,
+            sa.or_(call_segments.c.end_reason.is_(None), call_segments.c.end_reason != HANDOVER))).scalar_one()
     if done.rowcount == 1 and row is not None:
         return EndedSegment(idx=idx, worker=row["worker"], end_reason=row["end_reason"],
                             bot_ended=bool(row["bot_ended"]), then_twiml=row["then_twiml"],
-                            started=row["started_at"] is not None)
+                            started=row["started_at"] is not None, faults_before=int(faults))
     if row is not None:
         return None
     try:  # the stream never started (its worker died first, or it was refused): asked about once too
@@ -102,7 +107,7 @@ def take_action(store: Store, call_sid: str, idx: int) -> EndedSegment | None:
             conn.execute(call_segments.insert().values(call_sid=call_sid, idx=idx, action_at=t, bot_ended=False))
     except sa.exc.IntegrityError:
         return None
-    return EndedSegment(idx=idx, started=False)
+    return EndedSegment(idx=idx, started=False, faults_before=int(faults))
 
 
 def call_caller(store: Store, call_sid: str) -> str | None:

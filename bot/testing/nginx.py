@@ -68,6 +68,7 @@ http {{
             proxy_send_timeout 3600s;
             proxy_buffering off;
             proxy_next_upstream error timeout http_503;
+            proxy_connect_timeout 2s;
         }}
 {fallback}    }}
 }}
@@ -105,7 +106,7 @@ class NginxProxy:
         self.upstreams = [f"127.0.0.1:{p}" for p in upstream_ports]
         self.tmp = Path(tempfile.mkdtemp(prefix="nginx-"))
         self.conf = self.tmp / "nginx.conf"
-        servers = "\n".join(f"        server {u} max_fails=1 fail_timeout=5s;" for u in self.upstreams)
+        servers = "\n".join(f"        server {u} max_fails=0;" for u in self.upstreams)
         # As root nginx's workers would run as `nobody`; keep them as the user running the test.
         user = "user root root;\n" if os.geteuid() == 0 else ""
         twiml = deploy_fallback_twiml() if fallback_twiml is None else fallback_twiml

@@ -1101,7 +1101,8 @@ class TwilioCall:
 
         ``silence``: from the end of the last audible bot audio of the stream before (or its close,
         when it was quiet) to the first audible audio of this one (None: none heard yet).
-        ``action_s``: the close to the action's TwiML; ``connect_s``: that TwiML to the new stream's start.
+        ``action_s``: the close to the action's TwiML; ``connect_s``: that TwiML to the new stream's start;
+        ``dead_s``: the close to the new stream's start (no stream: what the caller says is lost).
         """
         out: list[dict[str, float | None]] = []
         for before, leg in zip(self.legs, self.legs[1:], strict=False):
@@ -1111,6 +1112,7 @@ class TwilioCall:
             first = leg.sim.audible_media_times[0] if leg.sim.audible_media_times else None
             out.append({
                 "silence": (first - quiet_from) if first is not None else None,
+                "dead_s": leg.connected_at - closed,  # no stream at all: the caller's words go nowhere
                 "action_s": (before.action_answered_at - closed) if before.action_answered_at else None,
                 "connect_s": leg.connected_at - (before.action_answered_at or closed),
                 "closed_at": closed,

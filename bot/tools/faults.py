@@ -21,6 +21,10 @@ The limits (docs/faults.md): no silence over 2.0 s after the caller's turn ends;
 failure the first words (the apology, or the filler while waiting) within 1.5 s of the turn's end
 (server record); other calls' event-loop lag p99 under 20 ms while a client is hostile.
 
+Then the line's rows (issue 46, ``bot/tools/line_faults.py``): two workers of one line behind a real
+nginx, the worker holding a call in the middle of an intake killed (-9), and both workers restarted in
+turn with four calls in progress (``--only kill``, ``--only rolling``).
+
 This module measures and prints; it does not judge. ``run_bot.py faults`` is a benchmark: real
 Whisper decides part of every silence, so it prints the figures with the limits beside them and
 exits 0 whatever they are (1 only if the lab could not run). The tests (``tests/call/test_faults.py``)
@@ -794,8 +798,19 @@ def run_faults(config: Config, args) -> int:
             "caller clip": str(CLIP.relative_to(ROOT)), "machine": f"{os.cpu_count()} CPUs"}
     meta["STT"] = "real Whisper (the configured model): its time on this machine is in every silence"
     t0 = time.monotonic()
-    with FaultLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-work"), verbose=args.verbose) as lab:
-        rows = asyncio.run(lab.run(args.only or None))
+    from bot.tools.line_faults import LINE_SCENARIOS, LineLab
+
+    line_only = [n for n in args.only if n in LINE_SCENARIOS]
+    lab_only = [n for n in args.only if n not in LINE_SCENARIOS]
+    rows: list[Row] = []
+    if lab_only or not args.only:
+        with FaultLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-work"),
+                      verbose=args.verbose) as lab:
+            rows += asyncio.run(lab.run(lab_only or None))
+    if line_only or not args.only:  # issue 46: two workers behind nginx, one killed, both restarted
+        with LineLab(args.config, args.overrides, work_dir=out.parent / (out.stem + "-line-work"),
+                     verbose=args.verbose) as line:
+            rows += asyncio.run(line.run(line_only or None))
     meta["wall time"] = f"{time.monotonic() - t0:.0f} s"
     out.write_text(render_report(rows, meta), encoding="utf-8")
     print(out.read_text(encoding="utf-8"))

@@ -138,13 +138,13 @@ def test_a_call_twilio_reports_over_is_hung_up_without_a_resume(line):
     assert resp.status_code == 200 and "<Hangup />" in resp.text and "<Stream" not in resp.text
 
 
-def _past_max_resumes(client: TestClient, store: Store, call_sid: str, action: str) -> str:
-    for idx in range(2):  # call.max_resumes = 2: segments 0 and 1 end and resume
+def _past_max_resumes(client: TestClient, store: Store, call_sid: str, action: str, first: int = 0) -> str:
+    for idx in range(first, first + 2):  # call.max_resumes = 2: two streams die and resume
         _started(store, call_sid, idx)
         resp = _ask(client, action, call_sid)
         assert "<Stream" in resp.text
         action = ET.fromstring(resp.text).find("./Connect").get("action")
-    _started(store, call_sid, 2)
+    _started(store, call_sid, first + 2)
     return _ask(client, action, call_sid).text
 
 
@@ -162,3 +162,16 @@ def test_beyond_max_resumes_with_the_desk_closed_the_caller_hears_the_hours_neve
     root = ET.fromstring(twiml)
     said = root.find("./Say")
     assert said is not None and "상담원은" in said.text and root.find("./Hangup") is not None
+
+
+def test_a_drains_hand_over_resumes_without_spending_max_resumes(line):
+    client, store = line("call.transfer_number=''")
+    call_sid, action = _webhook(client)
+    for idx in range(4):  # a rolling deploy moves a call more than call.max_resumes (2) times
+        _started(store, call_sid, idx)
+        segments.end_segment(store, call_sid, idx, reason=segments.HANDOVER, bot_ended=False)
+        resp = _ask(client, action, call_sid)
+        assert "<Stream" in resp.text, idx
+        action = ET.fromstring(resp.text).find("./Connect").get("action")
+    twiml = _past_max_resumes(client, store, call_sid, action, first=4)  # then faults still have their two
+    assert "<Say" in twiml and "<Stream" not in twiml

@@ -3,8 +3,8 @@
 Signed by Twilio (``X-Twilio-Signature`` over the URL with its query) and by us (the URL's ``sig``
 binds the CallSid and the segment, ``StreamTokens.sign_action``); asked once per stream (a replay
 is refused). The answer (``bot/store/segments.py``): ``<Hangup/>`` or the hand-over for a call the
-bot ended; else a resume on any live worker, ``call.max_resumes`` times; then the duty line in hours,
-or the hours said and a hang-up. Never silence.
+bot ended; else a resume on any live worker, ``call.max_resumes`` times for faults (a drain's hand-over
+is free); then the duty line in hours, or the hours said and a hang-up. Never silence.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bot.app.context import AppContext
 from bot.app.routes.signed import signed_form
 from bot.dialog.calendar import LineCalendar
 from bot.privacy import mask
-from bot.store.segments import EndedSegment, call_caller, record_resume_token, take_action
+from bot.store.segments import HANDOVER, EndedSegment, call_caller, record_resume_token, take_action
 from bot.transports.twilio import build_dial_twiml, build_hangup_twiml, build_say_twiml, build_stream_twiml
 
 ROUTE = "/twilio/stream-ended"
@@ -85,8 +85,9 @@ def router(ctx: AppContext) -> APIRouter:
 async def _resume_or_fallback(ctx: AppContext, calendar: LineCalendar, call_sid: str, ended: EndedSegment) -> str:
     """A new stream for the call, while resumes are left; else the duty line in hours, else the hours."""
     config = ctx.config
-    resumes = ended.idx  # segment N was reached by N resumes
-    if resumes < config.call.max_resumes:
+    handed_over = ended.end_reason == HANDOVER  # a drain's, planned: not a fault, no resume spent
+    resumes = ended.faults_before + (0 if handed_over else 1)  # resumes for faults, this one included
+    if handed_over or resumes <= config.call.max_resumes:
         issued = ctx.tokens.issue(call_sid)
         try:
             caller = await asyncio.wait_for(asyncio.to_thread(call_caller, ctx.records.store, call_sid),
@@ -99,17 +100,17 @@ async def _resume_or_fallback(ctx: AppContext, calendar: LineCalendar, call_sid:
             logger.error("call {}: resume token not recorded ({}: {})", mask(call_sid), type(e).__name__,
                          str(e)[:120])
         ctx.metrics.call_resumed(ended.end_reason or ("stream_lost" if ended.started else "never_started"))
-        logger.warning("call {}: stream {} ended ({}, worker {}); resuming as stream {} ({} of call.max_resumes {})",
-                       mask(call_sid), ended.idx, ended.end_reason or "no end recorded", ended.worker or "?",
-                       ended.idx + 1, resumes + 1, config.call.max_resumes)
+        logger.warning("call {}: stream {} ended ({}, worker {}); resuming as stream {} ({})", mask(call_sid),
+                       ended.idx, ended.end_reason or "no end recorded", ended.worker or "?", ended.idx + 1,
+                       "a hand-over" if handed_over else f"{resumes} of call.max_resumes {config.call.max_resumes}")
         return stream_twiml(ctx, call_sid, issued.token, segment=ended.idx + 1)
     number = config.call.transfer_number
     if number and calendar.is_open(calendar.now()):
         logger.warning("call {}: stream {} ended after {} resumes (call.max_resumes): to the duty line",
-                       mask(call_sid), ended.idx, resumes)
+                       mask(call_sid), ended.idx, resumes - 1)
         return build_dial_twiml(number)
     logger.warning("call {}: stream {} ended after {} resumes (call.max_resumes), the desk closed or none: "
-                   "the hours and a hang-up", mask(call_sid), ended.idx, resumes)
+                   "the hours and a hang-up", mask(call_sid), ended.idx, resumes - 1)
     return build_say_twiml(ctx.canned.closing_hours.replace("{hours}", calendar.hours_phrase()))
 
 
