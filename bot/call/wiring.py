@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from bot import languages
 from bot.call.assets import DialogAssets, language_menu
@@ -12,8 +11,12 @@ from bot.config import Config, Secrets
 from bot.dialog.intake import Intake
 from bot.dialog.policy import DialogPolicy
 from bot.dialog.shortcuts import ShortcutMatcher
-from bot.dialog.state import CannedReplies
+from bot.dialog.state import CannedReplies, DialogState
 from bot.stages.dialog_llm import DialogLLMService
+from bot.stages.filler import Filler
+from bot.stages.records_effects import RecordsEffects, TicketRecords
+from bot.stages.structured_llm import StructuredLLMClient
+from bot.stages.turn_prompt import TurnPrompt
 
 
 def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], datetime] | None = None) -> DialogPolicy:
@@ -45,19 +48,22 @@ def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], dateti
     return main
 
 
-def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, clock: Callable[[], datetime] | None = None,
-             **kwargs: Any) -> DialogLLMService:
-    """The dialog stage of one call (or of ``chat``), with the line's policy."""
+def make_llm(config: Config, secrets: Secrets, assets: DialogAssets, *, dialog: DialogState | None = None,
+             records: TicketRecords | None = None, call_id: str | None = None,
+             speech_end: Callable[[], float | None] = lambda: None, end_call_on_end_flow: bool = True,
+             clock: Callable[[], datetime] | None = None) -> DialogLLMService:
+    """The dialog stage of one call (or of ``chat``): the line's policy, and the model client, prompt,
+    records and filler it holds. ``speech_end``: when the caller went quiet this turn (the filler
+    counts from it); ``records``: where tickets are made and looked up (None: nowhere)."""
+    llm = config.llm
     return DialogLLMService(
-        config=config.llm,
-        domain=assets.domain,
-        shortcuts=assets.shortcuts,
-        prompt_template=assets.prompt,
-        canned=assets.canned,
-        api_key=secrets.llm_api_key,
-        can_transfer=bool(config.call.transfer_number),
-        intake=assets.intake,
-        knowledge=assets.knowledge,
+        client=StructuredLLMClient(config=llm, domain=assets.domain, api_key=secrets.llm_api_key),
         policy=make_policy(config, assets, clock),
-        **kwargs,
+        prompt=TurnPrompt(assets.prompt, assets.domain, knowledge=assets.knowledge, reply_max_chars=llm.reply_max_chars,
+                          history_turns=llm.history_turns, facts_k=llm.facts_k),
+        records=RecordsEffects(records, call_id=call_id),
+        filler=Filler(after_ms=llm.filler_after_ms, first_token_timeout_ms=llm.first_token_timeout_ms,
+                      speech_end=speech_end),
+        dialog=dialog,
+        end_call_on_end_flow=end_call_on_end_flow,
     )

@@ -123,12 +123,7 @@ class Domain:
         ``openai`` (vLLM, OpenAI): ``json_schema`` with ``strict``; ``llama_cpp`` (llama.cpp
         server): ``json_object`` carrying the schema, which llama.cpp turns into a grammar.
         """
-        schema = self.response_schema(reply_max_chars, sources)
-        if dialect == "openai":
-            return {"type": "json_schema", "json_schema": {"name": "turn", "schema": schema, "strict": True}}
-        if dialect == "llama_cpp":
-            return {"type": "json_object", "schema": schema}
-        raise ValueError(f"unknown LLM dialect {dialect!r} (expected 'openai' or 'llama_cpp')")
+        return response_format_for(dialect, self.response_schema(reply_max_chars, sources))
 
     def validate(self, obj: Any, reply_max_chars: int | None = None) -> list[str]:
         """Check a parsed turn against ``response_schema``; returns error strings (empty = valid).
@@ -253,6 +248,15 @@ def render_slots(domain: Domain, slots: Mapping[str, Any] | None) -> str:
             text = f"{labels[key][text]} ({text})"
         lines.append(f"- {_SLOT_LABELS.get(key, key)}: {text}")
     return "\n".join(lines) if lines else "- 아직 없음"
+
+
+def response_format_for(dialect: Literal["openai", "llama_cpp"], schema: dict[str, Any]) -> dict[str, Any]:
+    """A turn's JSON schema as the server dialect takes it in ``response_format``."""
+    if dialect == "openai":
+        return {"type": "json_schema", "json_schema": {"name": "turn", "schema": schema, "strict": True}}
+    if dialect == "llama_cpp":
+        return {"type": "json_object", "schema": schema}
+    raise ValueError(f"unknown LLM dialect {dialect!r} (expected 'openai' or 'llama_cpp')")
 
 
 def render_system_prompt(template: str, domain: Domain, slots: Mapping[str, Any] | None = None,

@@ -3,24 +3,22 @@
 ``DialogLLMService`` is the LLM stage of a call. For every turn (the caller's words from the user
 aggregator, or a keypad entry from ``KeypadProcessor``) it asks ``DialogPolicy``
 (``bot/dialog/policy.py``) what the turn is, and carries that out: speaks a rule answer, runs the
-side effect (a ticket, a status lookup) and speaks what the policy makes of its result, looks up
-the city's facts, or makes the one structured model call (``StructuredLLMService.stream_turn``,
-the file beside this one) and speaks what follows it. It owns what only the pipeline can: the
-"one moment" filler while the model is slow, and speculation: a turn answered before the caller
-is known to have finished (Pipecat's speculation gate holds its frames) changes the dialog state,
-and makes a ticket, only once it is confirmed (``SpeculativeRun``). What it decided and measured
-for the turn record it pushes as turn-fact frames (``bot/telemetry/turn_facts.py``), each with
-its run's number; ``TurnObserver`` writes them into the record.
+side effect (a ticket, a status lookup: ``RecordsEffects``) and speaks what the policy makes of its
+result, looks up the city's facts, or makes the one structured model call through the client it
+holds (``StructuredLLMClient.stream_turn``, the file beside this one, given the turn's instruction
+and schema by ``TurnPrompt``) and speaks what follows it. It owns what only the pipeline can: the
+"one moment" filler while the model is slow (``Filler``), and speculation: a turn answered before
+the caller is known to have finished (Pipecat's speculation gate holds its frames) changes the
+dialog state, and makes a ticket, only once it is confirmed (``SpeculativeRun``). What it decided
+and measured for the turn record it pushes as turn-fact frames (``bot/telemetry/turn_facts.py``),
+each with its run's number; ``TurnObserver`` writes them into the record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 from loguru import logger
@@ -29,17 +27,19 @@ from pipecat.frames.frames import (
     EagerEndOfTurnCancelFrame,
     EndWorkerFrame,
     Frame,
+    LLMContextFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
     UserStoppedSpeakingFrame,
 )
+from pipecat.metrics.metrics import LLMTokenUsage
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.llm_service import LLMService
+from pipecat.services.settings import LLMSettings
 from pipecat.utils.text.base_text_aggregator import TextType
 
-from bot.config import LLMConfig
-from bot.dialog.domain import EMERGENCY_FIELD, NO_EMERGENCY, Domain, render_system_prompt
-from bot.dialog.intake import Intake
+from bot.dialog.domain import EMERGENCY_FIELD, NO_EMERGENCY
 from bot.dialog.policy import (
     AskModel,
     BookCallback,
@@ -50,11 +50,13 @@ from bot.dialog.policy import (
     Speak,
     TextTicket,
 )
-from bot.dialog.shortcuts import ShortcutMatcher
-from bot.dialog.state import CannedReplies, DialogState
-from bot.knowledge import Knowledge, Lookup, directory_reply, render_facts
+from bot.dialog.state import DialogState
+from bot.knowledge import Lookup, directory_reply
+from bot.stages.filler import Filler
 from bot.stages.keypad import KeypadEntryFrame
-from bot.stages.structured_llm import LLMTurnError, StructuredLLMService
+from bot.stages.records_effects import RecordsEffects
+from bot.stages.structured_llm import LLMTurnError
+from bot.stages.turn_prompt import Hits, TurnPrompt
 from bot.telemetry.turn_facts import (
     DialogTurnFrame,
     FactsFoundFrame,
@@ -67,10 +69,6 @@ from bot.telemetry.turn_facts import (
 
 # Longest wait for a speculative turn to be confirmed before a side effect (a ticket) is dropped.
 SPECULATION_WAIT_SECS = 10.0
-# One thread for every call's fact lookups (Kiwi's analyser is shared; lookups take ~0.1-1 ms).
-_LOOKUP_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge")
-# The filler never comes sooner than this after the model request (a prompt answer needs no filler).
-FILLER_MIN_SECS = 0.3
 
 
 @dataclass
@@ -137,66 +135,77 @@ class SpeculativeRun:
         return self.confirmed and self.speculative
 
 
-class TicketRecords(Protocol):
-    """What the stage needs of the records database: ``bot.store.calls.CallLog`` (a layer above the stages)."""
+class TurnClient(Protocol):
+    """The model call the stage holds: ``bot.stages.structured_llm.StructuredLLMClient``, or a fake."""
 
-    async def create_ticket(self, **fields: Any) -> str: ...
+    @property
+    def model(self) -> str: ...
 
-    async def text_ticket(self, reception_no: str) -> None: ...
+    async def stream_turn(self, messages: list[dict[str, Any]], *, instruction: str, schema: dict[str, Any],
+                          on_sentence: Callable[[str], Awaitable[None]],
+                          on_first_token: Callable[[], Awaitable[None]],
+                          on_usage: Callable[[LLMTokenUsage], Awaitable[None]]) -> dict: ...
 
-    async def request_callback(self, *, call_sid: str | None, after: datetime, reason: str,
-                               reception_no: str | None = None) -> int: ...
-
-    async def find_ticket(self, reception_no: str) -> dict[str, Any] | None: ...
+    async def aclose(self) -> None: ...
 
 
-class DialogLLMService(StructuredLLMService):
-    """The LLM stage of a call: the policy decides, this carries it out (see the module doc)."""
+class DialogLLMService(LLMService):
+    """The LLM stage of a call: the policy decides, this carries it out (see the module doc).
+
+    A Pipecat ``LLMService`` for its place in the pipeline (the speculation gate, interruptions,
+    metrics) that makes no request itself: the model call is the client's.
+
+    Args:
+        client: Makes a model turn's one call (``stream_turn``); closed when the stage is cleaned up.
+        policy: The line's rules (in the caller's language: ``DialogPolicy.for_language``).
+        prompt: Each model turn's instruction, schema and history; the facts lookup.
+        records: The turn's side effects on the records database (tickets, texts, callbacks, status).
+        filler: The "one moment" sentence while the model is slow to start.
+        dialog: The call's dialog state (a fresh one if None).
+        end_call_on_end_flow: A closing turn ends the call (``EndWorkerFrame``); ``chat`` goes on.
+    """
 
     def __init__(
         self,
         *,
-        config: LLMConfig,
-        domain: Domain,
-        shortcuts: ShortcutMatcher,
-        prompt_template: str,
-        canned: CannedReplies,
-        api_key: str,
+        client: TurnClient,
+        policy: DialogPolicy,
+        prompt: TurnPrompt,
+        records: RecordsEffects,
+        filler: Filler,
         dialog: DialogState | None = None,
-        speech_end: Callable[[], float | None] = lambda: None,
         end_call_on_end_flow: bool = True,
-        can_transfer: bool = False,
-        intake: Intake | None = None,
-        knowledge: Knowledge | None = None,
-        records: TicketRecords | None = None,
-        call_id: str | None = None,
-        policy: DialogPolicy | None = None,
-        **kwargs: Any,
     ) -> None:
-        super().__init__(config=config, domain=domain, api_key=api_key, **kwargs)
-        self._template = prompt_template
-        self._canned = canned
-        self.dialog = dialog or DialogState()
-        self._speech_end = speech_end  # when the caller went quiet this turn (the filler counts from it)
-        self._end_call = end_call_on_end_flow
-        # Tickets: ``records`` is the records database's CallLog (None: no tickets).
-        self._knowledge = knowledge
+        # The settings only name the model (the metrics carry it): the client makes the request.
+        super().__init__(settings=LLMSettings(
+            model=client.model, system_instruction=None, temperature=None, max_tokens=None, top_p=None, top_k=None,
+            frequency_penalty=None, presence_penalty=None, seed=None, filter_incomplete_user_turns=False,
+            user_turn_completion_config=None))
+        self.client = client
+        self.policy = policy
+        self._prompt = prompt
         self._records = records
-        self._call_id = call_id
-        self.policy = policy or DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
-                                             can_transfer=can_transfer)
+        self._filler = filler
+        self.dialog = dialog or DialogState()
+        self._end_call = end_call_on_end_flow
         self._last_messages: list = []
-        self.response_format = self._format_for([])
         self.last_result: TurnResult | None = None
         self.last_model_turn: dict | None = None  # the validated answer of the latest model call (eval)
         self._run = SpeculativeRun()
         self._runs = 0  # answering runs so far: the number each run's turn facts carry
-        self._filler_played = False  # this run spoke the "one moment" filler
 
     @property
     def _lp(self) -> DialogPolicy:
         """The line's rules in the caller's language."""
         return self.policy.for_language(self.dialog.language)
+
+    def can_generate_metrics(self) -> bool:
+        return True
+
+    async def cleanup(self):
+        """The call is over: its client's HTTP connections are closed too."""
+        await super().cleanup()
+        await self.client.aclose()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if isinstance(frame, EagerEndOfTurnCancelFrame):
@@ -206,7 +215,23 @@ class DialogLLMService(StructuredLLMService):
         elif isinstance(frame, KeypadEntryFrame):
             self.create_task(self._keypad_turn(frame.keys), name="keypad-turn")
             return
-        await super().process_frame(frame, direction)
+        await super().process_frame(frame, direction)  # the speculation gate, interruptions, settings
+        if isinstance(frame, LLMContextFrame):
+            await self._respond(frame.context)
+        else:
+            await self.push_frame(frame, direction)
+
+    async def _respond(self, context: LLMContext) -> None:
+        """One caller turn's response, framed as Pipecat's LLM services frame theirs."""
+        try:
+            await self.push_frame(LLMFullResponseStartFrame())
+            await self.start_processing_metrics()
+            await self._process_context(context)
+        except Exception as e:  # a fault of ours, not the model's (that is an LLMTurnError, answered)
+            await self.push_error(error_msg=f"Error during completion: {e}", exception=e)
+        finally:
+            await self.stop_processing_metrics()
+            await self.push_frame(LLMFullResponseEndFrame())
 
     async def _withdraw_speculation(self) -> None:
         """The caller kept talking: the speculative answer is discarded and never committed."""
@@ -245,80 +270,30 @@ class DialogLLMService(StructuredLLMService):
         if isinstance(decision, CreateTicket):
             if not await self._run.is_final():
                 return  # the caller went on speaking: no ticket for a withdrawn "yes"
-            decision = self._lp.ticket_created(await self._create_ticket(decision.slots, text), self.dialog)
+            number = await self._records.create_ticket(decision.slots, excerpt=self._excerpt(text),
+                                                       language=self.dialog.language)
+            decision = self._lp.ticket_created(number, self.dialog)
         elif isinstance(decision, TextTicket):
             if not await self._run.is_final():
                 return  # a withdrawn "yes" is no consent
-            decision = self._lp.sms_requested(await self._text_ticket(decision.number))
+            decision = self._lp.sms_requested(await self._records.text_ticket(decision.number))
         elif isinstance(decision, BookCallback):
             if not await self._run.is_final():
                 return
-            decision = self._lp.callback_booked(await self._book_callback(decision.after, decision.reception_no))
+            decision = self._lp.callback_booked(await self._records.book_callback(decision.after, decision.reception_no))
         elif isinstance(decision, LookUpStatus):
-            decision = await self._find_status(decision.number)
+            ticket, ok = await self._records.find_ticket(decision.number)
+            decision = self._lp.status_found(decision.number, ticket, failed=not ok)
         elif isinstance(decision, AskModel):
             found = await self._look_up(decision.text, run)
             if found is not None and found.directory_hit is not None:
                 decision = self._lp.directory(directory_reply(found.directory_hit))
             elif context is not None:
-                hits = found.hits if found else []
-                self.response_format = self._format_for([entry.id for entry, _ in hits])
-                await self._answer_with_model(context, run, render_facts(hits))
+                await self._answer_with_model(context, run, found.hits if found else [])
                 return
             else:
                 return
         await self._say(decision, run)
-
-    # --- intake and status: the records database ---------------------------------------------
-
-    async def _create_ticket(self, slots: dict, text: str) -> str | None:
-        """The ticket's reception number, or None when the database failed (the caller is told)."""
-        try:
-            if self._records is None:
-                raise RuntimeError("no records database")
-            number = await self._records.create_ticket(
-                call_sid=self._call_id, category=slots["category"], location=slots.get("location"),
-                time=slots.get("time"), excerpt=self._excerpt(text), language=self.dialog.language)
-        except Exception as e:  # noqa: BLE001 - database down or slow: say so, keep the slots
-            logger.error("TICKET NOT CREATED ({}: {}); telling the caller", type(e).__name__, e)
-            return None
-        logger.info("ticket {} created ({})", number, slots["category"])
-        return number
-
-    async def _text_ticket(self, number: str) -> bool:
-        """The caller said yes to a text: consent and one SMS in the outbox; False when the database failed."""
-        try:
-            if self._records is None:
-                raise RuntimeError("no records database")
-            await self._records.text_ticket(number)
-        except Exception as e:  # noqa: BLE001 - database down or slow: say so (no "will send")
-            logger.error("SMS NOT QUEUED for ticket {} ({}: {}); telling the caller", number, type(e).__name__, e)
-            return False
-        logger.info("ticket {}: the caller asked for a text; queued", number)
-        return True
-
-    async def _book_callback(self, after: datetime, reception_no: str | None = None) -> bool:
-        """A callback for the desk's queue; False when the database failed (the caller is told)."""
-        try:
-            if self._records is None:
-                raise RuntimeError("no records database")
-            await self._records.request_callback(call_sid=self._call_id, after=after, reason="closed_transfer",
-                                              reception_no=reception_no)
-        except Exception as e:  # noqa: BLE001 - database down or slow: say so
-            logger.error("CALLBACK NOT BOOKED ({}: {}); telling the caller", type(e).__name__, e)
-            return False
-        logger.info("callback booked for after {}", after.isoformat())
-        return True
-
-    async def _find_status(self, number: str) -> Speak:
-        try:
-            if self._records is None:
-                raise RuntimeError("no records database")
-            ticket = await self._records.find_ticket(number)
-        except Exception as e:  # noqa: BLE001
-            logger.error("status lookup failed ({}: {})", type(e).__name__, e)
-            return self._lp.status_found(number, None, failed=True)
-        return self._lp.status_found(number, ticket)
 
     async def _say(self, answer: Speak, run: int, llm_calls: int = 0) -> None:
         """A rule answer: each sentence on its own (each canned sentence is pre-synthesized)."""
@@ -346,11 +321,8 @@ class DialogLLMService(StructuredLLMService):
 
     def _excerpt(self, text: str) -> str:
         """The caller's recent words, for the ticket (masked when stored)."""
-        said = [m.get("content") for m in self._context_messages() if m.get("role") == "user"]
+        said = [m.get("content") for m in self._last_messages if isinstance(m, dict) and m.get("role") == "user"]
         return " / ".join(str(x) for x in said[-4:] if isinstance(x, str))[-500:] or text
-
-    def _context_messages(self) -> list[dict]:
-        return [m for m in (self._last_messages or []) if isinstance(m, dict)]
 
     # --- the phone pad ------------------------------------------------------------------------
 
@@ -369,47 +341,49 @@ class DialogLLMService(StructuredLLMService):
         finally:
             await self.push_frame(LLMFullResponseEndFrame())
 
-    def _format_for(self, fact_ids: list[str]) -> dict:
-        """This turn's schema: ``answer_source`` may only name a fact that is in this prompt (or none)."""
-        return self.schema_for(fact_ids if self._knowledge is not None else None)
+    # --- the model ----------------------------------------------------------------------------
 
     async def _look_up(self, text: str, run: int) -> Lookup | None:
-        """The city's facts for this turn (off the event loop: Kiwi can take over a millisecond)."""
-        if self._knowledge is None or not text:
-            return None
-        loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(_LOOKUP_POOL, self._knowledge.lookup, text, self.dialog.known_slots(),
-                                           self._cfg.facts_k)
-        hit = found.directory_hit.id if found.directory_hit is not None else None
-        await self.push_frame(FactsFoundFrame(run=run, retrieval_ms=round(found.ms, 3),
-                                              facts=[entry.id for entry, _ in found.hits], directory_hit=hit))
+        """The city's facts for this turn, recorded as found."""
+        found = await self._prompt.look_up(text, self.dialog.known_slots())
+        if found is not None:
+            hit = found.directory_hit.id if found.directory_hit is not None else None
+            await self.push_frame(FactsFoundFrame(run=run, retrieval_ms=round(found.ms, 3),
+                                                  facts=[entry.id for entry, _ in found.hits], directory_hit=hit))
         return found
 
-    async def _answer_with_model(self, context: LLMContext, run: int, facts: str = "") -> None:
-        instruction = render_system_prompt(self._template, self._domain, self.dialog.known_slots(), facts=facts)
-        if self._lp.instruction:
-            instruction += "\n\n" + self._lp.instruction
-        self._settings.system_instruction = instruction
-        trimmed = LLMContext(messages=_recent_messages(context.get_messages(), self._cfg.history_turns))
+    async def _answer_with_model(self, context: LLMContext, run: int, hits: Hits) -> None:
+        """The turn's one model call, told this turn's instruction and schema, and what follows it."""
+        slots = self.dialog.known_slots()
+        messages = self._prompt.recent(context.get_messages())
+        self._log_llm_response(LLMContext(messages=messages))  # Pipecat's debug line (PIPECAT_LOG_LLM_CONTEXT)
         spoken: list[str] = []
         self._run.made_call = True
         await self.push_frame(LLMRequestFrame(run=run))
 
         async def first_token() -> None:
-            await self._stop_filler(filler)
+            await self.stop_ttfb_metrics()
+            await self._filler.stop()
             await self.push_frame(TurnMarkFrame(run=run, mark="llm_first_token", overwrite=True))
 
-        filler = self._start_filler(run)
+        await self.start_ttfb_metrics()
+        self._filler.start(self, lambda: self._say_filler(run))
         try:
-            turn = await self.stream_turn(trimmed, on_first_token=first_token,
-                                          on_sentence=lambda s: self._speak_sentence(s, run, spoken))
+            turn = await self.client.stream_turn(
+                messages, instruction=self._prompt.instruction(slots, hits, self._lp.instruction),
+                schema=self._prompt.schema(hits), on_first_token=first_token, on_usage=self.start_llm_usage_metrics,
+                on_sentence=lambda s: self._speak_sentence(s, run, spoken))
         except LLMTurnError as e:
-            await self._stop_filler(filler)
+            await self._filler.stop()
             await self._model_failed(e, run, spoken)
             return
         finally:
-            await self._stop_filler(filler)
+            await self._filler.stop()
         self.last_model_turn = turn
+        await self._after_model(turn, run, spoken)
+
+    async def _after_model(self, turn: dict, run: int, spoken: list[str]) -> None:
+        """The model's answer is in: an emergency it flagged, or what the policy makes of it."""
         flagged = turn.get(EMERGENCY_FIELD, NO_EMERGENCY)
         if flagged != NO_EMERGENCY and (urgent := self._lp.model_emergency(flagged)) is not None:
             # The second net: the model saw an emergency the rules missed. Its reply (if any was
@@ -440,7 +414,7 @@ class DialogLLMService(StructuredLLMService):
         logger.error("LLM turn failed ({}): {} - speaking the {}", e.kind, e,
                      "transfer" if answer.change.transfer else "closing" if answer.change.end else "apology")
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence",
-                                            overwrite=not spoken and not self._filler_played))
+                                            overwrite=not spoken and not self._filler.played))
         for sentence in answer.sentences:
             await self._speak(sentence)
 
@@ -451,36 +425,10 @@ class DialogLLMService(StructuredLLMService):
         result = TurnResult("error", answer.reply, answer.flow, answer.intent, 1, error)
         await self._finish_turn(result, run, commit, ends_call=answer.ends_call, transfer=answer.change.transfer)
 
-    def _start_filler(self, run: int) -> asyncio.Task | None:
-        """No first token ``llm.filler_after_ms`` after the caller went quiet: a canned "잠시만요, …".
-
-        Counted from the end of the caller's speech (what the caller waits through: endpointing
-        and STT included), never sooner than ``FILLER_MIN_SECS`` after the request, so a model
-        that answers promptly never gets a filler in front of its answer. Only spoken turns: a
-        typed one (``chat``, ``eval``) or a keypad one has no silence to fill.
-        """
-        self._filler_played = False
-        after = self._cfg.filler_after_ms / 1000.0
-        speech_end = self._speech_end()
-        if after <= 0 or not speech_end:
-            return None
-        after -= max(0.0, time.time() - speech_end)
-        delay = max(FILLER_MIN_SECS, after)
-        if delay >= self._cfg.first_token_timeout_ms / 1000.0:
-            return None
-        return self.create_task(self._filler_after(delay, run), name="llm-filler")
-
-    async def _filler_after(self, delay: float, run: int) -> None:
-        await asyncio.sleep(delay)
-        logger.info("LLM: no first token {:.0f} ms after the request; speaking the filler", delay * 1000)
-        self._filler_played = True
+    async def _say_filler(self, run: int) -> None:
         # What the caller hears first.
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
         await self._speak(self._lp.canned.filler)  # canned: from memory, never synthesized
-
-    async def _stop_filler(self, task: asyncio.Task | None) -> None:
-        if task is not None and not task.done():
-            await self.cancel_task(task)
 
     async def _speak_sentence(self, sentence: str, run: int, spoken: list[str]) -> None:
         sentence = sentence.strip()
@@ -488,12 +436,14 @@ class DialogLLMService(StructuredLLMService):
             return
         # The filler, if it played, stays the first thing the caller heard.
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence",
-                                            overwrite=not spoken and not self._filler_played))
+                                            overwrite=not spoken and not self._filler.played))
         spoken.append(sentence)
         await self._speak(sentence)
 
     async def _speak(self, text: str) -> None:
         await self.push_frame(AggregatedTextFrame(text, TextType.SENTENCE))
+
+    # --- the turn's end -----------------------------------------------------------------------
 
     async def _finish_turn(self, result: TurnResult, run: int, commit: Callable[[], TurnAnsweredFrame], *,
                            ends_call: bool, transfer: bool) -> None:
@@ -529,9 +479,3 @@ def _last_user_text(context: LLMContext) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
-
-
-def _recent_messages(messages: list, turns: int) -> list:
-    """The last ``turns`` user/assistant exchanges (the system prompt is rebuilt each turn)."""
-    convo = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "developer")]
-    return convo[-2 * turns :] if turns > 0 else convo

@@ -1,6 +1,6 @@
 """``run_bot.py chat``: the dialog stage without audio, one JSON line per caller line.
 
-It runs the same ``StructuredLLMService`` as a call, in a real Pipecat pipeline, so shortcuts,
+It runs the same dialog stage (``DialogLLMService``) as a call, in a real Pipecat pipeline, so shortcuts,
 slots, the single structured call and every failure path behave exactly as on the phone.
 """
 

@@ -1,7 +1,7 @@
 """``run_bot.py eval``: replay a Korean turn set through the real dialog code and score the answers.
 
 Every dialog of ``bench/eval_turns.toml`` runs in a fresh ``DialogSession`` (the same
-``StructuredLLMService`` as a call: shortcuts, then one structured-output call) against
+dialog stage as a call: shortcuts, then one structured-output call) against
 ``llm.base_url`` (or the local llama.cpp child with ``llm.backend = "local"``). Reported:
 
 * intent, category and slot accuracy (slots: the model's value must contain the expected text);

@@ -27,12 +27,15 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.tests.utils import SleepFrame, run_test
 
 from bot.call.assets import DialogAssets
-from bot.call.wiring import make_llm
+from bot.call.wiring import make_llm, make_policy
 from bot.config import Secrets, load_config
 from bot.dialog.state import CannedReplies
 from bot.languages.ko.normalize import read_digits
 from bot.stages.dialog_llm import DialogLLMService
+from bot.stages.filler import Filler
 from bot.stages.keypad import KeypadEntryFrame
+from bot.stages.records_effects import RecordsEffects
+from bot.stages.turn_prompt import TurnPrompt
 from bot.telemetry.turn_facts import (
     KeypadTurnFrame,
     LLMRequestFrame,
@@ -179,7 +182,7 @@ async def test_a_model_turn_makes_one_call_and_streams_its_sentences_in_order(fa
     assert turn.reply == " ".join(sentences(down))
     assert [f.run for f in down if isinstance(f, LLMRequestFrame)] == [turn.run]
     assert stage.dialog.known_slots() == {"category": "waste"}
-    assert stage._client.is_closed()  # the call's HTTP client is closed at its end (no CLOSE-WAIT socket left)
+    assert stage.client._openai.is_closed()  # the call's HTTP client is closed at its end (no CLOSE-WAIT socket left)
 
 
 async def test_a_model_that_says_end_ends_the_call_after_its_goodbye(fake, llm_url):
@@ -216,6 +219,57 @@ async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fa
     (turn,) = answered(down)
     assert turn.route == "emergency" and turn.escalation == "112"
     assert "112" in sentences(down)[0] and not any("조금 더 말씀해" in s for s in sentences(down))
+
+
+class _ToldClient:
+    """A model client that answers from a script and keeps what each turn told it (the stage's client, faked)."""
+
+    model = "told-model"
+
+    def __init__(self, *answers: dict):
+        self.answers = list(answers)
+        self.told: list[dict] = []
+        self.closed = False
+
+    async def stream_turn(self, messages, *, instruction, schema, on_sentence, on_first_token, on_usage):
+        self.told.append({"messages": messages, "instruction": instruction, "schema": schema})
+        await on_first_token()
+        answer = self.answers.pop(0)
+        await on_sentence(answer["reply"])
+        return answer
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_the_model_client_is_injected_and_told_each_turns_instruction_and_schema():
+    config = load_config()
+    assets = DialogAssets.load(config)
+    client = _ToldClient(model("어느 위치인가요?", category="illegal_parking", location="역삼동 123"),
+                         model("여권은 민원실에서 신청하실 수 있습니다.", intent="ask_info", category="none",
+                               answer_source="faq-doc-011"))
+    stage = DialogLLMService(client=client, policy=make_policy(config, assets),
+                             prompt=TurnPrompt(assets.prompt, assets.domain, knowledge=assets.knowledge),
+                             records=RecordsEffects(), filler=Filler(after_ms=0, first_token_timeout_ms=1500))
+    settings = dict(vars(stage._settings))
+    first, second = "불법 주차 신고하려고요. 역삼동 123이요", "여권 발급은 어디서 하나요"
+    down = await run(stage, said(first), said(first, second))
+    assert sentences(down) == ["어느 위치인가요?", "여권은 민원실에서 신청하실 수 있습니다."]
+    assert [t.route for t in answered(down)] == ["llm", "llm"] and len(client.told) == 2
+    assert len([f for f in down if isinstance(f, LLMRequestFrame)]) == 2  # one call per turn
+    one, two = client.told
+    # Each turn its own facts: in the instruction, and the only sources its schema allows.
+    sources = [told["schema"]["properties"]["answer_source"]["enum"] for told in client.told]
+    assert "faq-park-005" in sources[0] and "faq-doc-011" not in sources[0]
+    assert "faq-doc-011" in sources[1] and "faq-park-005" not in sources[1]
+    assert "[faq-park-005]" in one["instruction"] and "[faq-doc-011]" in two["instruction"]
+    # The slot the first answer gave is known to the second turn's instruction, not the first's.
+    assert "역삼동 123" not in one["instruction"] and "역삼동 123" in two["instruction"]
+    assert one["messages"][-1] == {"role": "user", "content": first}
+    assert two["messages"][-1] == {"role": "user", "content": second}
+    # Told, not configured: the stage's own settings are what they were before the turns.
+    assert dict(vars(stage._settings)) == settings and stage._settings.system_instruction is None
+    assert client.closed  # the stage closes its client when the call is over
 
 
 # --- the model failing (the fault lab's LLM rows) -----------------------------------------------

@@ -213,8 +213,8 @@ def test_the_http_client_uses_the_configured_timeouts_and_never_retries():
 
     config = load_config(overrides=["llm.total_timeout_ms=90000"])
     llm = make_llm(config, Secrets(None, None, "EMPTY"), DialogAssets.load(config))
-    assert llm._client.timeout.read == 90.0  # a slow model is not cut at the client's default
-    assert llm._client.max_retries == 0  # a retry would be a second model call in one turn
+    assert llm.client._openai.timeout.read == 90.0  # a slow model is not cut at the client's default
+    assert llm.client._openai.max_retries == 0  # a retry would be a second model call in one turn
 
 
 async def test_an_empty_turn_prompt_goes_to_the_model_not_to_an_old_shortcut(fake, config):
