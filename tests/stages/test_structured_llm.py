@@ -234,3 +234,28 @@ async def test_an_empty_turn_prompt_goes_to_the_model_not_to_an_old_shortcut(fak
     assert s.llm.last_result.route == "llm" and s.llm.last_result.flow == "continue"
     sent = fake.requests[0]["messages"]
     assert "ask them to repeat" in sent[-1]["content"]
+
+
+@pytest.mark.parametrize("dialect", ["openai", "llama_cpp"])
+async def test_the_client_sends_the_turns_instruction_and_schema_as_given(fake, config, dialect):
+    from bot.call.assets import DialogAssets
+    from bot.stages.structured_llm import StructuredLLMClient
+
+    domain = DialogAssets.load(config).domain
+    client = StructuredLLMClient(config=dataclasses.replace(config.llm, dialect=dialect), domain=domain,
+                                 api_key="EMPTY")
+    fake.script(turn("네, 확인해 드릴게요. 어느 동이신가요?"))
+    said: list[str] = []
+
+    async def on_sentence(sentence: str) -> None:
+        said.append(sentence)
+
+    schema = domain.response_schema(40, ["faq-x"])
+    answer = await client.stream_turn([{"role": "user", "content": "쓰레기 수거요"}], instruction="INSTRUCTION-1",
+                                      schema=schema, on_sentence=on_sentence)
+    await client.aclose()
+    assert said == ["네, 확인해 드릴게요.", "어느 동이신가요?"] and answer["intent"] == "report_problem"
+    body = fake.requests[-1]
+    assert body["messages"] == [{"role": "system", "content": "INSTRUCTION-1"}, {"role": "user", "content": "쓰레기 수거요"}]
+    sent = body["response_format"]["json_schema"]["schema"] if dialect == "openai" else body["response_format"]["schema"]
+    assert sent == schema
