@@ -203,8 +203,9 @@ async def test_the_model_choosing_a_person_transfers_only_to_a_desk(fake, llm_ur
     (turn,) = answered(down)
     assert fake.calls == 1 and turn.route == "llm" and turn.intent == "transfer"
     ends = [f.reason for f in down if isinstance(f, EndWorkerFrame)]
-    if desk:  # said, then the call goes to the desk (the phone serializer redirects it: <Dial>)
-        assert sentences(down) == ["상담원에게 연결해 드리겠습니다."] and ends == ["transfer"]
+    if desk:  # said, then that a person (not the AI) answers next, then the call goes to the desk (<Dial>)
+        assert sentences(down) == ["상담원에게 연결해 드리겠습니다.", "곧 담당 직원이 직접 전화를 받습니다. 잠시만 기다려 주세요."]
+        assert ends == ["transfer"]
         assert stage.dialog.transfer_requested
     else:  # no person to take it: the caller is told so, and the call goes on
         assert ends == [] and not stage.dialog.transfer_requested and len(sentences(down)) > 1
