@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.testing.phone import offline_bot_overrides  # noqa: F401  (shared by the tests)
 from bot.testing.process import BotProcess, FakeTwilioAPI, free_port  # noqa: F401  (shared by the tests)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,23 +32,6 @@ def standin_tts_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("supertonic") / "supertonic-standin"
     build_standin_model(path)
     return path
-
-
-def offline_bot_overrides(whisper_dir: Path, standin_tts_dir: Path, llm_url: str, records_dir: Path) -> list[str]:
-    """``--set`` items for a bot on the offline models and a fake LLM.
-
-    STT runs in English: Whisper base cannot read espeak's Korean reliably, and the end-to-end
-    tests are about the call path, not Korean recognition.
-    """
-    return [
-        f"stt.model='{whisper_dir}'",
-        "stt.language='en'",
-        "stt.hotwords=''",
-        f"tts.model_dir='{standin_tts_dir}'",
-        "tts.warmup_lengths=[5]",
-        f"llm.base_url='{llm_url}'",
-        f"records.url='sqlite:///{records_dir / 'calls.db'}'",
-    ]
 
 
 @pytest.fixture(scope="session")

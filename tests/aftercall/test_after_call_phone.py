@@ -29,22 +29,17 @@ from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, phone_bot
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI
-from bot.testing.twilio_sim import (
-    TwilioCallSimulator,
-    new_sid,
-    parse_twiml_stream,
-    post_voice_webhook,
-    voice_webhook_params,
-)
-from tests.conftest import FIXTURES, offline_bot_overrides
+from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream
+from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 
 AUTH_TOKEN = "test-auth-token-after-call"
 ACCOUNT_SID = "AC" + "5" * 32
-PUBLIC_HOST = "voice.example.org"
-PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
+LINE = PhoneLine(AUTH_TOKEN, ACCOUNT_SID)
+PUBLIC_HOST = LINE.public_host
 CALLER = "+821044445555"
 FROM = "+827055556666"
 DESK = "+8221200000"
@@ -68,36 +63,16 @@ def twilio():
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio):
     tmp = tmp_path_factory.mktemp("after-call")
-    proc = BotProcess(
-        [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-         f"server.public_host='{PUBLIC_HOST}'", f"twilio.api_base_url='{twilio.base_url}'",
-         f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]",
-         "sms.enabled=true", f"sms.from_number='{FROM}'", "sms.quiet_hours=''",
-         "sms.backoff_secs=0.2", "sms.backoff_max_secs=1.0", "sms.poll_secs=0.2",
-         "callbacks.max_attempts=2", "callbacks.retry_after_secs=3600"],
-        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
-        log_path=tmp / "bot.log",
-        entry=("-m", "bot.testing.lab_server", "--stt-text", HEARD, "--stt-delay-ms", "200"),
-    )
-    try:
-        proc.wait_ready()
+    with phone_bot(LINE, [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+                          f"twilio.api_base_url='{twilio.base_url}'",
+                          f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]",
+                          "sms.enabled=true", f"sms.from_number='{FROM}'", "sms.quiet_hours=''",
+                          "sms.backoff_secs=0.2", "sms.backoff_max_secs=1.0", "sms.poll_secs=0.2",
+                          "callbacks.max_attempts=2", "callbacks.retry_after_secs=3600"],
+                   log_path=tmp / "bot.log",
+                   entry=("-m", "bot.testing.lab_server", "--stt-text", HEARD, "--stt-delay-ms", "200")) as proc:
         proc.records_url = f"sqlite:///{tmp / 'records' / 'calls.db'}"
         yield proc
-    finally:
-        proc.stop()
-
-
-async def open_call(bot: BotProcess, said: list[str] | None = None) -> TwilioCallSimulator:
-    """A signed webhook and its stream; ``said``: the caller's words, one per speech segment."""
-    call_sid = new_sid("CA")
-    params = voice_webhook_params(call_sid, account_sid=ACCOUNT_SID)
-    params["From"] = CALLER
-    resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, params, AUTH_TOKEN)
-    assert resp.status_code == 200, resp.text
-    _, stream_params = parse_twiml_stream(resp.text)
-    if said:
-        stream_params["stt_script"] = json.dumps(said, ensure_ascii=False)
-    return TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=stream_params, account_sid=ACCOUNT_SID)
 
 
 async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) -> None:
@@ -120,7 +95,7 @@ async def test_a_caller_who_says_yes_is_texted_retried_after_500s_and_the_status
     fake_llm.reset()
     twilio.reset()
     twilio.fail_next(2, 500)  # Twilio is having a bad moment: the first two sends fail
-    call = await open_call(bot, [HEARD, "중앙로 12번길이에요", "네", "네 보내 주세요"])
+    call = await open_call(bot, LINE, caller=CALLER, said=[HEARD, "중앙로 12번길이에요", "네", "네 보내 주세요"])
     async with call:
         await report(call, fake_llm, "중앙로 12번길")
         await say(call, SPOKEN)  # "네": yes to the read-back, the ticket and the offer of a text

@@ -21,7 +21,7 @@ import pytest
 import websockets
 
 from bot.testing.call_steps import wait_for
-from bot.testing.process import BotProcess
+from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, phone_bot
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
     new_sid,
@@ -29,14 +29,14 @@ from bot.testing.twilio_sim import (
     post_voice_webhook,
     voice_webhook_params,
 )
-from tests.conftest import FIXTURES, offline_bot_overrides
+from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 
 AUTH_TOKEN = "test-auth-token-0123456789"
 ACCOUNT_SID = "AC" + "1" * 32
-PUBLIC_HOST = "voice.example.org"
-PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
+LINE = PhoneLine(AUTH_TOKEN, ACCOUNT_SID)
+PUBLIC_HOST, PUBLIC_URL = LINE.public_host, LINE.webhook_url
 HELLO = FIXTURES / "en_hello.wav"
 DESK = "+8221200000"
 
@@ -50,33 +50,13 @@ LONG_REPLY = {
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
     tmp = tmp_path_factory.mktemp("bot")
-    proc = BotProcess(
-        [
-            *offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-            f"server.public_host='{PUBLIC_HOST}'",
-            f"twilio.api_base_url='{twilio_api.base_url}'",
-            f"call.transfer_number='{DESK}'",
-            'line.hours=["24/7"]', "line.breaks=[]",  # the desk answers whenever this runs
-        ],
-        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
-        log_path=tmp / "bot.log",
-    )
-    try:
-        proc.wait_ready()
+    with phone_bot(LINE, [
+        *offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+        f"twilio.api_base_url='{twilio_api.base_url}'",
+        f"call.transfer_number='{DESK}'",
+        'line.hours=["24/7"]', "line.breaks=[]",  # the desk answers whenever this runs
+    ], log_path=tmp / "bot.log") as proc:
         yield proc
-    finally:
-        proc.stop()
-
-
-async def open_call(bot: BotProcess, **sim_kwargs) -> TwilioCallSimulator:
-    call_sid = new_sid("CA")
-    resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, voice_webhook_params(call_sid, account_sid=ACCOUNT_SID),
-                                    AUTH_TOKEN)
-    assert resp.status_code == 200, resp.text
-    url, params = parse_twiml_stream(resp.text)
-    assert url == f"wss://{PUBLIC_HOST}/twilio/media"
-    return TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=params, account_sid=ACCOUNT_SID,
-                               **sim_kwargs)
 
 
 async def wait_for_greeting(call: TwilioCallSimulator) -> None:
@@ -152,7 +132,7 @@ def _whole(fake_llm) -> list[dict]:
 async def test_call_greets_answers_a_spoken_turn_and_stop_ends_it(bot, fake_llm):
     fake_llm.reset()
     started = time.time()
-    call = await open_call(bot)
+    call = await open_call(bot, LINE)
     async with call:
         await wait_for_greeting(call)
         assert bot.healthz()["active_calls"] == 1
@@ -192,7 +172,7 @@ async def test_call_greets_answers_a_spoken_turn_and_stop_ends_it(bot, fake_llm)
 async def test_talking_over_the_bot_clears_once_and_drops_the_unspoken_reply(bot, fake_llm):
     fake_llm.reset()
     fake_llm.script(LONG_REPLY, heard="how")  # the whole utterance's call, not a speculative one
-    call = await open_call(bot)
+    call = await open_call(bot, LINE)
     async with call:
         await wait_for_greeting(call)
         await call.send_wav(HELLO)
@@ -230,7 +210,7 @@ async def test_health_and_metrics(bot):
 async def test_concurrent_calls_are_independent_and_leave_nothing_behind(bot, fake_llm):
     fake_llm.reset()
     baseline = bot.healthz()["asyncio_tasks"]
-    first, second = await open_call(bot), await open_call(bot)
+    first, second = await open_call(bot, LINE), await open_call(bot, LINE)
     async with first, second:
         await asyncio.gather(wait_for_greeting(first), wait_for_greeting(second))
         assert bot.healthz()["active_calls"] == 2

@@ -29,22 +29,14 @@ from bot.languages.en.normalize import read_digits_en
 from bot.store.db import Store
 from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, start_phone_bot
 from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import (
-    TwilioCallSimulator,
-    new_sid,
-    parse_twiml_stream,
-    post_voice_webhook,
-    voice_webhook_params,
-)
-from tests.conftest import FIXTURES, offline_bot_overrides
+from bot.testing.twilio_sim import TwilioCallSimulator
+from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow  # real bot processes over real sockets: not in the quick subset
 
-AUTH_TOKEN = "test-auth-token-intake"
-ACCOUNT_SID = "AC" + "2" * 32
-PUBLIC_HOST = "voice.example.org"
-PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
+LINE = PhoneLine(auth_token="test-auth-token-intake", account_sid="AC" + "2" * 32)
 CALLER = "+821098765432"
 REPORT = FIXTURES / "en_report.wav"  # "hello, I would like to report a problem"
 HELLO = FIXTURES / "en_hello.wav"  # "hello, how are you today": not a shortcut, the model answers
@@ -59,25 +51,12 @@ def fake_llm():
 def start_bot(tmp, whisper_dir, standin_tts_dir, fake_llm, url: str, worker: str = "intake-test") -> BotProcess:
     overrides = offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records")
     overrides = [o for o in overrides if not o.startswith(("records.url", "stt.language"))]
-    proc = BotProcess(
-        [*overrides, "stt.language='auto'", "line.languages=['ko','en']", f"records.url='{url}'",
-         f"records.worker='{worker}'", f"server.public_host='{PUBLIC_HOST}'"],
-        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None},
+    return start_phone_bot(
+        LINE, [*overrides, "stt.language='auto'", "line.languages=['ko','en']", f"records.url='{url}'",
+               f"records.worker='{worker}'"],
+        env={"TWILIO_ACCOUNT_SID": None},
         log_path=tmp / f"bot-{time.monotonic_ns()}.log",
     )
-    proc.wait_ready()
-    return proc
-
-
-async def open_call(bot: BotProcess) -> TwilioCallSimulator:
-    call_sid = new_sid("CA")
-    params = voice_webhook_params(call_sid, account_sid=ACCOUNT_SID)
-    params["From"] = CALLER
-    resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, params, AUTH_TOKEN)
-    assert resp.status_code == 200, resp.text
-    _, stream_params = parse_twiml_stream(resp.text)
-    assert CALLER not in resp.text  # the caller's number stays on the server
-    return TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=stream_params, account_sid=ACCOUNT_SID)
 
 
 async def report(call: TwilioCallSimulator, fake_llm: FakeLLM, location: str) -> int:
@@ -104,7 +83,7 @@ async def test_an_english_caller_reports_hears_an_english_number_and_the_desk_se
     fake_llm.reset()  # after the startup check's own request
     store = Store(db_url)
     try:
-        call = await open_call(bot)
+        call = await open_call(bot, LINE, caller=CALLER)
         async with call:
             readback_audio = await report(call, fake_llm, "Main Street 12")
             before = len(call.media_audio())

@@ -16,22 +16,12 @@ from bot.recording import files
 from bot.store import recordings
 from bot.store.db import Store
 from bot.testing.call_steps import wait_for
-from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import (
-    TwilioCallSimulator,
-    new_sid,
-    parse_twiml_stream,
-    post_voice_webhook,
-    voice_webhook_params,
-)
-from tests.conftest import FIXTURES, offline_bot_overrides
+from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, phone_bot
+from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow
 
-AUTH_TOKEN = "test-auth-token-0123456789"
-ACCOUNT_SID = "AC" + "1" * 32
-PUBLIC_HOST = "voice.example.org"
-PUBLIC_URL = f"https://{PUBLIC_HOST}/twilio/voice"
+LINE = PhoneLine(auth_token="test-auth-token-0123456789", account_sid="AC" + "1" * 32)
 NOTICE = "통화 내용이 녹음됩니다."
 SAID = FIXTURES / "en_report.wav"
 # Both channels went through μ-law (8 bits: ~38 dB SNR) and Opus; measured 0.97-0.99 here. Audio that is not
@@ -54,30 +44,14 @@ def xcorr(recorded: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
     tmp = tmp_path_factory.mktemp("bot")
-    proc = BotProcess(
-        [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-         f"server.public_host='{PUBLIC_HOST}'", f"twilio.api_base_url='{twilio_api.base_url}'",
-         "recording.enabled=true", f"recording.dir='{tmp / 'recordings'}'", f"call.recording_notice='{NOTICE}'"],
-        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
-        log_path=tmp / "bot.log",
-        entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200"),
-    )
-    try:
-        proc.wait_ready()
+    with phone_bot(LINE, [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+                          f"twilio.api_base_url='{twilio_api.base_url}'", "recording.enabled=true",
+                          f"recording.dir='{tmp / 'recordings'}'", f"call.recording_notice='{NOTICE}'"],
+                   log_path=tmp / "bot.log",
+                   entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200")) as proc:
         proc.records_url = f"sqlite:///{tmp / 'records' / 'calls.db'}"
         proc.recordings = tmp / "recordings"
         yield proc
-    finally:
-        proc.stop()
-
-
-async def open_call(bot: BotProcess) -> TwilioCallSimulator:
-    sid = new_sid("CA")
-    resp = await post_voice_webhook(bot.base_url, PUBLIC_URL, voice_webhook_params(sid, account_sid=ACCOUNT_SID),
-                                    AUTH_TOKEN)
-    assert resp.status_code == 200, resp.text
-    _, params = parse_twiml_stream(resp.text)
-    return TwilioCallSimulator(bot.ws_url, call_sid=sid, custom_parameters=params, account_sid=ACCOUNT_SID)
 
 
 def pcm(data: bytes) -> np.ndarray:
@@ -85,7 +59,7 @@ def pcm(data: bytes) -> np.ndarray:
 
 
 async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
-    call = await open_call(bot)
+    call = await open_call(bot, LINE)
     async with call:
         await call.wait_for_media(timeout=15)
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
@@ -121,7 +95,7 @@ async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
 
 async def test_a_kill_9_mid_call_leaves_a_playable_recording(bot):
     """Last in this module: it kills the module's bot."""
-    call = await open_call(bot)
+    call = await open_call(bot, LINE)
     await call.connect()
     started = time.monotonic()
     await call.wait_for_media(timeout=15)
