@@ -243,28 +243,7 @@ class WhisperEngine:
             return done("too_long")
 
         audio = pcm16_to_float32(pcm16, sample_rate)
-        max_new_tokens = _MIN_NEW_TOKENS + math.ceil(_TOKENS_PER_SEC * audio_secs)
-        if self._max_new_tokens_cap is not None:
-            max_new_tokens = min(max_new_tokens, self._max_new_tokens_cap)
-        segments, _info = self.model.transcribe(
-            audio,
-            language=lang,
-            beam_size=cfg.beam_size,
-            # One temperature: no fallback ladder, whose retries took 15-35 s on hallucinating clips.
-            temperature=cfg.temperature,
-            hotwords=cfg.hotwords.strip() or None,
-            initial_prompt=cfg.initial_prompt.strip() or None,
-            # The no-speech rule is applied below instead, so a skipped segment has a reason
-            # (faster-whisper would drop it silently). With a single temperature this is the
-            # same decision: its fallback logic has nothing to fall back to.
-            no_speech_threshold=None,
-            log_prob_threshold=cfg.log_prob_threshold,
-            compression_ratio_threshold=cfg.compression_ratio_threshold,
-            condition_on_previous_text=False,
-            vad_filter=False,
-            without_timestamps=True,
-            max_new_tokens=max_new_tokens,
-        )
+        segments, _info = self._lazy_segments(audio, lang, audio_secs)
         if detect or self.window_frames(len(audio)) < self.model.feature_extractor.nb_max_frames:
             # Nothing is decoded yet (the generator is lazy): decode from our own encoder pass instead,
             # over the window sized to the speech (``stt.window_s``), with the language read from it.
@@ -275,7 +254,38 @@ class WhisperEngine:
             else:
                 detected = language_p = None
         segments = list(segments)  # decode here, in this thread
+        reason, text = self._verdict(segments)
+        return done(reason, text, segments[0] if segments else None)
 
+    def _lazy_segments(self, audio: np.ndarray, lang: str, audio_secs: float) -> tuple[Any, Any]:
+        """faster-whisper's segment generator and info with this engine's options: nothing is decoded yet."""
+        cfg = self.cfg
+        max_new_tokens = _MIN_NEW_TOKENS + math.ceil(_TOKENS_PER_SEC * audio_secs)
+        if self._max_new_tokens_cap is not None:
+            max_new_tokens = min(max_new_tokens, self._max_new_tokens_cap)
+        return self.model.transcribe(
+            audio,
+            language=lang,
+            beam_size=cfg.beam_size,
+            # One temperature: no fallback ladder, whose retries took 15-35 s on hallucinating clips.
+            temperature=cfg.temperature,
+            hotwords=cfg.hotwords.strip() or None,
+            initial_prompt=cfg.initial_prompt.strip() or None,
+            # The no-speech rule is applied in ``_verdict`` instead, so a skipped segment has a reason
+            # (faster-whisper would drop it silently). With a single temperature this is the
+            # same decision: its fallback logic has nothing to fall back to.
+            no_speech_threshold=None,
+            log_prob_threshold=cfg.log_prob_threshold,
+            compression_ratio_threshold=cfg.compression_ratio_threshold,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            without_timestamps=True,
+            max_new_tokens=max_new_tokens,
+        )
+
+    def _verdict(self, segments: list[Any]) -> tuple[RejectReason | None, str]:
+        """(None, the transcript) of the segments kept, or (why none, "")."""
+        cfg = self.cfg
         kept: list[str] = []
         dropped: list[RejectReason] = []
         for seg in segments:
@@ -284,16 +294,15 @@ class WhisperEngine:
                 kept.append(seg.text)
             else:
                 dropped.append(reason)
-        first = segments[0] if segments else None
         text = "".join(kept).strip()
         if text and self.reject_prompt_echo and is_prompt_echo(text, cfg.hotwords, cfg.initial_prompt):
             # The reason is logged at INFO by WhisperSTTProcessor, like the other rejections; the
             # text (personal data if the echo carries real words too) at DEBUG only.
             logger.debug("Whisper: transcript rejected as a prompt echo: [{}]", text)
-            return done("prompt_echo", "", first)
+            return "prompt_echo", ""
         if text:
-            return done(None, text, first)
-        return done(dropped[0] if dropped else "empty", "", first)
+            return None, text
+        return (dropped[0] if dropped else "empty"), ""
 
     def window_frames(self, samples: int) -> int:
         """Mel frames the encoder sees for ``samples`` of 16 kHz audio (``stt.window_s``).
