@@ -21,7 +21,6 @@ from bot.desk.audit import AuditScreens
 from bot.desk.calls import CallScreens
 from bot.desk.context import PREFIX, DeskContext
 from bot.desk.guard import Desk, Refused
-from bot.desk.headers import CSP  # noqa: F401  (the desk's policy; the QA page adds to it)
 from bot.desk.login import LoginScreens
 from bot.desk.recordings import RecordingScreens
 from bot.desk.service import add_service_routes

@@ -86,7 +86,7 @@ from bot.call.openings import speak_greeting
 from bot.call.request import CallRequest
 from bot.call.session import CallSession
 from bot.config import Config, Secrets
-from bot.desk.routes import CSP as DESK_CSP
+from bot.desk.headers import CSP as DESK_CSP
 from bot.line.admission import Line
 from bot.line.callgate import CallGate
 from bot.store.calls import CallLog
@@ -96,7 +96,7 @@ from bot.telemetry.metrics import ProcessMetrics
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 QA_IN_RATE = 16000  # Whisper and Silero
 QA_OUT_RATE = 24000  # see the module docstring
-# The staff desk's security headers (bot/desk/routes.py), with what the page needs on top: its script,
+# The staff desk's security headers (bot/desk/headers.py), with what the page needs on top: its script,
 # its signalling requests and the microphone (the desk forbids all three).
 QA_CSP = f"{DESK_CSP}; script-src 'self'; connect-src 'self'; media-src 'self' blob: mediastream:"
 QA_HEADERS = {

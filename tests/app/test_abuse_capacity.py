@@ -149,7 +149,7 @@ def test_qa_offers_during_the_drain_are_refused(sdp, stub_calls):
 
 def test_the_qa_page_has_the_desks_security_headers_and_no_token_in_its_url(sdp, stub_calls):
     # Seen before: no CSP or X-Frame-Options, and the token in ?token= (browser history, proxy logs).
-    from bot.desk.routes import CSP
+    from bot.desk.headers import CSP
 
     with TestClient(_app("server.qa_connect_timeout_secs=30")) as client:
         for path in ("/", "/qa/static/qa.js", "/qa/static/qa.css"):
