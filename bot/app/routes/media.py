@@ -38,6 +38,7 @@ from bot.transports.twilio import (
 
 RESUME_READ_SECS = 2.0  # the caller waits in silence for this: the records read for a resume
 HANDOVER_WAIT_SECS = 15.0  # drain: the longest wait for the bot to finish a sentence before the hand-over
+HANDOVER_ANSWER_SECS = 5.0  # ... and for the answer to a caller's turn (a cough that gets none does not hold it)
 _SENTENCE_END = re.compile(r"(?<=[.?!。])\s+")
 
 
@@ -231,9 +232,12 @@ class PhoneCall:
         resumes the call on another worker."""
         ctx, session, call_sid = self.ctx, self.session, self.start.call_sid
         deadline = time.monotonic() + max_wait_secs
-        def busy() -> bool:  # the bot's audio still playing, or a caller's turn waiting for its answer
+        def busy() -> bool:  # the bot's audio still playing, the caller speaking, or their answer coming
             rec = session.recorder
-            return self.serializer.bot_audio_pending() or rec.bot_speaking or rec.current.route == "pending"
+            turn = rec.current
+            waiting = turn.route == "pending" and (turn.turn_end is None
+                                                    or time.time() - turn.turn_end < HANDOVER_ANSWER_SECS)
+            return self.serializer.bot_audio_pending() or rec.bot_speaking or waiting
 
         while busy() and time.monotonic() < deadline:  # noqa: ASYNC110 - three clocks, no event to wait on
             await asyncio.sleep(0.05)
