@@ -202,13 +202,21 @@ class GrammarRule:
 class Grammar:
     """The rules of ``emergency_grammar.toml``; ``classify`` is one Kiwi analysis and a scan."""
 
-    def __init__(self, rules: list[GrammarRule], reach: int):
+    def __init__(self, rules: list[GrammarRule], reach: int,
+                 dialect: tuple[tuple[re.Pattern[str], str], ...] = ()):
         self.rules = rules
         self.reach = reach
+        self.dialect = dialect  # endings Kiwi does not know, rewritten to standard ones first
+
+    def standard(self, text: str) -> str:
+        """The turn with the [dialect] rewrites applied (먹어부렀어라 -> 먹어버렸어요)."""
+        for pattern, replacement in self.dialect:
+            text = pattern.sub(replacement, text)
+        return text
 
     def classify(self, text: str) -> GrammarRule | None:
         """The first sure rule that holds, else the first unsure one, else None."""
-        morphs = analyse(text)
+        morphs = analyse(self.standard(text))
         where = _index(morphs)
         unsure = None
         for rule in self.rules:
@@ -226,7 +234,15 @@ class Grammar:
             GrammarError: a missing file, bad TOML, an unknown key or kind, or a concept never defined.
         """
         source = DataFile.read(path, GrammarError, "emergency grammar")
-        source.no_unknown((), {"concept", "rule", "context"})
+        source.no_unknown((), {"concept", "rule", "context", "dialect"})
+        dialect = []
+        for i, pair in enumerate(source.value(("dialect",), list, "a list of [regex, replacement] pairs", default=[])):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+                raise source.error(("dialect", i), "expected [regex, replacement]")
+            try:
+                dialect.append((re.compile(pair[0]), pair[1]))
+            except re.error as e:
+                raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
         raw = source.table(("concept",))
         concepts: dict[str, list[str]] = {}
         for name in raw:
@@ -278,7 +294,7 @@ class Grammar:
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
                 window, sure, anywhere))
-        return cls(rules, reach)
+        return cls(rules, reach, tuple(dialect))
 
 
 # --- the likeness net ----------------------------------------------------------------------------

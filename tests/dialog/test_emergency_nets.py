@@ -52,6 +52,7 @@ FAMILIES = [
     ("fire", "fire", "거실 커튼이 활활 타요"),
     ("carbon monoxide", "gas", "연탄가스 때문인지 식구들이 머리가 깨질 것 같대요"),
     ("trapped", "rescue", "승강기가 멈췄는데 우리 딸이 안에 혼자 있어요"),
+    ("dialect", "medical", "우리 막내가 세정제를 마셔부렀어라"),  # Kiwi reads it once 부렀어라 is rewritten
 ]
 
 # The same words in harmless uses, also new.
