@@ -19,6 +19,7 @@ from bot.store.db import Store, StoreError, now
 from bot.store.schema import (
     RECORDING_ACTIONS,
     RECORDING_REFUSALS,
+    call_segments,
     calls,
     recording_access,
     ticket_audit,
@@ -181,10 +182,37 @@ def purge_recordings(store: Store, directory: Path, older_than_days: float) -> d
         logger.info("records: deleted the recording of call {} from {} ({}; records.retention: recording.retention_days "
                     "= {}){}", mask(sid), _utc(started).date(), path, older_than_days,
                     "" if existed else " (the file was already gone)")
+    deleted += _purge_segment_recordings(store, directory, cutoff, held, older_than_days)
     if kept:
         logger.info("records: {} recording(s) older than {} days kept: their tickets are under legal hold", kept,
                     older_than_days)
     return {"deleted": deleted, "held": kept}
+
+
+def _purge_segment_recordings(store: Store, directory: Path, cutoff: dt.datetime, held: sa.Select,
+                              older_than_days: float) -> int:
+    """A resumed call's later streams' recordings (issue 46: one file each, on ``call_segments``) go with the
+    call's own, under the same hold."""
+    due = (sa.select(call_segments.c.call_sid, call_segments.c.idx, call_segments.c.recording_path)
+           .join(calls, calls.c.call_sid == call_segments.c.call_sid)
+           .where(calls.c.started_at < cutoff, call_segments.c.recording_path.is_not(None),
+                  call_segments.c.call_sid.not_in(held)))
+    with store.engine.connect() as conn:
+        rows = conn.execute(due).all()
+    deleted = 0
+    for sid, idx, path in rows:
+        try:
+            files.delete(directory, path)
+        except OSError as e:
+            logger.error("records: recording of call {} stream {} ({}) not deleted: {}", mask(sid), idx, path, e)
+            continue
+        with store.engine.begin() as conn:
+            conn.execute(call_segments.update().where(call_segments.c.call_sid == sid, call_segments.c.idx == idx)
+                         .values(recording_path=None))
+        deleted += 1
+        logger.info("records: deleted the recording of call {} stream {} ({}; recording.retention_days = {})",
+                    mask(sid), idx, path, older_than_days)
+    return deleted
 
 
 def call_transcript(store: Store, call_sid: str) -> list[dict[str, Any]]:

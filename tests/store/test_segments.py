@@ -89,3 +89,27 @@ def _config():
     from bot.config import load_config
 
     return load_config().recording
+
+
+def test_retention_deletes_a_resumed_streams_recording_with_the_calls_unless_held(db_url, tmp_path: Path):
+    from bot.store.recordings import purge_recordings
+
+    store = open_db(db_url)
+    old = now() - dt.timedelta(days=90)
+    for sid, hold in ((SID, False), ("CA" + "5" * 32, True)):
+        store.start_call(sid, caller=None, worker="w0", qa=False, started_at=old)
+        segments.open_segment(store, sid, 1, worker="w1", started_at=old)
+        (tmp_path / f"{sid}-1.opus").write_bytes(b"OggS")
+        segments.set_segment_recording(store, sid, 1, f"{sid}-1.opus")
+        if hold:
+            number = store.create_ticket(call_sid=sid, category="street_lights", location=None, time=None,
+                                         excerpt="-")
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE tickets SET legal_hold = true WHERE reception_no = %s"
+                                     if store.backend == "postgresql" else
+                                     "UPDATE tickets SET legal_hold = 1 WHERE reception_no = ?", (number,))
+    purge_recordings(store, tmp_path, 60)
+    assert not (tmp_path / f"{SID}-1.opus").exists() and segments.list_segments(store, SID)[0]["recording_path"] is None
+    held = "CA" + "5" * 32
+    assert (tmp_path / f"{held}-1.opus").exists() and segments.list_segments(store, held)[0]["recording_path"]
+    store.close()
