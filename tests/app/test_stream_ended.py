@@ -175,3 +175,21 @@ def test_a_drains_hand_over_resumes_without_spending_max_resumes(line):
         action = ET.fromstring(resp.text).find("./Connect").get("action")
     twiml = _past_max_resumes(client, store, call_sid, action, first=4)  # then faults still have their two
     assert "<Say" in twiml and "<Stream" not in twiml
+
+
+def test_with_the_records_database_down_a_stream_that_ended_still_resumes_never_silence(line, monkeypatch):
+    client, store = line()
+    call_sid, action = _webhook(client)
+
+    def down(*_a, **_kw):
+        raise ConnectionError("records database unreachable")
+
+    from bot.app.routes import stream_ended
+
+    monkeypatch.setattr(stream_ended, "take_action", down)
+    monkeypatch.setattr(stream_ended, "record_resume_token", down)
+    resp = _ask(client, action, call_sid)
+    assert resp.status_code == 200
+    url, params = parse_twiml_stream(resp.text)  # the signed token is enough: its first use is kept at the stream
+    assert params["seg"] == "1" and StreamTokens(60, load_key({"STREAM_TOKEN_KEY": KEY})[0]).verify(params["token"],
+                                                                                                   call_sid)
