@@ -118,13 +118,21 @@ class RecordingScreens(Screens):
                                    content_disposition_type="attachment" if action == "download" else "inline")
 
     @screen("GET", "/calls/{call_sid}/recording")
-    def recording_audio(self, request: Request, call_sid: str, download: int = 0) -> Response:
+    def recording_audio(self, request: Request, call_sid: str, download: int = 0, seg: int = 0) -> Response:
+        """``seg``: a resumed call's later stream (issue 46), recorded to a file of its own."""
         action = "download" if download else "play" if "range" in request.headers else "copy"
         who, rec = self.visible_call(request, call_sid, action)
         if download:  # a download states its reason: the call page's form (POST, below)
             recordings.note_access(self.desk.store, call_sid, actor=who.username, action="download",
                                    address=address(request), refused="no_reason")
             raise Refused("bad_request", "내려받기는 통화 화면의 양식에서 사유를 적어 요청해 주세요.")
+        if seg:
+            stream = next((s for s in rec["streams"] if s["idx"] == seg), None)
+            if stream is None:
+                recordings.note_access(self.desk.store, call_sid, actor=who.username, action=action,
+                                       address=address(request), refused="deleted")
+                raise Refused("not_found")
+            rec = {**rec, "path": stream["path"]}
         return self.audio(request, who, rec, call_sid, action)
 
     @screen("POST", "/calls/{call_sid}/recording/download")

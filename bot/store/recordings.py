@@ -45,7 +45,8 @@ def set_recording(store: Store, call_sid: str, path: str, secs: float | None) ->
 
 
 def find_recording(store: Store, call_sid: str) -> dict[str, Any] | None:
-    """The call's recording: path, secs, deleted_at, whether one of its tickets is held, its tickets."""
+    """The call's recording: path, secs, deleted_at, whether one of its tickets is held, its tickets, and a
+    resumed call's later streams' files (``streams``: idx and path)."""
     with store.engine.connect() as conn:
         row = conn.execute(sa.select(calls.c.call_sid, calls.c.recording_path, calls.c.recording_secs,
                                      calls.c.recording_deleted_at, calls.c.started_at)
@@ -54,9 +55,15 @@ def find_recording(store: Store, call_sid: str) -> dict[str, Any] | None:
             return None
         held = conn.execute(sa.select(tickets.c.reception_no, tickets.c.category, tickets.c.legal_hold)
                             .where(tickets.c.call_sid == call_sid)).mappings().all()
+        # A resumed call's later streams (issue 46), each recorded to a file of its own.
+        streams = conn.execute(sa.select(call_segments.c.idx, call_segments.c.recording_path)
+                               .where(call_segments.c.call_sid == call_sid, call_segments.c.idx > 0,
+                                      call_segments.c.recording_path.is_not(None))
+                               .order_by(call_segments.c.idx)).all()
     return {"call_sid": row["call_sid"], "path": row["recording_path"], "secs": row["recording_secs"],
             "deleted_at": _utc(row["recording_deleted_at"]), "started_at": _utc(row["started_at"]),
-            "tickets": [dict(t) for t in held], "held": any(t["legal_hold"] for t in held)}
+            "tickets": [dict(t) for t in held], "held": any(t["legal_hold"] for t in held),
+            "streams": [{"idx": idx, "path": path} for idx, path in streams]}
 
 
 def set_legal_hold(store: Store, reception_no: str, on: bool, *, actor: str, note: str = "") -> bool:
