@@ -104,6 +104,9 @@ def analyse(text: str) -> list[Morph]:
             elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적", "뒤", "후", "이후",
                                                                                                 "다음"}:
                 unreal = True  # 갇힌 적이 있어서, 쓰러지신 뒤로: what happened before, not now
+            elif (u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
+                  and tokens[j + 2].tag in {"JX", "JKS"} and tokens[j + 2].form in {"ᆫ", "은", "는", "이", "가"}):
+                unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
             elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
                 break
             j += 1
@@ -278,7 +281,7 @@ class Grammar:
         rules = []
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
-            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own"})
+            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own", "anywhere"})
             kind = source.value((*key, "kind"), str, "a kind name")
             if kinds is not None and kind not in kinds:
                 raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
@@ -289,11 +292,12 @@ class Grammar:
             own = source.value((*key, "own"), bool, "true or false", default=False)  # no shared unless
             window = source.value((*key, "window"), int, "a whole number", default=10)
             sure = source.value((*key, "sure"), bool, "true or false", default=True)
+            far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
             rules.append(GrammarRule(
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
-                window, sure, anywhere))
+                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far])))
         return cls(rules, reach, tuple(dialect))
 
 
