@@ -41,6 +41,7 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
+_KEPT_PARTICLES = {"마다", "처럼"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness)
 _ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
 
 
@@ -67,7 +68,7 @@ def analyse(text: str) -> list[Morph]:
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
-        if t.tag == "JX" and t.form == "마다":  # 밤마다: a habit, which some rules are held back by
+        if t.form in _KEPT_PARTICLES and t.tag.startswith("J"):
             out.append(Morph(t.form, t.tag))
             i += 1
             continue
@@ -81,6 +82,8 @@ def analyse(text: str) -> list[Morph]:
         j = i + 1
         while j < n:
             u = tokens[j]
+            if u.form in _KEPT_PARTICLES and u.tag.startswith("J"):
+                break
             if u.tag == "VX" and u.form in _NEG_AUX or (u.tag == "MAG" and u.form in _NEGATORS and j + 1 < n
                                                           and tokens[j + 1].form == "하" and tokens[j - 1].form == "지"):
                 negated = True
