@@ -104,6 +104,7 @@ def test_the_endings_are_read() -> None:
     assert "떨어지~" in show("굴러떨어질까 봐 걱정돼요") and "구르~" in show("굴러떨어질까 봐 걱정돼요")
     assert "쓰러지~" in show("쓰러지신 뒤로 요양보호사를 써요") and "먹~" in show("먹을 수 있는 세제")
     assert "!쉬" in show("숨을 쉴 수가 없어요")
+    assert "마다" in show("윗집이 밤마다 싸워요") and "처럼" in show("유서처럼 긴 민원을 올렸어요")
 
 
 @pytest.mark.parametrize(("text", "kind"), [
