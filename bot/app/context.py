@@ -1,20 +1,18 @@
 """What every route of the app shares: the records, the line, the call gate, tokens, metrics, the senders.
 
 ``AppContext.build`` makes it once per app (``bot.app.server.create_app``); each router of
-``bot.app.routes`` gets it. It also ends a call the same way for the phone and the QA page
-(``finish_call``) and drains the process on SIGTERM (``drain``).
+``bot.app.routes`` gets it. It also finishes a call's records (``finish_call``, from
+``bot.app.host.CallHost``) and drains the process on SIGTERM (``drain``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
-from pipecat.frames.frames import EndFrame, TTSSpeakFrame
 
 from bot import DATA_DIR
 from bot.aftercall.callbacks import CallbackPlacer
@@ -28,6 +26,7 @@ from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies
 from bot.line.admission import BusyAudio, Line
 from bot.line.callgate import CallGate, PrestartSockets
+from bot.line.calls import CallKind, CallRegistry, LiveCall
 from bot.line.tokens import StreamTokens
 from bot.ops.hatches import escape_hatches
 from bot.ops.readiness import LLMProbe
@@ -42,28 +41,6 @@ from bot.telemetry.tracing import trace_call
 # After a drain's hand-overs: how long this worker keeps answering (Twilio requests each stream's action
 # within a few hundred ms of its close; a proxy may route it here).
 HANDOVER_LINGER_SECS = 3.0
-
-
-class CallRegistry:
-    """Calls in this process (for /healthz and the max_calls limit): in progress, and reserved.
-
-    A reservation is a webhook answered with a stream token whose media stream has not arrived
-    yet; it holds a call slot until the stream starts or the token expires.
-    """
-
-    def __init__(self, reserve_secs: float = 60.0):
-        self.active: dict[str, float] = {}
-        self.reserved: dict[str, float] = {}  # CallSid -> monotonic expiry
-        self._reserve_secs = reserve_secs
-
-    def reserve(self, call_sid: str) -> None:
-        self.reserved[call_sid] = time.monotonic() + self._reserve_secs
-
-    def __len__(self):
-        now = time.monotonic()
-        for sid in [s for s, t in self.reserved.items() if t < now]:
-            del self.reserved[sid]
-        return len(self.active) + len(self.reserved)
 
 
 @dataclass
@@ -91,8 +68,6 @@ class AppContext:
     hatches: list[str]
     prestart: PrestartSockets
     background: set[asyncio.Task] = field(default_factory=set)
-    # Phone calls in progress here, by CallSid (``bot.app.routes.media.PhoneCall``): a drain hands them over.
-    phone_calls: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, config: Config, secrets: Secrets, models: SharedModels,
@@ -147,7 +122,7 @@ class AppContext:
             issued = self.tokens.issue(call_sid)
             busy = await line.admit(issued, caller)  # the caller's number waits in the database
         if busy:
-            self.calls.reserved.pop(call_sid, None)
+            self.calls.release(call_sid)
         return busy, issued
 
     def finish_call(self, session) -> None:
@@ -176,33 +151,25 @@ class AppContext:
         return ("draining", 503) if self.gate.draining else ("ok", 200)
 
     async def drain(self) -> None:
-        """Refuse new calls, then end the calls in progress with a goodbye (DrainingServer, on SIGTERM).
+        """Refuse new calls, then end the calls in progress (DrainingServer, on SIGTERM): each ``leave``s.
 
-        ``server.drain_handover``: no wait and no goodbye for a phone call; each is handed over at the
-        next moment the bot is not speaking (its stream closed: Twilio asks the <Connect>'s action, which
-        resumes it on another worker). The goodbye stays for a call with nowhere to go (the QA page's).
+        ``server.drain_handover``: no wait; a phone call is handed over at the next moment the bot is not
+        speaking (its stream closed: Twilio asks the <Connect>'s action, which resumes it on another
+        worker). Else, or for a call with nowhere to go (the QA page's), the goodbye after ``drain_secs``.
         """
-        if self.config.server.drain_handover:
-            handed = len(self.phone_calls)
-            await self.gate.drain(drain_secs=0.0, goodbye=self._hand_over)
-            if handed:  # Twilio asks each stream's action now: the proxy may bring it here
-                logger.info("drain: {} call(s) handed over; answering their actions for {:.0f} s", handed,
-                            HANDOVER_LINGER_SECS)
-                await asyncio.sleep(HANDOVER_LINGER_SECS)
-            return
-        await self.gate.drain(drain_secs=self.config.server.drain_secs, goodbye=self._say_goodbye)
+        handover = self.config.server.drain_handover
+        handed = self.calls.count(CallKind.PHONE) if handover else 0
+        await self.gate.drain(drain_secs=0.0 if handover else self.config.server.drain_secs, goodbye=self.leave)
+        if handed:  # Twilio asks each stream's action now: the proxy may bring it here
+            logger.info("drain: {} call(s) handed over; answering their actions for {:.0f} s", handed,
+                        HANDOVER_LINGER_SECS)
+            await asyncio.sleep(HANDOVER_LINGER_SECS)
 
-    async def _hand_over(self, session) -> None:
-        call = next((c for c in self.phone_calls.values() if c.session is session), None)
-        if call is None:
-            await self._say_goodbye(session)
+    async def leave(self, call: LiveCall) -> None:
+        """The drain's last word to one call, of any kind: handed over where it can be, else the goodbye."""
+        if self.config.server.drain_handover and await call.hand_over():
             return
-        await call.hand_over()
-
-    async def _say_goodbye(self, session) -> None:
-        session.end_reason = session.end_reason or "server_shutdown"
-        await session.worker.queue_frames([TTSSpeakFrame(self.canned.shutdown_goodbye),
-                                           EndFrame(reason="server shutdown")])
+        await call.goodbye(self.canned.shutdown_goodbye)
 
 
 def _after_call_senders(config: Config, secrets: Secrets, records: CallLog,

@@ -12,18 +12,19 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from bot.app.context import AppContext, CallRegistry
+from bot.app.context import AppContext
 from bot.app.routes import callbacks, health, media, metrics, stream_ended, transfer, twilio_voice
 from bot.app.routes import records as records_api
+from bot.app.routes.qa import mount_qa
 from bot.app.routes.records import bearer_header, records_refusal
 from bot.call.build import build_call
 from bot.call.models import SharedModels
 from bot.config import Config, Secrets
 from bot.desk.app import mount_desk
+from bot.line.calls import CallRegistry
 from bot.store.calls import CallLog
 from bot.telemetry.tracing import configure as configure_tracing
 from bot.telemetry.tracing import resource_attributes
-from bot.transports.webrtc import mount_webrtc
 
 # Other modules import these from here (the records API's client side, the tests).
 __all__ = ["CallRegistry", "bearer_header", "create_app", "records_refusal"]
@@ -58,8 +59,7 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     for router in OPERATIONS_ROUTERS:
         admin.include_router(router(ctx))
     if config.server.qa_page:
-        mount_webrtc(app, config=config, secrets=secrets, models=models, gate=ctx.gate, line=ctx.line,
-                     metrics=ctx.metrics, finish_call=ctx.finish_call, records=ctx.records)
+        mount_qa(app, ctx)  # the QA page (bot/transports/webrtc.py); its calls run like phone calls
     mount_desk(app, admin, config=config, secrets=secrets, store=ctx.records.store)  # the staff desk (docs/desk.md)
     return app
 

@@ -46,7 +46,7 @@ class CallRequest:
         secrets: The LLM key and Twilio credentials.
         models: The process-wide models (``load_models``).
         transport: The call's transport (Twilio websocket or WebRTC).
-        call_id: Twilio's CallSid, or ``qa-<pc_id>`` for a browser call.
+        call_id: Twilio's CallSid, or a browser call's id (``bot.app.browser.browser_call_id``).
         in_rate: Pipeline input rate in Hz (Whisper and Silero: 16 kHz).
         out_rate: Pipeline output rate in Hz (the phone's 8 kHz: no resampling burst).
         qa: A browser QA call (RTVI on, turn records marked as QA).

@@ -8,10 +8,10 @@
 * Drain (SIGTERM): new calls get the busy message and /healthz says "draining" (503); calls in
   progress go on for up to ``server.drain_secs``; those still up then hear a goodbye sentence and
   are hung up; then the server exits 0 (``DrainingServer``).
-* The QA page (``bot/transports/webrtc.py``): its calls take the same slots as phone calls (in
-  progress in ``calls.active``, an offer being answered in ``calls.reserved``, keys ``qa-...``),
-  and at most ``server.qa_max_calls`` of them, kept below ``max_calls``, so QA can never take
-  every citizen's line.
+* The QA page (``bot/app/routes/qa.py``): its calls take the same slots as phone calls (one
+  ``CallRegistry``, ``bot/line/calls.py``: in progress, or an offer being answered, of kind
+  ``CallKind.QA``), and at most ``server.qa_max_calls`` of them, kept below ``max_calls``, so QA
+  can never take every citizen's line.
 * Media sockets before their ``start`` (``PrestartSockets``): at most ``server.media_prestart_per_client``
   per client address and ``server.media_prestart_max`` in all; the route refuses the rest before
   accepting them.
@@ -35,6 +35,7 @@ from loguru import logger
 from prometheus_client import CollectorRegistry, Counter
 from starlette.requests import Request
 
+from bot.line.calls import CallKind, CallRegistry, LiveCall
 from bot.privacy import mask
 
 WEBHOOK_MAX_BYTES = 16 * 1024  # Twilio's voice webhook form is about 1 KiB
@@ -42,7 +43,6 @@ WS_MAX_BYTES = 1024 * 1024  # a WebSocket frame larger than this closes the stre
 REPLAY_WINDOW_SECS = 3600.0
 REPLAY_MAX_ENTRIES = 100_000
 GOODBYE_WAIT_SECS = 20.0  # after the goodbye sentence: longest wait for the calls to hang up
-QA_PREFIX = "qa-"  # the QA page's calls and offers in the CallRegistry
 
 
 class FormTooLarge(ValueError):
@@ -66,14 +66,13 @@ async def read_webhook_form(request: Request, limit: int = WEBHOOK_MAX_BYTES) ->
 
 
 class CallGate:
-    """Admission state of this process. ``calls`` is the server's ``CallRegistry``."""
+    """Admission state of this process. ``calls`` is this worker's ``CallRegistry``."""
 
-    def __init__(self, calls, *, max_calls: int, token_ttl_secs: float, registry: CollectorRegistry):
+    def __init__(self, calls: CallRegistry, *, max_calls: int, token_ttl_secs: float, registry: CollectorRegistry):
         self.calls = calls
         self.max_calls = max_calls
         self.token_ttl_secs = token_ttl_secs
         self.draining = False
-        self.sessions: dict[str, object] = {}  # phone calls in progress: CallSid -> CallSession
         self._seen: OrderedDict[str, float] = OrderedDict()  # CallSid -> when its webhook was answered
         self.rejected = Counter("voice_calls_rejected", "Webhooks answered busy or refused, by reason", ["reason"],
                                 registry=registry)
@@ -114,32 +113,25 @@ class CallGate:
 
     def qa_calls(self) -> int:
         """QA calls here: in progress, and offers being answered."""
-        len(self.calls)  # drops expired reservations
-        return sum(k.startswith(QA_PREFIX) for k in (*self.calls.active, *self.calls.reserved))
+        return self.calls.count(CallKind.QA)
 
     def reserve_qa(self, qa_max_calls: int, hold_secs: float) -> tuple[str | None, str | None]:
         """A call slot for a QA offer, taken with no await in between: ``(its key, None)`` or ``(None, why not)``.
 
-        The key is a reservation in ``calls.reserved`` (the phone webhook counts it too) until the
-        call starts (``qa_started``) or ``release``; it expires by itself after ``hold_secs``.
+        The key is a reservation of kind QA (the phone webhook counts it too) until the call starts
+        (``CallRegistry.start``) or ``release``; it expires by itself after ``hold_secs``.
         """
         busy = self.busy_reason()
         if busy is None and self.qa_calls() >= self.qa_limit(self.max_calls, qa_max_calls):
             busy = "qa_max_calls"
         if busy:
             return None, busy
-        key = f"{QA_PREFIX}offer-{secrets.token_hex(8)}"
-        self.calls.reserved[key] = time.monotonic() + hold_secs
+        key = f"offer-{secrets.token_hex(8)}"
+        self.calls.reserve(key, CallKind.QA, hold_secs)
         return key, None
 
-    def qa_started(self, key: str, call_id: str) -> None:
-        """The offer's reservation becomes the call in progress ``call_id`` (``qa-...``)."""
-        self.calls.reserved.pop(key, None)
-        self.calls.active[call_id] = time.time()
-
     def release(self, key: str | None) -> None:
-        if key is not None:
-            self.calls.reserved.pop(key, None)
+        self.calls.release(key)
 
     # --- the media stream ---------------------------------------------------------------------
 
@@ -154,27 +146,24 @@ class CallGate:
 
     # --- drain --------------------------------------------------------------------------------
 
-    async def drain(self, *, drain_secs: float, goodbye: Callable[[object], Awaitable[None]]) -> None:
-        """Stop taking calls, let the running ones finish, then say goodbye to the rest and hang up."""
+    async def drain(self, *, drain_secs: float, goodbye: Callable[[LiveCall], Awaitable[None]]) -> None:
+        """Stop taking calls, let the running ones finish, then ``goodbye`` to each call left (every kind)."""
         self.draining = True
         t0 = time.monotonic()
         logger.warning("SIGTERM: draining: new calls get the busy message; {} call(s) in progress get up to {:.0f} s",
                        len(self.calls.active), drain_secs)
         while self.calls.active and time.monotonic() - t0 < drain_secs:  # noqa: ASYNC110 - polls the registry once a drain
             await asyncio.sleep(0.1)
-        left = dict(self.sessions)
+        left = list(self.calls.active.values())
         if left:
-            logger.warning("drain: {:.0f} s passed; goodbye and hang-up for {} call(s)", drain_secs, len(left))
-            await asyncio.gather(*(goodbye(s) for s in left.values()), return_exceptions=True)
+            logger.warning("drain: {:.0f} s passed; goodbye or hand-over for {} call(s)", drain_secs, len(left))
+            await asyncio.gather(*(goodbye(c) for c in left), return_exceptions=True)
             deadline = time.monotonic() + GOODBYE_WAIT_SECS
-            while self.sessions and time.monotonic() < deadline:  # noqa: ASYNC110
+            while self.calls.active and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
-            for session in list(self.sessions.values()):
+            for call in list(self.calls.active.values()):
                 logger.error("drain: a call did not end after its goodbye; cancelling it")
-                await session.worker.cancel()
-        deadline = time.monotonic() + 5.0
-        while self.calls.active and time.monotonic() < deadline:  # noqa: ASYNC110 - QA calls end with the lifespan
-            await asyncio.sleep(0.1)
+                await call.cancel()
         logger.warning("drain done in {:.1f} s; exiting", time.monotonic() - t0)
 
 

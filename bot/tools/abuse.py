@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 ACCOUNT_SID = "AC" + "5" * 32
 AUTH_TOKEN = "abuse-bench-" + pysecrets.token_hex(8)
-QA_TOKEN = "abuse-qa-" + pysecrets.token_hex(8)
+QA_TOKEN = "abuse_qa_" + pysecrets.token_hex(8)
 DESK_KEY = pysecrets.token_urlsafe(40)
 STAFF_NAME = "abuse.admin"
 STAFF_PASSWORD = "abuse-" + pysecrets.token_urlsafe(12)

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 from pipecat.audio.resamplers.soxr_stream_resampler import SOXRStreamAudioResampler
@@ -209,6 +209,27 @@ def media_format_problem(media_format: dict) -> str | None:
     return None
 
 
+class Handover(Protocol):
+    """What the serializer asks of its call at the call's edges (``bot.app.phone``): one object, not callbacks."""
+
+    async def caller_hung_up(self) -> None:
+        """Twilio's ``stop``: the caller hung up."""
+        ...
+
+    async def bot_ends(self) -> None:
+        """The bot ends the call (an EndFrame): awaited before the hang-up or the stream's close, so that
+        the <Connect>'s action, asked once the stream closes, reads that the bot ended it (issue 46)."""
+        ...
+
+    def transfer_number(self) -> str | None:
+        """Where the call goes at its end (a transfer), or None: hang up."""
+        ...
+
+    def transfer_twiml(self, number: str) -> str:
+        """The TwiML that hands the call to ``number``."""
+        ...
+
+
 class PhoneSerializer(TwilioFrameSerializer):
     """Twilio serializer that sends ``clear`` only when bot audio is actually playing.
 
@@ -223,21 +244,14 @@ class PhoneSerializer(TwilioFrameSerializer):
         self,
         *args: Any,
         fast_input_resampler: bool = True,
-        on_stop: Callable[[], Awaitable[None]] | None = None,
-        on_end: Callable[[], Awaitable[None]] | None = None,
-        transfer_target: Callable[[], str | None] = lambda: None,
-        transfer_twiml: Callable[[str], str] | None = None,
+        handover: Handover | None = None,
         api: TwilioAPI | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._transfer_target = transfer_target
-        self._transfer_twiml = transfer_twiml or build_dial_twiml
+        self._handover = handover
         self._api = api
-        self._on_stop = on_stop
-        # The bot ends the call (an EndFrame): awaited before the hang-up or the stream's close, so that
-        # the <Connect>'s action, asked once the stream closes, reads that the bot ended it (issue 46).
-        self._on_end = on_end
+        self._bot_ended = False
         self.caller_hung_up = False
         if fast_input_resampler:
             self._input_resampler = SOXRStreamAudioResampler(quality="QQ")
@@ -257,13 +271,14 @@ class PhoneSerializer(TwilioFrameSerializer):
         if isinstance(frame, (EndFrame, CancelFrame)):
             if self.caller_hung_up:
                 return None  # Twilio already ended the call; nothing to hang up
-            if isinstance(frame, EndFrame) and self._on_end is not None:
-                on_end, self._on_end = self._on_end, None
-                await on_end()
-            number = self._transfer_target() if isinstance(frame, EndFrame) else None
-            if number and self._params.auto_hang_up and not self._hangup_attempted:
+            handover = self._handover if isinstance(frame, EndFrame) else None
+            if handover is not None and not self._bot_ended:
+                self._bot_ended = True
+                await handover.bot_ends()
+            number = handover.transfer_number() if handover is not None else None
+            if handover is not None and number and self._params.auto_hang_up and not self._hangup_attempted:
                 self._hangup_attempted = True
-                await self._redirect_call(self._transfer_twiml(number))
+                await self._redirect_call(handover.transfer_twiml(number))
                 return None
             if not self._params.auto_hang_up:
                 logger.info(
@@ -304,8 +319,8 @@ class PhoneSerializer(TwilioFrameSerializer):
             # Twilio's `stop` (the caller hung up) is ignored by stock Pipecat; we end the call on it.
             self.caller_hung_up = True
             logger.info("call {}: Twilio sent stop (caller hung up)", mask(self._call_sid or ""))
-            if self._on_stop:
-                await self._on_stop()
+            if self._handover is not None:
+                await self._handover.caller_hung_up()
             return None
         if event == "dtmf":
             return await super().deserialize(data) if isinstance(msg.get("dtmf"), dict) else self._ignore("bad dtmf")

@@ -9,6 +9,7 @@ tested is who gets a slot, not what the bot says.
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,8 +20,8 @@ from fastapi.testclient import TestClient
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineWorker
 
-import bot.transports.webrtc as webrtc
 from bot.app.server import create_app
+from bot.call.request import CallRequest
 from bot.config import Secrets, load_config
 from bot.testing.twilio_sim import new_sid, sign_twilio_request, voice_webhook_params
 from bot.tools.abuse import qa_offer_sdp
@@ -39,18 +40,25 @@ def sdp() -> str:
 
 @pytest.fixture
 def stub_calls(monkeypatch):
-    """QA calls run a pipeline of the WebRTC transport alone (no models)."""
+    """The app's ``call_builder`` (a spy): QA calls run a pipeline of the WebRTC transport alone (no models)."""
     built: list[str] = []
+    requests: list[CallRequest] = []
 
-    def build_call(request):
+    def build_call(request: CallRequest):
         built.append(request.call_id)
+        requests.append(request)
         worker = PipelineWorker(Pipeline([request.transport.input(), request.transport.output()]))
         recorder = SimpleNamespace(close=lambda: None, records=[], call_id=request.call_id)
         return SimpleNamespace(worker=worker, recorder=recorder, end_reason=None,
                                dialog=SimpleNamespace(transfer_requested=False, transfer_to=None, ended=False))
 
-    monkeypatch.setattr(webrtc, "build_call", build_call)
+    monkeypatch.setattr(sys.modules[__name__], "CALL_BUILDER", build_call)
+    monkeypatch.setattr(sys.modules[__name__], "BUILT", requests)
     return built
+
+
+CALL_BUILDER = None  # the spy of ``stub_calls``, given to ``create_app`` as every call's builder
+BUILT: list[CallRequest] = []
 
 
 def _app(*overrides: str):
@@ -59,7 +67,8 @@ def _app(*overrides: str):
                                     f"records.url='sqlite:///{db}'", *overrides])
     models = SimpleNamespace(tts=SimpleNamespace(session_providers={}, fallback_active=False, is_standin=False),
                              whisper=SimpleNamespace(device="cpu"))
-    return create_app(config, Secrets("AC" + "0" * 32, AUTH, "EMPTY", qa_access_token=QA_TOKEN), models)
+    return create_app(config, Secrets("AC" + "0" * 32, AUTH, "EMPTY", qa_access_token=QA_TOKEN), models,
+                      call_builder=CALL_BUILDER)
 
 
 def _dial(client: TestClient) -> str:
@@ -93,6 +102,20 @@ def test_offers_with_invented_pc_ids_are_new_calls_within_the_qa_cap_and_leave_t
         assert client.post("/api/offer", json={"sdp": sdp, "type": "offer"}, headers=QA).status_code == 503
         metrics = admin.get("/metrics").text
         assert 'voice_calls_rejected_total{reason="qa:qa_max_calls"} 8.0' in metrics
+
+
+def test_a_qa_offer_is_built_by_the_apps_call_builder_as_a_browser_call(sdp, stub_calls):
+    # Seen before: QA calls called build_call themselves, past the app's call_builder (the bench's stock
+    # baseline and the test lab's faults never reached the QA page).
+    app = _app("server.qa_connect_timeout_secs=30")
+    with TestClient(app) as client, TestClient(app.state.admin_app) as admin:
+        assert client.post("/api/offer", json={"sdp": sdp, "type": "offer"}, headers=QA).status_code == 200
+        assert _wait(lambda: len(BUILT), lambda n: n == 1, timeout=5) == 1
+        request = BUILT[0]
+        assert request.qa and (request.in_rate, request.out_rate) == (16000, 24000)
+        assert type(request.transport).__name__ == "SmallWebRTCTransport" and len(request.observers) == 1
+        assert request.records is not None and request.resume is None
+        assert admin.get("/healthz").json()["active_calls"] == 1
 
 
 def test_the_qa_cap_never_reaches_max_calls(sdp, stub_calls):

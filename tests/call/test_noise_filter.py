@@ -37,8 +37,8 @@ def test_rnnoise_is_wired_into_the_transport_params():
     assert isinstance(qa.audio_in_filter, RNNoiseFilter)
     # One filter per call: it keeps the resamplers' and RNNoise's state.
     assert phone.audio_in_filter is not qa.audio_in_filter
-    # The phone and QA transports build their params this way.
-    for path in ("bot/app/routes/media.py", "bot/transports/webrtc.py"):
+    # The phone and QA entries build their transports' params this way.
+    for path in ("bot/app/phone.py", "bot/app/browser.py"):
         assert "audio_in_filter=make_audio_in_filter(config)" in (ROOT / path).read_text(), path
 
 

@@ -1,4 +1,4 @@
-"""Transfers: where a call goes after its last words, its TwiML, and ``POST /twilio/whisper``.
+"""Transfers: ``POST /twilio/whisper`` (where a call goes and its TwiML: ``bot.app.phone``).
 
 The desk gets a warm transfer: Twilio asks ``/twilio/whisper`` what the person answering hears
 (the bot's summary of the call) before the caller is connected. An emergency service is dialled at once.
@@ -12,28 +12,8 @@ from loguru import logger
 
 from bot.app.context import AppContext
 from bot.app.routes.signed import signed_form
-from bot.config import Config
 from bot.privacy import mask
-from bot.transports.twilio import build_dial_twiml, build_whisper_twiml
-
-
-def transfer_target(config: Config, dialog) -> str | None:
-    """Where the call goes after its last words: an emergency service, the desk, or nowhere."""
-    if not dialog.transfer_requested:
-        return None
-    return dialog.transfer_to or config.call.transfer_number or None
-
-
-def transfer_twiml(ctx: AppContext, session, call_sid: str, number: str) -> str:
-    """The desk gets a warm transfer (the bot's summary first); an emergency service is dialled at once."""
-    if session.dialog.transfer_to:
-        return build_dial_twiml(number)
-    if session.dialog.tickets:  # the desk's record: these tickets are now with a person
-        ctx.records.hand_over(call_sid, list(session.dialog.tickets))
-    if not ctx.config.call.transfer_whisper:
-        return build_dial_twiml(number)
-    ctx.records.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
-    return build_dial_twiml(number, f"https://{ctx.config.server.public_host}/twilio/whisper?call={call_sid}")
+from bot.transports.twilio import build_whisper_twiml
 
 
 def router(ctx: AppContext) -> APIRouter:
