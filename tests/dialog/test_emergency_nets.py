@@ -94,6 +94,20 @@ def test_near_misses_are_not_escalated(rules, text) -> None:
     assert Grammar.load().classify(text) is None
 
 
+@pytest.mark.parametrize("text", [
+    "당신 잘리게 해 줄게",  # a job lost, no limb: 잘리 needs a part of the body
+    "아이가 연락이 안 돼서 걱정했는데 도서관에 있었대요",  # a worry that ended well
+    "딸이 전화를 안 받아서 걱정했는데 친구 집에 있었대요",
+])
+def test_a_threat_to_a_job_and_a_worry_that_ended_well_are_quiet(rules, text) -> None:
+    assert rules.classify(text) is None
+
+
+def test_a_finger_cut_off_still_escalates(rules) -> None:
+    v = rules.classify("작업하다가 손가락이 잘렸어요")
+    assert v is not None and v.kind.name == "medical" and v.sure
+
+
 def test_the_endings_are_read() -> None:
     def show(text: str) -> list[str]:
         return [("!" if m.negated else "") + m.form + ("~" if m.unreal else "") for m in analyse(text)]
