@@ -95,7 +95,7 @@ def problems(row: Row) -> list[str]:
         return call_problems(row, EXPECTED_HEARD[row.fault])
     j, f = _Judge(), row.facts
     if row.fault == "idle caller":
-        j.check(row.names == ["greeting", "idle_prompt", "idle_goodbye"], f"heard {row.names}")
+        j.check(row.names == ["greeting", "ai_notice", "idle_prompt", "idle_goodbye"], f"heard {row.names}")
         j.check(row.first_audio_s is not None and 5.8 <= row.first_audio_s <= 7.5,
                 f"prompt {_s(row.first_audio_s)} s after the bot stopped (want ~6 s)")
         j.check(bool(f.get("hung_up")), "no hang-up through Twilio's API")

@@ -442,7 +442,7 @@ class FaultLab:
         names = [n for r in records for n in r.get("heard") or []]
         ivs = [iv for iv in call.heard_intervals() if iv[0] > greeting_end + 0.05]
         row.names = names
-        row.heard = describe_heard(names[1:], records)
+        row.heard = describe_heard([n for n in names[1:] if n != "ai_notice"], records)  # what came after the greeting and its notice
         row.first_audio_s = round(ivs[0][0] - greeting_end, 2) if ivs else None
         row.longest_silence_s = None
         row.lag_p99_ms = (await self.a.loop_lag(wall0)).get("p99_ms")
