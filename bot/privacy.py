@@ -16,7 +16,7 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from bot.languages.ko.digits import DIGIT_WORDS
+from bot import languages
 
 if TYPE_CHECKING:
     from loguru import Record
@@ -32,8 +32,10 @@ _PHONE = re.compile(r"(?<![0-9A-Za-z(])(?<!\d\.)\(?(0\d{1,2})\)?[- .]?(\d{3,4})[
 _CARD = re.compile(r"(?<![0-9A-Za-z])(?<!\d\.)(\d{4})[- ]?(?:\d{4}[- ]?\d{4}[- ]?\d{4}|\d{6}[- ]?\d{5})(?![0-9A-Za-z])")
 # Twilio SIDs are not personal, but a CallSid ties logs to a caller's phone record.
 _SID = re.compile(r"\b(CA|AC)([0-9a-fA-F]{4})[0-9a-fA-F]{28}\b")
-# Six or more digit words in a row ("공일공 일이삼사 오육칠팔"), spaces, commas and hyphens between.
+# Digits said as words in the line's first language ("이 공 일 공"): masked like numerals.
+DIGIT_WORDS = languages.get(languages.FIRST).digit_words()
 _WORDS = "".join(DIGIT_WORDS)
+# Six or more digit words in a row ("공일공 일이삼사 오육칠팔"), spaces, commas and hyphens between.
 _WORD_RUN = re.compile(rf"[{_WORDS}](?:[\s,.\-]*[{_WORDS}](?!요)){{5,}}")
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 

@@ -16,7 +16,7 @@ from pipecat.processors.aggregators.llm_response_universal import (
 )
 
 from bot.call.guard import guard_call
-from bot.call.language import CallLanguage, new_dialog_state
+from bot.call.language import new_dialog_state
 from bot.call.models import SharedModels
 from bot.call.request import CallRequest
 from bot.call.session import CallSession, assemble_session
@@ -46,16 +46,14 @@ def build_call(request: CallRequest) -> CallSession:
         history = [dict(m) for m in resume.history]
         if resume.dialog:
             dialog.restore(resume.dialog)  # the slots, read-back, language, keypad menu of the stream that ended
-    language = CallLanguage(config, dialog, tags={code: pack.tag for code, pack in models.assets.languages.items()})
-    stt = _stt(config, models, language)
+    # The call's language lives in the dialog state; STT and TTS start in it (a resumed call's too)
+    # and are told when it moves (settings frames from the dialog stage).
+    stt = _stt(config, models, dialog.language)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
-
-    def on_decision(kind: str, wait: float) -> None:
-        recorder.current.endpoint_kind, recorder.current.endpoint_wait_ms = kind, wait * 1000
 
     user_agg, assistant_agg = LLMContextAggregatorPair(
         LLMContext(messages=history),
-        user_params=user_turn_params(config, models.assets.endpointing, vad=vad, on_decision=on_decision,
+        user_params=user_turn_params(config, models.assets.endpointing, vad=vad,
                                      unclear_reply=lambda: llm.policy.for_language(dialog.language).canned.unclear,
                                      backchannels=models.assets.backchannels,
                                      line_playing=line_clock(request.transport)),
@@ -67,7 +65,7 @@ def build_call(request: CallRequest) -> CallSession:
     observers = [*request.observers, *call_recording(config, call_id, in_rate=request.in_rate,
                                                      out_rate=request.out_rate, records=records,
                                                      segment=resume.segment if resume else 0)]
-    session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, language),
+    session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, dialog.language),
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, observers=observers,
                                keypad=KeypadProcessor(dialog=dialog),
                                turn_observer=TurnObserver(recorder, sentence_names=models.heard_ids))
@@ -75,21 +73,22 @@ def build_call(request: CallRequest) -> CallSession:
     return session
 
 
-def _stt(config: Config, models: SharedModels, language: CallLanguage) -> WhisperSTTProcessor:
-    """Whisper on the shared engine; with ``stt.language = "auto"`` it detects among the line's languages."""
+def _stt(config: Config, models: SharedModels, language: str) -> WhisperSTTProcessor:
+    """Whisper on the shared engine, decoding in the call's ``language``; with ``stt.language = "auto"``
+    it detects among the line's languages. A forced ``stt.language`` holds until the call leaves the
+    line's first language."""
     auto = config.stt.language == "auto"
-    return WhisperSTTProcessor(engine=models.whisper,
-                               language=config.line.languages[0] if auto else config.stt.language,
-                               call_language=language,
+    return WhisperSTTProcessor(engine=models.whisper, language=language,
+                               decode_as={} if auto else {config.line.languages[0]: config.stt.language},
                                unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
                                detect=tuple(config.line.languages) if auto else None,
                                decode_p=config.stt.language_repeat_p)
 
 
-def _tts(config: Config, models: SharedModels, language: CallLanguage) -> SupertonicTTSService:
-    """Supertonic on the shared engine, speaking in the call's language (its TTS tag) and from the
-    canned audio where a sentence is fixed."""
+def _tts(config: Config, models: SharedModels, language: str) -> SupertonicTTSService:
+    """Supertonic on the shared engine, speaking in the call's language (its TTS tag; a line of one
+    language without a tag, as before) and from the canned audio where a sentence is fixed."""
     return SupertonicTTSService(
-        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms, call_language=language,
-        canned=models.canned_audio,
+        engine=models.tts, voice=config.tts.voice, frame_ms=config.tts.frame_ms,
+        language=language if models.assets.languages else None, canned=models.canned_audio,
     )

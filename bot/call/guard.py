@@ -16,6 +16,7 @@ from bot.dialog.policy import AfterFailure, StageFailure
 from bot.dialog.state import CannedReplies
 from bot.stages.supertonic import CannedAudio, SupertonicTTSService
 from bot.stages.whisper import UnclearSpeechFrame
+from bot.telemetry.turn_facts import BackchannelHeardFrame, CannedPlayedFrame, StageFailedFrame
 
 
 def guard_call(session: CallSession, user_agg: LLMUserAggregator, config: Config, canned_audio: CannedAudio | None = None) -> None:
@@ -74,8 +75,8 @@ class CallGuard:
     async def _caller_spoke(self, _agg: object, _strategy: object) -> None:
         self.idle_prompts = 0
 
-    async def _caller_acknowledged(self, _agg: object, _message: object) -> None:
-        self.session.recorder.current.backchannels += 1  # the reply being spoken: neither interrupted nor a turn
+    async def _caller_acknowledged(self, agg: FrameProcessor, _message: object) -> None:
+        await agg.push_frame(BackchannelHeardFrame())  # the reply being spoken: neither interrupted nor a turn
 
     async def _caller_idle(self, agg: FrameProcessor) -> None:
         self.idle_prompts += 1
@@ -89,16 +90,16 @@ class CallGuard:
         await agg.push_frame(TTSSpeakFrame(self._canned().idle_goodbye))
         await agg.push_frame(EndWorkerFrame(reason="caller idle"))
 
-    def _stage_failed(self, stage: StageFailure, error: ErrorFrame) -> AfterFailure:
-        """Record the failure; what the policy says to do about it."""
-        rec = self.session.recorder.current
-        rec.error = rec.error or f"{stage}: {str(getattr(error, 'error', error))[:200]}"
-        first_of_turn = rec.index not in self.failed_turns
-        self.failed_turns.add(rec.index)
+    async def _stage_failed(self, processor: FrameProcessor, stage: StageFailure, error: ErrorFrame) -> AfterFailure:
+        """Record the failure (a turn fact); what the policy says to do about it."""
+        await processor.push_frame(StageFailedFrame(error=f"{stage}: {str(getattr(error, 'error', error))[:200]}"))
+        turn = self.session.recorder.current.index
+        first_of_turn = turn not in self.failed_turns
+        self.failed_turns.add(turn)
         return self.session.llm.policy.stage_failed(stage, len(self.failed_turns), first_of_turn)
 
     async def _stt_failed(self, processor: FrameProcessor, error: ErrorFrame) -> None:
-        then = self._stage_failed(StageFailure.STT, error)
+        then = await self._stage_failed(processor, StageFailure.STT, error)
         if then is AfterFailure.END:
             await self._end_politely(self.session.tts, "stt_failed: twice in one call")
         elif then is AfterFailure.UNCLEAR and self.config.turn.korean_endpointing:
@@ -108,7 +109,7 @@ class CallGuard:
             await self.session.tts.queue_frame(TTSSpeakFrame(self._canned().unclear))
 
     async def _tts_failed(self, processor: SupertonicTTSService, error: ErrorFrame) -> None:
-        then = self._stage_failed(StageFailure.TTS, error)
+        then = await self._stage_failed(processor, StageFailure.TTS, error)
         if then is AfterFailure.END:
             await self._end_politely(processor, "tts_failed: twice in one call")
         elif then is AfterFailure.APOLOGY:
@@ -127,7 +128,7 @@ class CallGuard:
         if hit is None:
             await tts.queue_frame(TTSSpeakFrame(text))
             return
-        self.session.recorder.current.heard.append(name)
+        await tts.push_frame(CannedPlayedFrame(sentence=name))
         step = max(1, tts.sample_rate * self.config.tts.frame_ms // 1000) * 2
         for i in range(0, len(hit.pcm), step):
             await tts.push_frame(TTSAudioRawFrame(hit.pcm[i : i + step], tts.sample_rate, 1))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 
+from bot import languages
 from bot.call.assets import DialogAssets
 from bot.call.noise_filter import check_noise_filter
 from bot.config import Config
@@ -62,7 +63,8 @@ def _canned_audio(config: Config, tts: SupertonicEngine, assets: DialogAssets) -
 def _heard_ids(config: Config, canned: CannedAudio, assets: DialogAssets) -> dict[str, str]:
     """Each canned sentence's normalized text -> the name turn records list it by."""
     heard_ids = {}
-    named = [("ko", assets.sentence_ids(config.call.greeting, config.call.recording_notice))]
+    first = languages.get(config.line.languages[0]).tag or config.line.languages[0]  # its canned audio's key
+    named = [(first, assets.sentence_ids(config.call.greeting, config.call.recording_notice))]
     named += [(pack.tag, assets.language_sentences(code)) for code, pack in assets.languages.items()]
     for tag, ids in named:
         for text, name in ids.items():

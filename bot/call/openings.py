@@ -5,7 +5,9 @@ from __future__ import annotations
 from pipecat.frames.frames import EndFrame, Frame, TTSSpeakFrame
 
 from bot.call.session import CallSession
-from bot.dialog.policy import DialogPolicy
+from bot.dialog.policy import Change, DialogPolicy
+from bot.stages.language_heard import told_language
+from bot.telemetry.turn_facts import TurnOpenedFrame
 
 
 def _policy(session: CallSession) -> DialogPolicy:
@@ -23,25 +25,26 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
     # "For English, press 9." last, where a caller expects a menu
     notes += tuple(line for _language, _switched, line in policy.menu.values())
     session.dialog.last_reply = " ".join((greeting, *notes))
-    session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = policy.line_open()
     # Startup refuses a line whose greeting and notice do not say an AI answers (bot/config.py).
-    session.recorder.current.ai_notice = True
-    await session.worker.queue_frames([TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
+    opened = TurnOpenedFrame(line_open=policy.line_open(), ai_notice=True)
+    await session.worker.queue_frames([opened, TTSSpeakFrame(greeting), *(TTSSpeakFrame(n) for n in notes)])
 
 
 async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
     """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
     status and (a person available) the transfer, which ends the bot's part once it is heard."""
     policy = _policy(session)
-    if ticket and ticket.get("language") in policy.siblings:
-        session.dialog.set_language(ticket["language"])  # the language the ticket was taken in
+    frames: list[Frame] = []
+    language = ticket.get("language") if ticket else None
+    if language in policy.siblings and language != session.dialog.language:
+        # The language the ticket was taken in: a change like the keypad menu's, told to STT and TTS.
+        Change(remember_reply=False, language=language).apply(session.dialog, "")
+        frames += told_language(session.dialog.language)
     answer = policy.for_language(session.dialog.language).callback_answered(number, ticket)
     answer.change.apply(session.dialog, answer.reply)
-    session.recorder.current.mark("first_sentence")
-    session.recorder.current.line_open = policy.line_open()
-    session.recorder.current.reply = answer.reply  # the desk reads what the called-back person heard
-    frames: list[Frame] = [TTSSpeakFrame(s) for s in answer.sentences]
+    # The desk reads what the called-back person heard.
+    frames.append(TurnOpenedFrame(line_open=policy.line_open(), reply=answer.reply))
+    frames += [TTSSpeakFrame(s) for s in answer.sentences]
     if answer.change.transfer:
         frames.append(EndFrame(reason="transfer"))  # the serializer hands the call to the desk (warm)
     await session.worker.queue_frames(frames)
@@ -54,10 +57,6 @@ async def speak_resumed(session: CallSession, emergency: str | None = None, *, s
     policy = _policy(session)
     said = [*([emergency] if emergency else []),
             *([policy.for_language(session.dialog.language).canned.resumed] if sentence else [])]
-    session.recorder.current.route = "resumed"
-    session.recorder.current.line_open = policy.line_open()
-    if not said:
-        return
-    session.recorder.current.mark("first_sentence")
-    session.recorder.current.reply = " ".join(said)
-    await session.worker.queue_frames([TTSSpeakFrame(s) for s in said])
+    opened = TurnOpenedFrame(line_open=policy.line_open(), route="resumed", said=bool(said),
+                             reply=" ".join(said) if said else None)
+    await session.worker.queue_frames([opened, *(TTSSpeakFrame(s) for s in said)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from bot import languages
 from bot.call.assets import DialogAssets, language_menu
@@ -22,29 +23,25 @@ from bot.stages.turn_prompt import TurnPrompt
 def make_policy(config: Config, assets: DialogAssets, clock: Callable[[], datetime] | None = None) -> DialogPolicy:
     """One line's rules; ``clock`` runs a call as if at another time (``chat --at``). Each other
     language of the line gets the same rules with its own words (``DialogPolicy.for_language``)."""
-    def policy(shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None) -> DialogPolicy:
-        made = DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
+    siblings: dict[str, DialogPolicy] = {}  # filled as each language's policy is made
+
+    def policy(shortcuts: ShortcutMatcher, canned: CannedReplies, intake: Intake | None, **words: Any) -> DialogPolicy:
+        return DialogPolicy(shortcuts=shortcuts, canned=canned, intake=intake,
                             can_transfer=bool(config.call.transfer_number), emergency=assets.emergency,
                             emergency_transfer=config.call.emergency_transfer, calendar=assets.calendar,
                             clock=clock, offer_callback=config.line.offer_callback,
-                            offer_sms=config.sms.enabled and config.sms.after_ticket, abuse=assets.abuse)
-        made.unserved = assets.unserved
-        return made
+                            offer_sms=config.sms.enabled and config.sms.after_ticket, abuse=assets.abuse,
+                            unserved=assets.unserved, siblings=siblings, **words)
 
-    main = policy(assets.shortcuts, assets.canned, assets.intake)
-    main.ai_notice = config.call.ai_notice
-    for code, pack in assets.languages.items():
-        sibling = policy(pack.shortcuts, pack.canned, pack.intake)
-        sibling.instruction, sibling.language, sibling.ai_notice = pack.instruction, code, pack.ai_notice
-        if config.recording.enabled and config.call.recording_notice:
-            sibling.recording_notice = pack.recording_notice
-        main.siblings[code] = sibling
-    main.siblings |= {"ko": main}
-    for sibling in main.siblings.values():
-        sibling.siblings = main.siblings
     # Each menu line is said in its own language, whatever the call's (``tagged``: the TTS reads it so).
-    main.menu = {key: (code, assets.languages[code].switched, languages.tagged(line, code))
-                 for key, code, line in language_menu(config, assets)}
+    menu = {key: (code, assets.languages[code].switched, languages.tagged(line, code))
+            for key, code, line in language_menu(config, assets)}
+    main = policy(assets.shortcuts, assets.canned, assets.intake, language=config.line.languages[0],
+                  ai_notice=config.call.ai_notice, menu=menu)
+    recorded = config.recording.enabled and bool(config.call.recording_notice)
+    for code, pack in assets.languages.items():
+        policy(pack.shortcuts, pack.canned, pack.intake, language=code, instruction=pack.instruction,
+               ai_notice=pack.ai_notice, recording_notice=pack.recording_notice if recorded else "")
     return main
 
 

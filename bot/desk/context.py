@@ -58,7 +58,7 @@ class DeskContext:
         env.globals.update(prefix=PREFIX, status_labels=STATUS_LABELS, role_labels=ROLE_LABELS,
                            statuses=TICKET_STATUSES, routing=routing,
                            trace_url_template=config.telemetry.trace_url_template,  # the call page's link
-                           language_names={code: languages.get(code).names["ko"] for code in languages.known()})
+                           language_names={code: languages.get(code).names[languages.FIRST] for code in languages.known()})
         dc = config.desk
         return cls(config=config, store=store, routing=routing, signer=signer,
                    limiter=LoginLimiter(dc.login_attempts, dc.login_window_minutes * 60,

@@ -16,9 +16,6 @@ import holidays
 
 from bot import languages
 from bot.config import LineConfig
-from bot.languages.en import spoken_time as spoken_time_en
-from bot.languages.ko import DAYS as KO_DAYS
-from bot.languages.ko import spoken_date, spoken_time
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # The `holidays` package's KR calendar names its holidays in these; another language translates the English.
@@ -138,7 +135,7 @@ class LineCalendar:
         self.departments = dict(departments or {})
         # Korea's holidays named per locale of the package; each fills a year on first lookup.
         self._names: dict[str, holidays.HolidayBase] = {}
-        self._kr = self._holidays("ko")
+        self._kr = self._holidays(HOLIDAY_FALLBACK)  # whether a day is a holiday: any locale says the same
 
     @classmethod
     def from_config(cls, line: LineConfig) -> LineCalendar:
@@ -160,7 +157,7 @@ class LineCalendar:
             self._names[locale] = holidays.country_holidays("KR", language=locale)
         return self._names[locale]
 
-    def holiday(self, day: date, language: str = "ko") -> str | None:
+    def holiday(self, day: date, language: str = languages.FIRST) -> str | None:
         """The name of a public holiday ("추석", "개천절 대체 휴일"; in English "Chuseok"), "휴무일" for
         an extra closed day; in the language's words (bot/languages/<code>/)."""
         if isinstance(day, datetime):
@@ -235,7 +232,7 @@ class LineCalendar:
             day += timedelta(days=1)
         return out
 
-    def opening_phrase(self, at: datetime, department: str | None = None, language: str = "ko") -> str:
+    def opening_phrase(self, at: datetime, department: str | None = None, language: str = languages.FIRST) -> str:
         """When it opens next, spoken relative to ``at``: "지금", "오후 1시에", "내일 오전 9시에",
         "9월 28일 월요일 오전 9시에"; in English "now", "at 1 PM", "tomorrow at 9 AM",
         "on Monday, September 28, at 9 AM" (the phrases are each language's, bot/languages/)."""
@@ -246,7 +243,7 @@ class LineCalendar:
             return lang.now
         return lang.opening(lang.time(nxt.hour, nxt.minute), (nxt.date() - local.date()).days, nxt.date())
 
-    def hours_phrase(self, department: str | None = None, language: str = "ko") -> str:
+    def hours_phrase(self, department: str | None = None, language: str = languages.FIRST) -> str:
         """The weekly hours as spoken Korean: "평일 오전 9시부터 오후 6시까지, 점심시간 낮 12시부터 오후 1시까지";
         in English "on weekdays from 9 AM to 6 PM, with a lunch break from noon to 1 PM"."""
         lang = languages.get(language)
@@ -268,5 +265,4 @@ class LineCalendar:
         return lang.join(parts)
 
 
-__all__ = ["KO_DAYS", "CalendarError", "Hours", "LineCalendar", "LineStatus", "spoken_date", "spoken_time",
-           "spoken_time_en"]
+__all__ = ["CalendarError", "Hours", "LineCalendar", "LineStatus"]

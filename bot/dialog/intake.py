@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot import languages
 from bot.core.datafile import DataFile, Keys
 from bot.dialog.domain import Domain
-from bot.languages.ko.digits import spoken_digits
-from bot.languages.ko.normalize import read_digits
 
 TEXT_KEYS = ("read_back", "time_part", "confirmed", "ask_correction", "ticket_failed", "status", "status_unknown",
              "status_failed", "keypad_too_short")
@@ -32,7 +31,7 @@ class Intake:
     reception_digits: int
     category_labels: dict[str, str]
     # How a reception number is spoken (digit by digit, in the call's language).
-    read_number: Callable[[str], str] = field(default=read_digits)
+    read_number: Callable[[str], str] = field(default_factory=lambda: languages.get(languages.FIRST).read_digits)
 
     @classmethod
     def load(cls, path: Path, domain: Domain) -> Intake:
@@ -40,7 +39,7 @@ class Intake:
 
     @classmethod
     def from_source(cls, source: DataFile, domain: Domain, keys: Keys = (),
-                    read_number: Callable[[str], str] = read_digits) -> Intake:
+                    read_number: Callable[[str], str] | None = None) -> Intake:
         """The intake texts of the table at ``keys`` (the whole file by default); errors name file:line."""
         data = source.table(keys) if keys else source.data
         for k in TEXT_KEYS:
@@ -60,7 +59,7 @@ class Intake:
             needs_time=frozenset(data.get("needs_time", [])),
             reception_digits=int(data.get("reception_digits", 8)),
             category_labels=labels,
-            read_number=read_number,
+            read_number=read_number or languages.get(languages.FIRST).read_digits,
         )
 
     # --- intake -------------------------------------------------------------------------------
@@ -87,7 +86,7 @@ class Intake:
 
     def reception_number(self, utterance: str) -> str | None:
         """The reception number when the utterance is one (spoken digits with fillers), else None."""
-        digits = spoken_digits(utterance)
+        digits = languages.get(languages.FIRST).spoken_digits(utterance)  # numerals, or the first language's words
         return digits if digits and len(digits) == self.reception_digits else None
 
     def status(self, number: str, ticket: dict | None) -> str:

@@ -29,21 +29,21 @@ class LanguageError(ValueError):
 UNSERVED = DATA_DIR / "unserved.toml"
 
 
-def unserved_notice(line_languages: list[str], path: Path = UNSERVED) -> tuple[str, str]:
-    """What a caller heard in a language the line does not serve is told once: the Korean sentence,
-    then the English one (``tagged``: the TTS reads it with the English tag), each naming the line's
-    languages in its own words (``bot/data/unserved.toml``; the names are each language's ``names``)."""
+def unserved_notice(line_languages: list[str], path: Path = UNSERVED) -> tuple[str, ...]:
+    """What a caller heard in a language the line does not serve is told once: one sentence per
+    language of the file, in its order (Korean, then English; each but the line's first ``tagged``, so
+    the TTS reads it in its own language), each naming the line's languages in its own words
+    (``bot/data/unserved.toml``; the names are each language's ``names``)."""
     source = DataFile.read(path, LanguageError, "unserved-language file")
     number = source.value(("number",), str, "a phone number of digits", ok=str.isdigit)  # where to call: data
     said = []
-    for code in ("ko", "en"):
-        template = source.text_value((code,))
-        names = [languages.get(lang).names[code] for lang in line_languages]
-        listed = ", ".join(names) if code == "ko" or len(names) < 2 else f"{', '.join(names[:-1])} and {names[-1]}"
+    for code in [k for k in source.data if k != "number"]:
+        template, lang = source.text_value((code,)), languages.get(code)
+        listed = lang.list_names([languages.get(served).names[code] for served in line_languages])
         # Digit by digit, said as one number: "일삼사오", "one three four five".
-        digits = languages.get(code).read_digits(number).replace(", ", "" if code == "ko" else " ")
-        said.append(template.format(languages=listed, number=digits))
-    return said[0], languages.tagged(said[1], "en")
+        text = template.format(languages=listed, number=lang.say_number(number))
+        said.append(text if code == languages.FIRST else languages.tagged(text, code))
+    return tuple(said)
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,15 @@ from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Literal
 
+from bot import languages
 from bot.dialog.abusive import AbuseRules
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.emergency import EmergencyKind, EmergencyRules
 from bot.dialog.intake import Intake
+from bot.dialog.language_switch import LanguageGuess
 from bot.dialog.shortcuts import Shortcut, ShortcutMatcher
 from bot.dialog.state import CannedReplies, DialogState
 from bot.languages import untag
-from bot.languages.ko.normalize import read_digits
 
 _KEEP = "keep"
 EMERGENCY_CHECK = "emergency:"  # awaiting "emergency:<kind>": the caller was asked if it is happening now
@@ -88,6 +89,9 @@ class Change:
     model_turn: dict | None = None  # a validated model answer to fold in (slots, flow)
     transfer_reason: str = "asked"  # why a transfer is made: "asked" or "errors" (the warm transfer's summary)
     language: str | None = None  # the caller chose a language (the keypad menu)
+    # Whisper's guesses for a segment (``language_heard``): the switcher and the unserved rule decide.
+    heard: LanguageGuess | None = None
+    heard_any: LanguageGuess | None = None
     unserved_told: bool = False  # the caller heard where to call in a language the line does not serve
     abuse_warned: bool = False  # the caller heard that abuse may end the call (bot/data/abuse.toml)
     end_reason: str | None = None  # why the line ends the call ("abusive", "max_minutes"); the call's record
@@ -95,6 +99,10 @@ class Change:
     def apply(self, state: DialogState, reply: str) -> None:
         if self.language:
             state.set_language(self.language)
+        if self.heard is not None:
+            state.observe_language(self.heard)
+        if self.heard_any is not None:
+            state.observe_heard(self.heard_any)
         if self.unserved_told:
             state.unserved_told, state.heard_unserved = True, None
         if self.abuse_warned:
@@ -194,7 +202,10 @@ class DialogPolicy:
                  can_transfer: bool, emergency: EmergencyRules | None = None,
                  emergency_transfer: dict[str, str] | None = None, calendar: LineCalendar | None = None,
                  clock: Callable[[], datetime] | None = None, offer_callback: bool = True,
-                 offer_sms: bool = False, abuse: AbuseRules | None = None):
+                 offer_sms: bool = False, abuse: AbuseRules | None = None, language: str = languages.FIRST,
+                 instruction: str = "", ai_notice: str = "", recording_notice: str = "",
+                 unserved: tuple[str, ...] = (), menu: dict[str, tuple[str, str, str]] | None = None,
+                 siblings: dict[str, DialogPolicy] | None = None):
         self.shortcuts = shortcuts
         self.canned = canned
         self.intake = intake
@@ -209,18 +220,26 @@ class DialogPolicy:
         self.offer_sms = offer_sms
         self.abuse = abuse  # insults, harassment, threats to staff: warned once, then the call ends
         self._transfer = next((s for s in shortcuts.shortcuts if s.action == "transfer"), None)
-        # Other languages of the line (bot/dialog/language_packs.py): the same rules with their words.
-        self.siblings: dict[str, DialogPolicy] = {}
-        self.language = "ko"  # the words' language (a sibling's code): the calendar speaks it too
-        self.instruction = ""  # asks the model to reply in this language ("" for Korean)
+        # Every language of the line (bot/dialog/language_packs.py), this one too: the same rules with
+        # their words, one dict shared by them all (each adds itself).
+        self.siblings: dict[str, DialogPolicy] = siblings if siblings is not None else {}
+        self.siblings[language] = self
+        self.language = language  # the words' language: the calendar speaks it too
+        self.instruction = instruction  # asks the model to reply in this language ("" for the first)
         # The keypad menu: key -> (language, its "switched" sentence, its menu line after the greeting).
-        self.menu: dict[str, tuple[str, str, str]] = {}
+        self.menu: dict[str, tuple[str, str, str]] = menu or {}
         # Said once to a caller heard in a language the line does not serve (Korean, then English).
-        self.unserved: tuple[str, ...] = ()
+        self.unserved = unserved
         # This language's recording notice, said after a switch to it ("" when calls are not recorded).
-        self.recording_notice = ""
+        self.recording_notice = recording_notice
         # An AI answers (issue 47): said right after the greeting, and after a switch to this language.
-        self.ai_notice = ""
+        self.ai_notice = ai_notice
+
+    def language_heard(self, guess: LanguageGuess | None, heard: LanguageGuess | None) -> Change:
+        """What Whisper heard a segment in (``stt.language = "auto"``): the call follows its switcher
+        (``LanguageSwitcher.observe``), and a language the line does not serve is held for ``decide``
+        once there is evidence (``UnservedRule``). Nothing is said; the last reply stays."""
+        return Change(remember_reply=False, heard=guess, heard_any=heard)
 
     def for_language(self, language: str) -> DialogPolicy:
         """This line's rules in the caller's language (itself when it has no other)."""
@@ -567,7 +586,7 @@ class DialogPolicy:
             category = self.intake.label(slots.get("category")) if self.intake else slots.get("category")
             details.append(self.canned.whisper_complaint.format(category=category or "-",
                                                                 location=slots.get("location") or "-"))
-        read = self.intake.read_number if self.intake is not None else read_digits  # in the call's language
+        read = self.intake.read_number if self.intake is not None else languages.get(self.language).read_digits
         details += [self.canned.whisper_ticket.format(number=read(n)) for n in state.tickets]
         template = self.canned.whisper_after_errors if state.transfer_reason == "errors" else self.canned.whisper
         return template.format(details=" ".join(details)).strip()
@@ -585,7 +604,7 @@ class DialogPolicy:
 
     def callback_machine_message(self, number: str | None) -> str:
         """What an answering machine hears (Twilio's <Say>): who called, and the reception number."""
-        read = self.intake.read_number if self.intake is not None else read_digits
+        read = self.intake.read_number if self.intake is not None else languages.get(self.language).read_digits
         ticket = self.canned.callback_machine_ticket.format(number=read(number)) if number else ""
         return " ".join(self.canned.callback_machine.format(ticket=ticket).split())
 

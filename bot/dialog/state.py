@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from bot import languages
 from bot.core.datafile import DataFile, Keys
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 
@@ -108,7 +109,7 @@ class DialogState:
     textable: bool = False
     # The caller's language (a code of line.languages); the switcher decides on speech (stt.language
     # = "auto"), the keypad menu at once. ``language_key``: the menu's key while it is offered.
-    language: str = "ko"
+    language: str = languages.FIRST
     switcher: LanguageSwitcher | None = None
     language_keys: dict[str, str] = field(default_factory=dict)  # the menu's key -> its language
     # Whisper heard a language the line does not serve (bot/languages/ has no voice for it, or the

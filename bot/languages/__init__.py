@@ -18,6 +18,9 @@ from pathlib import Path
 from bot.languages.base import Language
 
 HOME = Path(__file__).resolve().parent
+# The line's first language (config: line.languages[0]): where a call starts, and what a record
+# without a language was said in.
+FIRST = "ko"
 # What the line's voice can speak: Supertonic 3's language tags (its SDK's SUPPORTED_LANGUAGES, 1.3.1;
 # `na` is its fallback for unknown text, not a language). No Chinese: a line cannot list "zh".
 TTS_LANGUAGES = frozenset(
@@ -90,5 +93,5 @@ def get(code: str) -> Language:
     return importlib.import_module(f"{__name__}.{code}").LANGUAGE
 
 
-__all__ = ["HOME", "TTS_LANGUAGES", "Language", "UnknownLanguage", "add_home", "get", "homes", "known", "remove_home",
+__all__ = ["FIRST", "HOME", "TTS_LANGUAGES", "Language", "UnknownLanguage", "add_home", "get", "homes", "known", "remove_home",
            "tagged", "untag"]

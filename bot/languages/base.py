@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
@@ -44,6 +45,23 @@ class Language(ABC):
     @abstractmethod
     def read_digits(self, number: str) -> str:
         """A reception or phone number read digit by digit, with pauses."""
+
+    def say_number(self, number: str) -> str:
+        """A number read digit by digit but said as one ("one three four five")."""
+        return self.read_digits(number).replace(", ", " ")
+
+    def list_names(self, names: list[str]) -> str:
+        """Names in a row, as a sentence lists them."""
+        return ", ".join(names)
+
+    def digit_words(self) -> dict[str, str]:
+        """A digit said as a word -> the digit ("공" -> "0"): runs of them are masked in logs like numerals."""
+        return {}
+
+    def spoken_digits(self, text: str) -> str | None:
+        """The digits of an utterance that is only a number (a reception number said), else None."""
+        rest = re.sub(r"[\s,.\-?!~]", "", text)
+        return rest if rest.isdigit() else None
 
     # --- the calendar's phrases -----------------------------------------------------------------
 

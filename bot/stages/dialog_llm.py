@@ -54,6 +54,7 @@ from bot.dialog.state import DialogState
 from bot.knowledge import Lookup, directory_reply
 from bot.stages.filler import Filler
 from bot.stages.keypad import KeypadEntryFrame
+from bot.stages.language_heard import LanguageHeardFrame, told_language
 from bot.stages.records_effects import RecordsEffects
 from bot.stages.structured_llm import LLMTurnError
 from bot.stages.turn_prompt import Hits, TurnPrompt
@@ -215,6 +216,9 @@ class DialogLLMService(LLMService):
         elif isinstance(frame, KeypadEntryFrame):
             self.create_task(self._keypad_turn(frame.keys), name="keypad-turn")
             return
+        elif isinstance(frame, LanguageHeardFrame):
+            await self._language_heard(frame)
+            return
         await super().process_frame(frame, direction)  # the speculation gate, interruptions, settings
         if isinstance(frame, LLMContextFrame):
             await self._respond(frame.context)
@@ -247,6 +251,27 @@ class DialogLLMService(LLMService):
         pending = self._run.confirm()
         if pending:
             await self._commit(*pending)
+
+    # --- the caller's language ------------------------------------------------------------------
+
+    async def _language_heard(self, frame: LanguageHeardFrame) -> None:
+        """What the STT heard a segment in: the policy's change, applied at once (before the turn is
+        answered); STT and TTS are told when the call's language moved."""
+        before, unserved = self.dialog.language, self.dialog.heard_unserved
+        self._lp.language_heard(frame.guess, frame.heard).apply(self.dialog, "")
+        if self.dialog.language != before:
+            logger.info("call language -> {} (Whisper p={:.2f})", self.dialog.language,
+                        frame.guess.p if frame.guess else 0.0)
+            await self._tell_language(self.dialog.language)
+        if self.dialog.heard_unserved and self.dialog.heard_unserved != unserved and frame.heard:
+            logger.warning("caller heard in {} (Whisper p={:.2f}), a language this line does not serve: "
+                           "telling them where to call", frame.heard.language, frame.heard.p)
+
+    async def _tell_language(self, language: str) -> None:
+        """The call's language, in band: the STT (upstream) decodes in it, the TTS (downstream) speaks it."""
+        stt, tts = told_language(language)
+        await self.push_frame(stt, FrameDirection.UPSTREAM)
+        await self.push_frame(tts)
 
     async def _process_context(self, context: LLMContext) -> None:
         # A speculative run answers a turn that has not ended yet: the gate holds its frames,
@@ -300,6 +325,8 @@ class DialogLLMService(LLMService):
         if answer.route == "shortcut" and answer.intent == "transfer" and not answer.change.transfer:
             logger.warning("caller asked for a person but call.transfer_number is not set")
         await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
+        if answer.change.language and answer.change.language != self.dialog.language:
+            await self._tell_language(answer.change.language)  # the caller chose: heard in it at once
         for sentence in answer.sentences:
             await self._speak(sentence)
         reply = answer.reply

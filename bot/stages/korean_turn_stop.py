@@ -28,6 +28,7 @@ from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 
 from bot.core.datafile import DataFile
 from bot.stages.whisper import UnclearSpeechFrame
+from bot.telemetry.turn_facts import EndpointChosenFrame
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
 
@@ -77,7 +78,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         rules: The ending rules.
         waits: Seconds to wait after speech for "final", "continuing" and "default" endings.
         speculate: Start the model call on the final transcript while the wait still runs.
-        on_decision: Called with (kind, wait_secs) whenever the wait is chosen (turn records).
+        on_decision: Called with (kind, wait_secs) whenever the wait is chosen (the record gets an
+            ``EndpointChosenFrame``).
         unclear_reply: Said when the whole turn was speech the STT could not make out
             (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence
             (a callable: asked each time, for the call's current language).
@@ -170,6 +172,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         kind, rule = self._rules.classify(text)
         wait = self._waits[kind]
         self._user_speech_timeout = wait
+        await self.push_frame(EndpointChosenFrame(kind=kind, wait_ms=wait * 1000))  # the turn's record
         if self._on_decision:
             self._on_decision(kind, wait)
         logger.debug("{}: ending {} ({}) -> wait {:.2f}s", self, kind, rule, wait)

@@ -16,6 +16,7 @@ from alembic import command
 from alembic.config import Config as AlembicConfig
 from loguru import logger
 
+from bot import languages
 from bot.config import Config, Secrets
 from bot.privacy import mask_stored
 from bot.store.schema import (
@@ -189,7 +190,7 @@ class Store:
     # --- tickets ------------------------------------------------------------------------------
 
     def create_ticket(self, *, call_sid: str | None, category: str, location: str | None, time: str | None,
-                      excerpt: str, language: str = "ko") -> str:
+                      excerpt: str, language: str = languages.FIRST) -> str:
         """A new open ticket; its reception number is the year and the row id (e.g. 20260042).
         ``language``: the caller's (a code of line.languages); its texts are written in it."""
         t = now()
@@ -345,7 +346,7 @@ class Store:
     def find_callback(self, *, callback_id: int | None = None, call_sid: str | None = None) -> dict[str, Any] | None:
         """One callback by id, or by the SID of the call placed for it (the webhooks), with the
         language its ticket was taken in ("ko" without a ticket)."""
-        q = (sa.select(callbacks, calls.c.caller, sa.func.coalesce(tickets.c.language, "ko").label("language"))
+        q = (sa.select(callbacks, calls.c.caller, sa.func.coalesce(tickets.c.language, languages.FIRST).label("language"))
              .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid)
                           .outerjoin(tickets, tickets.c.reception_no == callbacks.c.reception_no)))
         q = q.where(callbacks.c.id == callback_id) if callback_id is not None else q.where(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from bot import languages
+
 metadata = sa.MetaData()
 
 # One row per call, written when its media stream starts; ended_at stays NULL while it runs
@@ -66,7 +68,7 @@ tickets = sa.Table(
     sa.Column("sms_opt_in", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     # The caller's language when the ticket was taken (a code of line.languages): texts and status
     # sentences about it are in this language.
-    sa.Column("language", sa.String(8), nullable=False, default="ko", server_default="ko"),
+    sa.Column("language", sa.String(8), nullable=False, default=languages.FIRST, server_default=languages.FIRST),
     # Set by an admin on the desk (audited): the call's recording is kept past retention until lifted.
     sa.Column("legal_hold", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )

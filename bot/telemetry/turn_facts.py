@@ -114,3 +114,42 @@ class TurnAnsweredFrame(TurnFactFrame):
     answer_source: str | None = None
     slots: dict[str, Any] | None = None
     error: str | None = None
+
+
+@dataclass
+class TurnOpenedFrame(TurnFactFrame):
+    """The bot spoke first, not answering the caller: the greeting, a callback's opening, a resumed
+    call's sentence. Marks ``first_sentence`` at ``t`` when ``said``."""
+
+    line_open: bool | None = None
+    said: bool = True
+    route: str | None = None  # "resumed"; None: the record keeps its own ("greeting")
+    reply: str | None = None  # what the caller heard, where the desk reads it
+    ai_notice: bool = False  # the greeting said that an AI answers
+
+
+@dataclass
+class EndpointChosenFrame(TurnFactFrame):
+    """How long the turn-stop strategy waits after the caller's words: ``kind`` is final | continuing | default."""
+
+    kind: str = ""
+    wait_ms: float = 0.0
+
+
+@dataclass
+class BackchannelHeardFrame(TurnFactFrame):
+    """The caller said "네" while the reply played: neither an interruption nor a turn."""
+
+
+@dataclass
+class StageFailedFrame(TurnFactFrame):
+    """A stage other than the model failed in the turn (the first error of a turn is kept)."""
+
+    error: str = ""
+
+
+@dataclass
+class CannedPlayedFrame(TurnFactFrame):
+    """A canned sentence played straight from memory (the apology after a TTS failure): its name."""
+
+    sentence: str = ""

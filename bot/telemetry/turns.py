@@ -35,16 +35,21 @@ from bot.telemetry.latency import AUDIBLE_PEAK, TurnRecord
 from bot.telemetry.tracing import trace_id_hex
 from bot.telemetry.turn_facts import (
     AsksToRepeat,
+    BackchannelHeardFrame,
+    CannedPlayedFrame,
     DialogTurnFrame,
+    EndpointChosenFrame,
     FactsFoundFrame,
     KeypadTurnFrame,
     LLMRequestFrame,
     LLMRequestWithdrawnFrame,
     SentenceReadyFrame,
     SpeechReadFrame,
+    StageFailedFrame,
     TurnAnsweredFrame,
     TurnFactFrame,
     TurnMarkFrame,
+    TurnOpenedFrame,
 )
 
 
@@ -277,6 +282,21 @@ def _apply(frame: TurnFactFrame, rec: TurnRecord) -> None:
         rec.llm_cancelled_calls += 1
     elif isinstance(frame, TurnMarkFrame):
         rec.mark(frame.mark, frame.t, overwrite=frame.overwrite)
+    elif isinstance(frame, TurnOpenedFrame):
+        if frame.said:
+            rec.mark("first_sentence", frame.t)
+        rec.line_open = frame.line_open
+        rec.route = frame.route or rec.route
+        rec.reply = frame.reply if frame.reply is not None else rec.reply
+        rec.ai_notice = rec.ai_notice or frame.ai_notice
+    elif isinstance(frame, EndpointChosenFrame):
+        rec.endpoint_kind, rec.endpoint_wait_ms = frame.kind, frame.wait_ms
+    elif isinstance(frame, BackchannelHeardFrame):
+        rec.backchannels += 1
+    elif isinstance(frame, StageFailedFrame):
+        rec.error = rec.error or frame.error
+    elif isinstance(frame, CannedPlayedFrame):
+        rec.heard.append(frame.sentence)
     elif isinstance(frame, TurnAnsweredFrame):
         rec.route = frame.route
         for name in ("intent", "flow", "escalation", "answer_source", "slots", "error"):

@@ -286,7 +286,7 @@ async def audio_turns(config: Config, secrets: Secrets, whisper, turn_timeout: f
 
 def tts_round_trip(config: Config, whisper, sentences: list[str]) -> dict[str, Any]:
     """Synthesize, transcribe, compare; the stand-in model gets a statement, not a number."""
-    from bot.languages.ko.normalize import normalize_korean
+    from bot import languages
     from bot.stages.supertonic import SupertonicEngine
 
     engine = SupertonicEngine(config.tts, base_dir=config.base_dir)
@@ -296,7 +296,7 @@ def tts_round_trip(config: Config, whisper, sentences: list[str]) -> dict[str, A
     for text in sentences:
         synth = engine.synthesize(text, 16000)
         res = whisper.transcribe(synth.pcm, synth.sample_rate, language=config.stt.language)
-        heard = normalize_korean(res.text) if res.text else ""
+        heard = languages.get(languages.FIRST).normalize(res.text) if res.text else ""
         rows.append({"text": synth.normalized_text, "heard": res.text, "cer": cer(synth.normalized_text, heard)})
     return {"standin": False, "samples": rows, "cer_mean": statistics.fmean(r["cer"] for r in rows) if rows else None}
 

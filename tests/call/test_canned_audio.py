@@ -7,7 +7,9 @@ from pipecat.frames.frames import (
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
     TTSAudioRawFrame,
+    TTSUpdateSettingsFrame,
 )
+from pipecat.services.settings import TTSSettings
 from pipecat.tests.utils import run_test
 from pipecat.utils.text.base_text_aggregator import TextType
 
@@ -61,22 +63,16 @@ async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_
     assert canned.get(canned_en.apology, 8000, "F1", "en") is not None
     assert canned.get(canned_en.apology, 8000, "F1") is None  # a Korean call never plays English audio
 
-    class Call:  # the call's language (bot.call.language.CallLanguage) as the TTS sees it
-        tag = "ko"
-
-        def tts_tag(self) -> str:
-            return self.tag
-
-    call = Call()
     built.clear()
-    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000, call_language=call)
+    # A Korean call of a ko/en line; the dialog stage tells the TTS when the call moves (a settings frame).
+    tts = SupertonicTTSService(engine=engine, voice="F1", canned=canned, sample_rate=8000, language="ko")
     frames = [LLMFullResponseStartFrame(), AggregatedTextFrame(canned_en.apology, TextType.SENTENCE),
               LLMFullResponseEndFrame()]
     await run_test(tts, frames_to_send=frames, expected_down_frames=None)
     assert built == ["ko"]  # in a Korean call: synthesized live with the call's tag
-    call.tag = "en"
     built.clear()
-    down, _ = await run_test(tts, frames_to_send=frames, expected_down_frames=None)
+    down, _ = await run_test(tts, frames_to_send=[TTSUpdateSettingsFrame(delta=TTSSettings(language="en")), *frames],
+                             expected_down_frames=None)
     assert built == []  # in an English call: from memory
     audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
     assert audio.startswith(canned.get(canned_en.apology, 8000, "F1", "en").pcm[:1600])

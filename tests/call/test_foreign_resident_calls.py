@@ -42,11 +42,12 @@ CALLERS = {
 }
 
 
-def languages_pack_switched(code: str) -> str:
+def languages_pack_switched(code: str) -> tuple[str, str]:
     from bot.dialog.domain import load_domain
     from bot.dialog.language_packs import load_language
 
-    return load_language(code, load_domain(ROOT / "bot" / "data" / "domain.toml")).switched
+    pack = load_language(code, load_domain(ROOT / "bot" / "data" / "domain.toml"))
+    return pack.switched, pack.ai_notice
 
 
 def _line(tmp, whisper_dir, standin_tts_dir, stt_language: str | None = None):
@@ -127,7 +128,8 @@ async def test_a_caller_is_answered_in_their_language_by_key_then_speech(lab, co
     print(f"{code} call:", [(t["route"], t["language"], t["reply"]) for t in turns])
     assert [t["route"] for t in turns] == ["rule", "llm", "rule"], turns  # key, speech, key 1
     assert [t["language"] for t in turns] == ["ko", code, code]  # the key was pressed in a Korean call
-    assert turns[0]["reply"] == languages_pack_switched(code)
+    switched, ai_notice = languages_pack_switched(code)
+    assert turns[0]["reply"] == f"{switched} {ai_notice}"  # issue 47: that an AI answers, in the new language
     assert read_back in turns[1]["reply"]
     ticket = next(t for t in store.list_tickets() if t["location"] == location)
     assert ticket["language"] == code

@@ -12,7 +12,9 @@ from zoneinfo import ZoneInfo
 import holidays
 import pytest
 
-from bot.dialog.calendar import CalendarError, Hours, LineCalendar, spoken_time, spoken_time_en
+from bot.dialog.calendar import CalendarError, Hours, LineCalendar
+from bot.languages.en import spoken_time as spoken_time_en
+from bot.languages.ko import spoken_time
 
 SEOUL = ZoneInfo("Asia/Seoul")
 

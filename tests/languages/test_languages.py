@@ -1,16 +1,19 @@
 """Issue 24: the caller's language (switch rule, English words, keypad menu, config checks)."""
 
+from types import SimpleNamespace
 
 import pytest
+from pipecat.services.settings import TTSSettings
 
 from bot.call.assets import DialogAssets
-from bot.call.language import CallLanguage, new_dialog_state
+from bot.call.language import new_dialog_state
 from bot.call.wiring import make_policy
 from bot.config import ConfigError, load_config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher
 from bot.dialog.policy import KeyBuffer, Speak
 from bot.dialog.state import DialogState
 from bot.languages.en.normalize import normalize_english
+from bot.stages.supertonic import SupertonicTTSService
 from tests.conftest import ROOT
 
 
@@ -109,38 +112,14 @@ def test_default_config_has_no_menu_and_no_switcher():
     assert new_dialog_state(config, assets).switcher is None
 
 
-def test_whisper_decodes_in_a_forced_language_until_the_call_switches():
-    # A forced stt.language holds while the call is in the line's first language (the CI fault:
-    # English audio decoded as Korean because the call's language was used instead).
-    config = _config("stt.language='en'")
-    state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = CallLanguage(config, state, tags={}).stt_language
-    assert state.language == "ko" and decode_in() == "en"
-    state.set_language("en")
-    assert decode_in() == "en"
-    config = _config("stt.language='ko'")
-    state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = CallLanguage(config, state, tags={}).stt_language
-    assert decode_in() == "ko"
-    state.set_language("en")  # the keypad menu: later turns in English
-    assert decode_in() == "en"
-    # Auto: always the call's current language.
-    config = _config("stt.language='auto'")
-    state = new_dialog_state(config, DialogAssets.load(config))
-    decode_in = CallLanguage(config, state, tags={}).stt_language
-    assert decode_in() == "ko"
-    state.observe_language(LanguageGuess("en", 0.95, 5, 2.0))
-    assert decode_in() == "en"
-
-
-def test_the_tts_speaks_the_calls_language_tag_and_a_korean_only_line_none():
-    config = _config("stt.language='auto'")
-    state = new_dialog_state(config, DialogAssets.load(config))
-    language = CallLanguage(config, state, tags={"en": "en"})
-    assert language.tts_tag() == "ko"
-    state.set_language("en")
-    assert language.tts_tag() == "en"
-    assert CallLanguage(load_config(ROOT / "config.toml"), state, tags={}).tts_tag() is None
+async def test_the_tts_speaks_the_calls_language_tag_and_a_one_language_line_none():
+    # The forced-language rule of the STT: tests/languages/test_language_in_band.py.
+    engine = SimpleNamespace(voices={"F1": None})
+    tts = SupertonicTTSService(engine=engine, voice="F1", language="ko")
+    assert tts.language_tag() == "ko" and tts._tag() == "ko"
+    await tts._update_settings(TTSSettings(language="en"))  # what a TTSUpdateSettingsFrame does
+    assert tts.language_tag() == "en" and tts._tag() == "en"
+    assert SupertonicTTSService(engine=engine, voice="F1")._tag() is None  # synthesized as before
 
 
 @pytest.mark.parametrize("recorded", [True, False])

@@ -5,10 +5,10 @@ never on one noisy turn (a Korean caller heard once as Japanese was sent to 1345
 from __future__ import annotations
 
 from bot.call.assets import DialogAssets
-from bot.call.language import CallLanguage, new_dialog_state
+from bot.call.language import new_dialog_state
+from bot.call.wiring import make_policy
 from bot.config import load_config
 from bot.dialog.language_switch import LanguageGuess, LanguageSwitcher, UnservedRule
-from bot.stages.whisper import TranscriptResult
 
 
 def _heard(lang: str, p: float, served_p: float, words: int = 5, secs: float = 2.5) -> LanguageGuess:
@@ -60,11 +60,10 @@ def test_the_call_is_told_only_after_the_second_turn():
     config = load_config(overrides=["line.languages=['ko','en']", "stt.language='auto'"])
     assets = DialogAssets.load(config)
     dialog = new_dialog_state(config, assets)
-    language = CallLanguage(config, dialog, tags={"en": "en"})
+    policy = make_policy(config, assets)
 
-    def turn():
-        language.heard(TranscriptResult("워 샹 터우쑤 루덩 화이러", 2.6, 100.0, 0.04, None, "ko",
-                                        detected="ko", language_p=0.01, heard="zh", heard_p=0.97))
+    def turn():  # "워 샹 터우쑤 루덩 화이러": what the STT's LanguageHeardFrame carries, decided by the policy
+        policy.language_heard(_heard("ko", 0.01, None, secs=2.6), _heard("zh", 0.97, 0.01, secs=2.6)).apply(dialog, "")
 
     turn()
     assert dialog.heard_unserved is None

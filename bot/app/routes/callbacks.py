@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 from loguru import logger
 
+from bot import languages
 from bot.aftercall.callbacks import is_machine
 from bot.aftercall.twilio_api import TwilioAPIError
 from bot.app.context import AppContext
@@ -40,7 +41,7 @@ async def placed_callback(ctx: AppContext, request: Request, route: str, callbac
 
 def machine_twiml(ctx: AppContext, cb: dict) -> str:
     # In the language the ticket was taken in (Twilio's <Say> voice for it).
-    language = cb.get("language") or "ko"
+    language = cb.get("language") or languages.FIRST
     policy = make_policy(ctx.config, ctx.models.assets).for_language(language)
     return build_say_twiml(policy.callback_machine_message(cb.get("reception_no")), policy.language)
 

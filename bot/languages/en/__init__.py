@@ -45,6 +45,9 @@ class English(Language):
     def read_digits(self, number: str) -> str:
         return read_digits_en(number)
 
+    def list_names(self, names: list[str]) -> str:
+        return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else ", ".join(names)
+
     def time(self, hour: int, minute: int = 0) -> str:
         return spoken_time(hour, minute)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bot.languages.base import Language
+from bot.languages.ko.digits import DIGIT_WORDS, spoken_digits
 from bot.languages.ko.normalize import normalize_korean, read_digits
 
 DAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
@@ -48,6 +49,15 @@ class Korean(Language):
 
     def read_digits(self, number: str) -> str:
         return read_digits(number)
+
+    def digit_words(self) -> dict[str, str]:
+        return DIGIT_WORDS
+
+    def say_number(self, number: str) -> str:
+        return read_digits(number, "")  # "일삼사오"
+
+    def spoken_digits(self, text: str) -> str | None:
+        return spoken_digits(text)
 
     def time(self, hour: int, minute: int = 0) -> str:
         return spoken_time(hour, minute)

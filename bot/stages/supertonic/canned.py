@@ -7,6 +7,7 @@ import time
 
 from loguru import logger
 
+from bot import languages
 from bot.stages.supertonic.engine import SupertonicEngine, SynthResult
 
 
@@ -35,12 +36,12 @@ class CannedAudio:
                 # No language argument without one: an engine that has none (a test's) still fits.
                 made = (engine.synthesize(text, rate, voice=voice, language=language) if language
                         else engine.synthesize(text, rate, voice=voice))
-                self._items[(text, rate, voice, language or "ko")] = made
+                self._items[(text, rate, voice, language or languages.FIRST)] = made
         logger.info(
-            "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or "ko", (time.perf_counter() - t0) * 1000
+            "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or languages.FIRST, (time.perf_counter() - t0) * 1000
         )
         return self
 
-    def get(self, text: str, sample_rate: int, voice: str, language: str = "ko") -> SynthResult | None:
+    def get(self, text: str, sample_rate: int, voice: str, language: str = languages.FIRST) -> SynthResult | None:
         hit = self._items.get((text.strip(), sample_rate, voice, language))
         return dataclasses.replace(hit, synth_ms=0.0) if hit else None

@@ -29,7 +29,6 @@ from loguru import logger
 
 from bot import languages
 from bot.config import TTSConfig
-from bot.languages.ko.normalize import remove_unsupported
 from bot.stages.supertonic.errors import SynthesisCancelled, TTSModelError, TTSProviderError
 from bot.stages.supertonic.files import (
     INDEXER_JSON,
@@ -400,7 +399,7 @@ class SupertonicEngine:
         idx = self._indexer
         return all(ord(c) < len(idx) and idx[ord(c)] >= 0 for c in unicodedata.normalize("NFKD", ch))
 
-    def prepare_text(self, text: str, language: str = "ko") -> tuple[str, list[str]]:
+    def prepare_text(self, text: str, language: str = languages.FIRST) -> tuple[str, list[str]]:
         """Normalize text for speech and drop what the model cannot say.
 
         Args:
@@ -411,7 +410,11 @@ class SupertonicEngine:
         """
         text = languages.get(language).normalize(text)  # each language's own reading (bot/languages/)
         text = re.sub(r"\s+", " ", text).strip()
-        clean, removed = remove_unsupported(text, self._supported)
+        kept: list[str] = []
+        dropped: list[str] = []
+        for ch in text:
+            (kept if self._supported(ch) else dropped).append(ch)
+        clean, removed = "".join(kept), list(dict.fromkeys(dropped))  # each removed character once, in order
         if removed:
             # Never silently: a dropped character may change what the caller hears.
             logger.warning("TTS: removed characters the voice cannot speak: {!r}", removed)
@@ -419,7 +422,7 @@ class SupertonicEngine:
         clean = re.sub(r" ([,.!?;:])", r"\1", clean)
         return clean, list(removed)
 
-    def _text_ids(self, chunk: str, language: str = "ko") -> np.ndarray:
+    def _text_ids(self, chunk: str, language: str = languages.FIRST) -> np.ndarray:
         """Token ids of ``<xx>NFKD(chunk)</xx>`` (final punctuation added when missing)."""
         if not _FINAL_PUNCT.search(chunk):
             chunk += "."
@@ -430,7 +433,7 @@ class SupertonicEngine:
         ids[in_range] = self._indexer[cps[in_range]]
         unknown = ids < 0
         if unknown.any():
-            # Second line of defence after remove_unsupported: -1 would index out of the embedding.
+            # Second line of defence after prepare_text: -1 would index out of the embedding.
             bad = sorted({tagged[i] for i in np.flatnonzero(unknown)})
             names = [f"U+{ord(c):04X}" for c in bad]
             logger.warning("TTS: removed code points the model does not index: {}", names)
@@ -508,7 +511,7 @@ class SupertonicEngine:
         voice: str | None = None,
         seed: int | None = 0,
         cancel: threading.Event | None = None,
-        language: str = "ko",
+        language: str = languages.FIRST,
     ) -> SynthResult:
         """Synthesize one sentence (blocking; safe to call from several threads).
 

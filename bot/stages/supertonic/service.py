@@ -9,12 +9,13 @@ import asyncio
 import inspect
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
+from pipecat.transcriptions.language import Language
 
 from bot import languages
 from bot.stages.supertonic.canned import CannedAudio
@@ -23,14 +24,6 @@ from bot.stages.supertonic.errors import SynthesisCancelled
 from bot.telemetry.turn_facts import SentenceReadyFrame
 
 OnSentence = Callable[[SynthResult], "None | Awaitable[None]"]
-
-
-class TTSLanguage(Protocol):
-    """The call's language as the TTS sees it (``bot.call.language.CallLanguage``)."""
-
-    def tts_tag(self) -> str | None:
-        """The tag to speak the next sentence with; None: Korean, synthesized without a tag."""
-        ...
 
 
 class SupertonicTTSService(TTSService):
@@ -48,7 +41,7 @@ class SupertonicTTSService(TTSService):
         frame_ms: int = 20,
         on_sentence: OnSentence | None = None,
         canned: CannedAudio | None = None,
-        call_language: TTSLanguage | None = None,
+        language: str | None = None,
         **kwargs: Any,
     ) -> None:
         """Create the service.
@@ -60,7 +53,9 @@ class SupertonicTTSService(TTSService):
             on_sentence: Called with each sentence's ``SynthResult`` (sync or async), e.g. for
                 latency records. Errors in it are logged, never raised.
             canned: Pre-synthesized sentences, played from memory instead of synthesized.
-            call_language: The call's language, asked for its TTS tag at each sentence (None: Korean).
+            language: The call's language (a code of ``line.languages``): each sentence is spoken with
+                its TTS tag, until a ``TTSUpdateSettingsFrame`` says another. None: a line of one
+                language, synthesized without a tag.
             **kwargs: Passed to ``TTSService`` (e.g. ``sample_rate``).
         """
         if voice not in engine.voices:
@@ -70,25 +65,30 @@ class SupertonicTTSService(TTSService):
         super().__init__(
             push_start_frame=True,
             push_stop_frames=True,
-            settings=TTSSettings(model="supertonic-3", voice=voice, language="ko"),
+            settings=TTSSettings(model="supertonic-3", voice=voice, language=language or languages.FIRST),
             **kwargs,
         )
         self._engine = engine
         self._frame_ms = frame_ms
         self._on_sentence = on_sentence
         self._canned = canned
-        self._call_language = call_language
+        self._tagged = language is not None
 
     def can_generate_metrics(self) -> bool:
         """TTFB, processing and usage metrics are supported."""
         return True
 
+    def language_to_service_language(self, language: Language) -> str | None:
+        """The settings hold the call's language as ``line.languages`` writes it ("en")."""
+        return str(language.value).split("-")[0].lower()
+
     def language_tag(self) -> str:
         """The call's language tag now (canned audio is looked up by it)."""
-        return self._tag() or "ko"
+        code = str(self._settings.language)
+        return languages.get(code).tag or code
 
     def _tag(self) -> str | None:
-        return self._call_language.tts_tag() if self._call_language is not None else None
+        return self.language_tag() if self._tagged else None
 
     async def _notify(self, result: SynthResult) -> None:
         if self._on_sentence is None:

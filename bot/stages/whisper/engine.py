@@ -26,6 +26,7 @@ import numpy as np
 import soxr
 from loguru import logger
 
+from bot import languages
 from bot.config import STTConfig
 from bot.core.wav import read_wav
 from bot.stages.whisper.echo import is_prompt_echo
@@ -214,7 +215,7 @@ class WhisperEngine:
         t0 = time.perf_counter()
         cfg = self.cfg
         # "auto" decodes in the line's first language until a switch; the config makes that Korean.
-        lang: str = language or (cfg.language if cfg.language != "auto" else "ko")
+        lang: str = language or (cfg.language if cfg.language != "auto" else languages.FIRST)
         detected: str | None = None
         language_p: float | None = None
         heard: tuple[str, float] | None = None

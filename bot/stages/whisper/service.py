@@ -8,9 +8,9 @@ personal data: they are logged at DEBUG only, never at INFO.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
@@ -20,20 +20,10 @@ from pipecat.services.stt_service import SegmentedSTTService, STTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
+from bot.dialog.language_switch import LanguageGuess
+from bot.stages.language_heard import LanguageHeardFrame
 from bot.stages.whisper.engine import TranscriptResult, WhisperEngine
 from bot.telemetry.turn_facts import AsksToRepeat, SpeechReadFrame
-
-
-class STTLanguage(Protocol):
-    """The call's language as the STT sees it (``bot.call.language.CallLanguage``)."""
-
-    def stt_language(self) -> str:
-        """The language the next segment is decoded in."""
-        ...
-
-    def heard(self, result: TranscriptResult) -> None:
-        """What Whisper heard in a segment (its detected language may move the call's)."""
-        ...
 
 
 @dataclass
@@ -56,6 +46,16 @@ def _whisper_language(language: Language | str) -> str:
     return str(language.value if isinstance(language, Language) else language).split("-")[0].lower()
 
 
+def _language_heard(result: TranscriptResult, detected: str, p: float) -> LanguageHeardFrame:
+    """What Whisper heard a detected, accepted segment in (the dialog stage's policy decides)."""
+    words = len(result.text.split())
+    guess = LanguageGuess(detected, p, words, result.audio_secs)
+    heard = None
+    if result.heard and result.heard_p is not None:  # the engine sets ``heard`` with ``heard_p``
+        heard = LanguageGuess(result.heard, result.heard_p, words, result.audio_secs, served_p=p)
+    return LanguageHeardFrame(guess=guess, heard=heard)
+
+
 class WhisperSTTProcessor(SegmentedSTTService):
     """Segmented STT on a shared ``WhisperEngine``.
 
@@ -67,9 +67,10 @@ class WhisperSTTProcessor(SegmentedSTTService):
 
     Args:
         engine: The process-wide engine (already loaded and warmed up).
-        language: Language to force, e.g. "ko".
-        call_language: The call's language: asked what to decode each segment in, told what was
-            heard (auto detection); None: ``language`` for every segment.
+        language: The call's language, decoded in until a ``STTUpdateSettingsFrame`` says another
+            (the dialog stage sends one when the call's language moves).
+        decode_as: A call's language -> the language its segments are decoded in (a forced
+            ``stt.language`` holds while the call is in the line's first language).
         on_result: Called on the event loop with every ``TranscriptResult``, accepted or not
             (latency records hook in here). Its exceptions are logged, not raised.
         ttfs_p99_latency: Seconds from speech end to final transcript, broadcast to the turn
@@ -89,7 +90,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         unclear_min_segment_secs: float = 2.0,
         detect: tuple[str, ...] | None = None,
         decode_p: float = 0.5,
-        call_language: STTLanguage | None = None,
+        decode_as: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         if ttfs_p99_latency is None:
@@ -109,10 +110,11 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._engine = engine
         self._on_result = on_result
         self._unclear_min_secs = unclear_min_segment_secs
-        # stt.language = "auto": the languages Whisper may pick; ``call_language`` gives the call's current one.
+        # stt.language = "auto": the languages Whisper may pick; what it heard goes out as a
+        # LanguageHeardFrame, and the call's language comes back as a settings frame.
         self._detect = detect
         self._decode_p = decode_p
-        self._call_language = call_language
+        self._decode_as = dict(decode_as or {})
         self.rejected_counts: Counter[str] = Counter()
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
@@ -158,10 +160,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
         self._segments_waiting = max(0, self._segments_waiting - 1)
-        if self._call_language is not None:
-            language = self._call_language.stt_language()
-        else:
-            language = _whisper_language(self._settings.language or self._engine.cfg.language)
+        language = _whisper_language(self._settings.language or self._engine.cfg.language)
+        language = self._decode_as.get(language, language)
         await self.start_processing_metrics()
         try:
             # Forced language: the call is the same as before auto detection existed.
@@ -182,11 +182,8 @@ class WhisperSTTProcessor(SegmentedSTTService):
         detected = result.detected is not None and result.accepted
         await self.push_frame(SpeechReadFrame(audio_secs=result.audio_secs, transcribe_ms=result.transcribe_ms,
                                               rtf=result.rtf, language_p=result.language_p if detected else None))
-        if self._call_language is not None:
-            try:
-                self._call_language.heard(result)
-            except Exception as e:
-                logger.error("{}: the call's language failed to follow: {}: {}", self, type(e).__name__, e)
+        if detected and result.detected is not None and result.language_p is not None:
+            await self.push_frame(_language_heard(result, result.detected, result.language_p))
         if self._on_result is not None:
             try:
                 self._on_result(result)
