@@ -57,7 +57,7 @@ def build_stream_twiml(public_host: str, token: str, *, callback: bool = False, 
     return str(response)
 
 
-def build_say_twiml(message: str, language: str = "ko") -> str:
+def build_say_twiml(message: str, language: str = languages.FIRST) -> str:
     """``message`` said by Twilio in ``language`` (a line language code), then hang up (an
     answering machine's message)."""
     response = VoiceResponse()
