@@ -204,8 +204,8 @@ def _line_of_error(err: pytest.ExceptionInfo, path: Path) -> int:
 
 
 def test_shortcuts_point_at_the_bad_pattern(tmp_path: Path) -> None:
-    path, line = _broken(tmp_path, DATA / "shortcuts.toml", "patterns = ['(?:네)?(?:여보세요",
-                         "patterns = ['((?:네)?(?:여보세요")
+    path, line = _broken(tmp_path, DATA / "shortcuts.toml", "patterns = ['(?:네)?(?:${hello}",
+                         "patterns = ['((?:네)?(?:${hello}")
     with pytest.raises(ShortcutError, match=r"rules\[0\]\.patterns\[0\]: bad regex '\(\(") as err:
         load_shortcuts(path)
     assert _line_of_error(err, path) == line
