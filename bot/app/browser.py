@@ -37,7 +37,6 @@ class BrowserCall:
 
     kind: ClassVar[CallKind] = CallKind.QA
     caller: ClassVar[str | None] = None
-    closed_reason: ClassVar[str | None] = None  # the page's 끊기 button: a plain hang-up
 
     connection: SmallWebRTCConnection
     connect_timeout_secs: float | None  # ``server.qa_connect_timeout_secs``
@@ -50,6 +49,11 @@ class BrowserCall:
     @property
     def hold(self) -> str:
         return self.call_id  # the offer's slot, reserved under the call's id (``bot.app.routes.qa``)
+
+    def closed(self) -> str | None:
+        # The page's 끊기 button closes the peer connection; aiortc sees it within ~0.1 s: a plain hang-up.
+        logger.info("QA call {}: browser disconnected", self.call_id)
+        return None
 
     def transport(self, ctx: AppContext, call: HostedCall) -> BaseTransport:
         config = ctx.config

@@ -24,7 +24,7 @@ from bot.call.request import CallRequest
 from bot.call.session import CallSession
 from bot.config import Config, Secrets
 from bot.dialog.state import CannedReplies
-from bot.line.admission import BusyAudio, Line
+from bot.line.admission import Line
 from bot.line.callgate import CallGate, PrestartSockets
 from bot.line.calls import CallKind, CallRegistry, LiveCall
 from bot.line.tokens import StreamTokens
@@ -37,6 +37,7 @@ from bot.telemetry.latency import call_report
 from bot.telemetry.looplag import LoopLagMonitor
 from bot.telemetry.metrics import ProcessMetrics
 from bot.telemetry.tracing import trace_call
+from bot.transports.busy import BusyAudio
 
 # After a drain's hand-overs: how long this worker keeps answering (Twilio requests each stream's action
 # within a few hundred ms of its close; a proxy may route it here).
@@ -125,7 +126,7 @@ class AppContext:
             self.calls.release(call_sid)
         return busy, issued
 
-    def finish_call(self, session) -> None:
+    def finish_call(self, session: CallSession) -> None:
         """Close a call's records, count it, and log its end and latency report (phone and QA page)."""
         rec = session.recorder
         rec.close()

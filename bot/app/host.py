@@ -42,9 +42,8 @@ class Entry(Protocol):
         """The caller's number (a phone call's, when the line knows it)."""
         ...
 
-    @property
-    def closed_reason(self) -> str | None:
-        """The end reason when the caller's side closes (None: "hangup")."""
+    def closed(self) -> str | None:
+        """The caller's side closed (logged): the call's end reason (None: "hangup")."""
         ...
 
     @property
@@ -153,8 +152,7 @@ class CallHost:
 
             @transport.event_handler("on_client_disconnected")
             async def _disconnected(_t, _client):
-                logger.info("call {}: {} closed", mask(entry.call_id), entry.kind)
-                session.end_reason = session.end_reason or entry.closed_reason
+                session.end_reason = session.end_reason or entry.closed()
                 await session.worker.cancel()
 
             if entry.connect_timeout_secs is not None:

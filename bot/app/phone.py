@@ -43,7 +43,6 @@ class PhoneStream:
     """A Twilio media stream admitted with its token (``bot.app.routes.media``): a new call."""
 
     kind: ClassVar[CallKind] = CallKind.PHONE
-    closed_reason: ClassVar[str | None] = "stream_closed"
     connect_timeout_secs: ClassVar[float | None] = None  # the stream is there: its start was read
 
     websocket: WebSocket
@@ -68,6 +67,10 @@ class PhoneStream:
     @property
     def resume(self) -> Resume | None:
         return None
+
+    def closed(self) -> str | None:
+        logger.info("call {}: stream closed", mask(self.call_id))
+        return "stream_closed"
 
     def transport(self, ctx: AppContext, call: HostedCall) -> BaseTransport:
         config, secrets = ctx.config, ctx.secrets

@@ -20,10 +20,10 @@ from bot.app.context import AppContext
 from bot.app.host import CallHost
 from bot.app.phone import RECORDS_SECS, PhoneStream, ResumedStream
 from bot.call.request import Resume
-from bot.line.admission import play_busy_and_close
 from bot.line.tokens import TokenRefused
 from bot.privacy import mask
 from bot.store.segments import HANDOVER, resume_context
+from bot.transports.busy import play_busy_and_close
 from bot.transports.twilio import StreamProtocolError, StreamStart, media_format_problem, read_stream_start
 
 _SENTENCE_END = re.compile(r"(?<=[.?!。])\s+")
