@@ -32,7 +32,7 @@ _BLANK = "#"
 _NUMBER_RE = re.compile(r"\d{3,4}")
 _TABLES = {"macros", "context", "answer", "kind"}
 _ANSWER_KEYS = {"yes", "no"}
-_CONTEXT_KEYS = {"negative", "hedge"}
+_CONTEXT_KEYS = {"negative", "hedge", "aside"}
 _ABSENT = object()
 _KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative", "stay", "will_call",
               "closing"}
@@ -93,8 +93,9 @@ class EmergencyRules:
     def __init__(self, grammars: list[_Grammar], negative: tuple[re.Pattern[str], ...],
                  hedge: tuple[re.Pattern[str], ...], yes: tuple[re.Pattern[str], ...] = (),
                  no: tuple[re.Pattern[str], ...] = (), lemmas: Grammar | None = None,
-                 likeness: Likeness | None = None):
+                 likeness: Likeness | None = None, aside: tuple[re.Pattern[str], ...] = ()):
         self._grammars = grammars
+        self._aside = aside
         self._negative = negative
         self._hedge = hedge
         self._yes = yes
@@ -109,7 +110,12 @@ class EmergencyRules:
         The regex kinds are tried in file order, then the lemma grammar: a sure hit of either beats
         an unsure one. A hedge ("같기도", "인지 모르겠") anywhere makes a sure hit unsure: the caller
         is asked first. With no hit, a turn like a known emergency (the likeness net) is asked too.
+        A regex hit of one kind and a grammar rule marked ``overrides`` of another: the grammar's kind
+        (it read who and what: a child who swallowed pills is poisoned, not suicidal).
+        Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
+        what follows it is read.
         """
+        text = self.after_aside(text)
         norm = _blank(normalize(text), self._negative)
         if not norm.strip(_BLANK):
             return None
@@ -118,6 +124,9 @@ class EmergencyRules:
         for g in self._grammars:
             own = _blank(norm, g.negative)
             if rule := _first(g.sure, own):
+                if self.lemmas is not None and (hit := self.lemmas.classify(text, overriding=True)) is not None \
+                        and hit.sure and hit.kind != g.kind.name:
+                    return Verdict(self.kinds[hit.kind], not hedged, f"grammar:{hit.name}")
                 return Verdict(g.kind, not hedged, rule)
             if unsure is None and (rule := _first(g.unsure, own)):
                 unsure = Verdict(g.kind, False, rule)
@@ -127,6 +136,14 @@ class EmergencyRules:
         if unsure is None and self.likeness is not None and (kind := self.likeness.classify(self.blanked(text))):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         return unsure
+
+    def after_aside(self, text: str) -> str:
+        """What follows the last topic change in the turn (all of it when there is none)."""
+        for regex in self._aside:
+            for m in regex.finditer(text):
+                if m.end() < len(text):
+                    text = text[m.end():]
+        return text
 
     def blanked(self, text: str) -> str:
         """The normalized turn with every negative context blanked out (what the likeness net reads)."""
@@ -158,6 +175,7 @@ class EmergencyRules:
         source.no_unknown(("context",), _CONTEXT_KEYS)
         negative = _compile(source, ("context", "negative"), macros)
         hedge = _compile(source, ("context", "hedge"), macros)
+        aside = _compile(source, ("context", "aside"), macros)
         source.table(("answer",), default={})
         source.no_unknown(("answer",), _ANSWER_KEYS)
         yes = _compile(source, ("answer", "yes"), macros)
@@ -180,7 +198,7 @@ class EmergencyRules:
         logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} exemplars)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
                      len(likeness.exemplars) if likeness else 0)
-        return cls(grammars, negative, hedge, yes, no, lemmas, likeness)
+        return cls(grammars, negative, hedge, yes, no, lemmas, likeness, aside)
 
 
 # --- loading -----------------------------------------------------------------------------------

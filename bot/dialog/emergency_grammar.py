@@ -40,7 +40,7 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 # 면: if; ᆯ까: lest; 듯: as if; 어도/더라도: even if
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도"}
-_IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적"}
+_IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
 _KEPT_PARTICLES = {"마다", "처럼"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness)
 _ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
 
@@ -187,6 +187,7 @@ class GrammarRule:
     window: int
     sure: bool
     anywhere: tuple[Item, ...] = ()  # none of these anywhere in the turn
+    overrides: bool = False  # its kind wins over a regex hit of another kind
 
     def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
         if any(_find(item, morphs, where) for item in self.anywhere):
@@ -220,12 +221,15 @@ class Grammar:
             text = pattern.sub(replacement, text)
         return text
 
-    def classify(self, text: str) -> GrammarRule | None:
-        """The first sure rule that holds, else the first unsure one, else None."""
+    def classify(self, text: str, overriding: bool = False) -> GrammarRule | None:
+        """The first sure rule that holds, else the first unsure one, else None (``overriding``: among
+        the rules marked ``overrides`` only)."""
         morphs = analyse(self.standard(text))
         where = _index(morphs)
         unsure = None
         for rule in self.rules:
+            if overriding and not rule.overrides:
+                continue
             if (rule.sure or unsure is None) and rule.match(morphs, self.reach, where):
                 if rule.sure:
                     return rule
@@ -284,7 +288,7 @@ class Grammar:
         rules = []
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
-            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own", "anywhere"})
+            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own", "anywhere", "overrides"})
             kind = source.value((*key, "kind"), str, "a kind name")
             if kinds is not None and kind not in kinds:
                 raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
@@ -296,11 +300,12 @@ class Grammar:
             window = source.value((*key, "window"), int, "a whole number", default=10)
             sure = source.value((*key, "sure"), bool, "true or false", default=True)
             far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
+            overrides = source.value((*key, "overrides"), bool, "true or false", default=False)
             rules.append(GrammarRule(
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
-                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far])))
+                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides))
         return cls(rules, reach, tuple(dialect))
 
 

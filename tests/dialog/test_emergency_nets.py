@@ -103,6 +103,21 @@ def test_a_threat_to_a_job_and_a_worry_that_ended_well_are_quiet(rules, text) ->
     assert rules.classify(text) is None
 
 
+def test_before_a_topic_change_the_turn_was_an_aside(rules) -> None:
+    # [context].aside: only what follows "그건 그렇고" is read; a danger after it still escalates.
+    assert rules.classify("영화에서 강도가 칼 들고 협박하던데 무섭더라고요 그건 그렇고 도서관 몇 시까지 해요") is None
+    v = rules.classify("도서관 시간 물어보려다가요 그건 그렇고 지금 옆집에서 불길이 치솟아요")
+    assert v is not None and v.kind.name == "fire" and v.sure
+
+
+def test_a_grammar_rule_that_overrides_wins_over_the_regex_kind(rules) -> None:
+    # The regex reads a fistful of pills as a suicide; the grammar read who took them: a toddler.
+    v = rules.classify("두 살 아기가 할머니 수면제를 한 움큼 먹었어요")
+    assert v is not None and v.kind.name == "medical" and v.sure, v
+    v = rules.classify("수면제를 한 움큼 먹었어요")  # an adult: still the crisis line
+    assert v is not None and v.kind.name == "suicide"
+
+
 def test_a_finger_cut_off_still_escalates(rules) -> None:
     v = rules.classify("작업하다가 손가락이 잘렸어요")
     assert v is not None and v.kind.name == "medical" and v.sure
