@@ -36,6 +36,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -66,7 +67,7 @@ def _ts(epoch: float) -> dt.datetime:
 # --------------------------------------------------------------------------- blocking (threads)
 
 
-def count_line_calls(conn, at: dt.datetime, lease_secs: float) -> tuple[int, int]:
+def count_line_calls(conn: sa.Connection, at: dt.datetime, lease_secs: float) -> tuple[int, int]:
     """(calls in progress on live workers, reservations) on the whole line."""
     live = sa.select(workers.c.worker).where(workers.c.heartbeat_at >= at - dt.timedelta(seconds=lease_secs))
     active = conn.execute(sa.select(sa.func.count()).select_from(calls)
@@ -184,7 +185,7 @@ class Line:
     """This worker's side of the line (one per process; see the module doc)."""
 
     def __init__(self, store: Store, *, worker: str, line_max_calls: int, lease_secs: float,
-                 records_enabled: bool = True, is_draining=lambda: False):
+                 records_enabled: bool = True, is_draining: Callable[[], bool] = lambda: False) -> None:
         if line_max_calls > 0 and not records_enabled:
             from bot.core.errors import StartupError
 
@@ -201,7 +202,7 @@ class Line:
         self._lock = threading.Lock()
         self._db_down_logged = False
 
-    async def _db(self, what: str, fn, *args, **kwargs):
+    async def _db(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking database call in a thread, with a timeout; raises on failure (logged once per outage)."""
         try:
             result = await asyncio.wait_for(asyncio.to_thread(fn, self.store, *args, **kwargs), DB_TIMEOUT_SECS)

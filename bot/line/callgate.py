@@ -28,6 +28,7 @@ import time
 from collections import Counter as Tally
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from types import FrameType
 from urllib.parse import parse_qsl
 
 import uvicorn
@@ -210,7 +211,7 @@ class DrainingServer(uvicorn.Server):
         self._drain_requested = False
         self._drain_task: asyncio.Task | None = None
 
-    def handle_exit(self, sig: int, frame) -> None:
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM and not self._drain_requested and not self.should_exit:
             self._drain_requested = True  # started by on_tick, on the event loop
             return

@@ -25,6 +25,7 @@ import hmac
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from loguru import logger
@@ -69,7 +70,7 @@ def load_key(environ: dict[str, str] | None = None) -> tuple[bytes, bool]:
 class StreamTokens:
     """Issues and checks signed, expiring stream tokens (no state: any worker with the key checks them)."""
 
-    def __init__(self, ttl_secs: float, key: bytes | None = None, *, clock=time.time):
+    def __init__(self, ttl_secs: float, key: bytes | None = None, *, clock: Callable[[], float] = time.time) -> None:
         if key is None:
             key, shared = load_key()
             if not shared:

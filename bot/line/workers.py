@@ -18,6 +18,7 @@ worker drains: ``server.drain_secs``) and SIGINT, then exits when they all have.
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import signal
@@ -26,8 +27,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import IO
 
 from loguru import logger
 
@@ -65,7 +69,7 @@ class Worker:
 
 
 def worker_argv(config_path: str | None, overrides: list[str], *, port: int, name: str, verbose: bool,
-                extra_sets: list[str] = (), admin_port: int | None = None,
+                extra_sets: Sequence[str] = (), admin_port: int | None = None,
                 command: list[str] | None = None) -> list[str]:
     """A worker's command line: ``command`` (default ``run_bot.py serve``) and its settings."""
     argv = list(command or [sys.executable, str(ROOT / "run_bot.py"), "serve"])
@@ -94,7 +98,7 @@ class Supervisor:
         self.stopping = False
         self._signal: int | None = None
 
-    def _pump(self, w: Worker, stream) -> None:
+    def _pump(self, w: Worker, stream: IO[str]) -> None:
         prefix = f"[{w.name}] "
         for line in iter(stream.readline, ""):
             sys.stderr.write(prefix + line)
@@ -111,7 +115,7 @@ class Supervisor:
         w.pumps = [pump]
         logger.info("workers: {} started (pid {}, port {})", w.name, w.proc.pid, w.port)
 
-    def _on_signal(self, sig, _frame) -> None:
+    def _on_signal(self, sig: int, _frame: FrameType | None) -> None:
         self._signal = sig
 
     def run(self) -> int:
@@ -164,7 +168,7 @@ class Supervisor:
         return 0 if all(c == 0 for c in codes) else 1
 
 
-def run_workers(config: Config, args, n: int, command: list[str] | None = None) -> int:
+def run_workers(config: Config, args: argparse.Namespace, n: int, command: list[str] | None = None) -> int:
     """``serve --workers N`` (see the module doc); ``command``: each worker's program (the test lab's)."""
     from bot.modelfiles.local_llm import serving_llm
 
