@@ -10,11 +10,19 @@ the lab's call builder does). The call then runs with a broken part; every other
 * ``stt_error``: every transcription of the call raises.
 * ``tts_error``: every synthesis of the call raises (pre-synthesized canned sentences still play:
   they come from memory).
+* ``pipeline_raise:N`` (the lab's call builder, ``raise_mid_turn``): the caller's N-th turn reaches the
+  dialog stage and an exception the pipeline cannot go on from is raised there (Pipecat's fatal error:
+  the worker is cancelled and the stream closes without the bot's goodbye, issue 46).
+
+And one process-wide switch, ``records_down_switch`` (``LAB_RECORDS_DOWN_FILE``): while its file
+exists every statement to the records database fails as an unreachable database's would.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
+from pathlib import Path
 
 CLOSED_PORT_URL = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, the connection is refused
 
@@ -64,3 +72,41 @@ def apply_call_fault(fault: str, config, models):
     if fault == "tts_error":
         return config, dataclasses.replace(models, tts=_Broken(models.tts, "synthesize", "injected TTS fault"))
     raise ValueError(f"unknown injected fault {fault!r}")
+
+
+PIPELINE_RAISE = "pipeline_raise"
+
+
+def raise_mid_turn(session, turn: int = 1) -> None:
+    """The call's ``turn``-th caller turn (its context reaching the dialog stage, the answer not yet
+    asked for) raises there, fatally: the pipeline is cancelled as by any error it cannot go on from."""
+    from pipecat.frames.frames import LLMContextFrame
+
+    seen = 0
+
+    async def before(processor, frame) -> None:
+        nonlocal seen
+        if not isinstance(frame, LLMContextFrame):
+            return
+        seen += 1
+        if seen != turn:
+            return
+        error = InjectedFault(f"injected: the pipeline raised in turn {turn}")
+        with warnings.catch_warnings():  # Pipecat's deprecated `fatal`: still what a crash does today
+            warnings.simplefilter("ignore")
+            await processor.push_error(str(error), exception=error, fatal=True)
+
+    session.llm.add_event_handler("on_before_process_frame", before)
+
+
+def records_down_switch(path: Path) -> None:
+    """Every SQLAlchemy statement of this process fails while ``path`` exists (the records database
+    unreachable); the test creates and removes the file."""
+    import sqlalchemy as sa
+
+    def check(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
+        if path.exists():
+            raise sa.exc.OperationalError(statement, parameters,
+                                          ConnectionRefusedError("records database unreachable (TEST LAB)"))
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", check)

@@ -7,6 +7,8 @@ The product server (``bot/app/serve.py``) is served unchanged, with two test-sid
   own timing, not how fast Whisper runs on this machine. Without them, real Whisper.
 * ``--fault-injection``: a media stream's ``fault`` custom parameter breaks that call
   (``bot/testing/inject.py``); a real Twilio call carries only our webhook's parameters.
+* ``LAB_RECORDS_DOWN_FILE=PATH`` (environment, inherited by ``--workers``): while PATH exists the
+  records database is unreachable (``inject.records_down_switch``).
 * With the fixed-delay STT, a media stream's ``stt_script`` custom parameter (a JSON list of
   texts) gives that call's segments their own words, one each in order: a scripted call
   (backchannels over the reply, then a barge-in) in one process, other calls unaffected.
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
+from pathlib import Path
 
 from loguru import logger
 
@@ -27,7 +31,7 @@ from bot.call.build import build_call
 from bot.call.request import CallRequest
 from bot.privacy import mask
 from bot.testing.fixed_stt import FixedDelayEngine, parse_script
-from bot.testing.inject import apply_call_fault
+from bot.testing.inject import PIPELINE_RAISE, apply_call_fault, raise_mid_turn, records_down_switch
 
 
 def lab_call_builder(*, fault_injection: bool):
@@ -37,15 +41,22 @@ def lab_call_builder(*, fault_injection: bool):
     def build(request: CallRequest):
         config, models, call_id = request.config, request.models, request.call_id
         fault = request.stream_parameters.get("fault")
+        raise_in = 0
         if fault and fault_injection:
             logger.warning("call {}: FAULT INJECTED: {}", mask(call_id), fault)
-            config, models = apply_call_fault(fault, config, models)
+            if fault.startswith(PIPELINE_RAISE):
+                raise_in = int(fault.partition(":")[2] or 1)
+            else:
+                config, models = apply_call_fault(fault, config, models)
         script = request.stream_parameters.get("stt_script")
         if script and isinstance(models.whisper, FixedDelayEngine):
             texts = parse_script(script)
             logger.warning("call {}: TEST LAB: scripted STT ({} segment texts)", mask(call_id), len(texts))
             models = dataclasses.replace(models, whisper=models.whisper.scripted(texts))
-        return build_call(dataclasses.replace(request, config=config, models=models))
+        session = build_call(dataclasses.replace(request, config=config, models=models))
+        if raise_in:
+            raise_mid_turn(session, raise_in)
+        return session
 
     return build
 
@@ -73,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     from bot.privacy import start_logging
 
     start_logging(args.verbose)
+    if os.environ.get("LAB_RECORDS_DOWN_FILE"):
+        records_down_switch(Path(os.environ["LAB_RECORDS_DOWN_FILE"]))
+        logger.warning("TEST LAB: the records database is unreachable while {} exists",
+                       os.environ["LAB_RECORDS_DOWN_FILE"])
     config = load_cli_config(args.config, args.overrides)
     if config is None:
         return 2

@@ -22,8 +22,9 @@ failure the first words (the apology, or the filler while waiting) within 1.5 s 
 (server record); other calls' event-loop lag p99 under 20 ms while a client is hostile.
 
 Then the line's rows (issue 46, ``bot/tools/line_faults.py``): two workers of one line behind a real
-nginx, the worker holding a call in the middle of an intake killed (-9), and both workers restarted in
-turn with four calls in progress (``--only kill``, ``--only rolling``).
+nginx, the worker holding a call in the middle of an intake killed (-9), the pipeline raising mid-turn,
+the proxy's sockets reset, the records database unreachable during a resume, and both workers restarted
+in turn with four calls in progress (``--only kill``, ``raise``, ``reset``, ``records``, ``rolling``).
 
 This module measures and prints; it does not judge. ``run_bot.py faults`` is a benchmark: real
 Whisper decides part of every silence, so it prints the figures with the limits beside them and

@@ -16,6 +16,16 @@ of a whole call, which asks the ``<Connect>``'s action when a stream closes and 
   next waits until the supervisor has it back. Then every caller says another turn and hears the answer.
   Measured: calls dropped, resume sentences and goodbyes heard per call, the longest silence across a
   hand-over.
+* **pipeline raised mid-turn**: the stream carries the lab's ``fault=pipeline_raise:2``: the caller's
+  second turn (the location) raises fatally in the dialog stage; the stream closes without a goodbye.
+  Measured from the end of the caller's speech; the caller says the location again on the new stream.
+* **socket reset by the proxy**: nginx's worker process is SIGKILLed (its master starts another): the
+  caller's socket and the proxy's upstream socket both reset mid-intake.
+* **records unreachable during a resume**: the records database fails every statement
+  (``LAB_RECORDS_DOWN_FILE``) from just before the proxy's reset until the caller heard the resume:
+  the action, the token and the call's past all unread. The caller must still hear the bot (the
+  resume sentence, a fresh start in the line's first language); the next turn is answered once the
+  database is back.
 
 This module measures; ``bot/testing/fault_oracles.py`` judges (``tests/call/test_line_faults.py``).
 """
@@ -52,6 +62,7 @@ LIMIT_RESUME_S = 3.0  # the kill to the resume sentence's first audio, Twilio's 
 LINE_OVERRIDES = ("stt.language='en'", "stt.hotwords=''", "call.idle_prompt_secs=0", "server.drain_handover=true",
                   "records.worker='line'", f"server.public_host='{PUBLIC_HOST}'")
 LOCATION = "중앙로 12번길"
+PAST_UNREAD = "resumed WITHOUT its past"  # the worker's log line: the records not read at a resume
 
 
 class LineLab:
@@ -65,6 +76,7 @@ class LineLab:
         self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
         self.work.mkdir(parents=True, exist_ok=True)
         self.clip_pcm, self.clip_rate = read_wav(CLIP)
+        self.records_down = self.work / "records-down"  # while it exists the workers' records fail
 
     def __enter__(self) -> LineLab:
         try:
@@ -74,12 +86,13 @@ class LineLab:
             self.records_url = f"sqlite:///{db}"
             port, admin = free_port_run(2), free_port_run(2)
             self.ports = [port, port + 1]
-            entry = ["-m", "bot.testing.lab_server", "--workers", "2"]
+            entry = ["-m", "bot.testing.lab_server", "--workers", "2", "--fault-injection"]
             if self.stt_delay_ms is not None:
                 entry += ["--stt-text", CLIP_TEXT, "--stt-delay-ms", str(self.stt_delay_ms)]
             self.proc = BotProcess([*self.overrides, f"llm.base_url='{self.llm.base_url}'",
                                     f"records.url='{self.records_url}'"],
-                                   {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None},
+                                   {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None,
+                                    "LAB_RECORDS_DOWN_FILE": str(self.records_down)},
                                    self.work / "workers.log", entry=tuple(entry), config_path=self.config_path,
                                    port=port, admin_port=admin, extra_args=("-v",) if self.verbose else ())
             self._stack.callback(self.proc.stop)
@@ -134,9 +147,48 @@ class LineLab:
 
     # --- callers ------------------------------------------------------------------------------
 
-    def call(self) -> TwilioCall:
+    def call(self, fault: str | None = None) -> TwilioCall:
         return TwilioCall(self.nginx.base_url, public_host=PUBLIC_HOST, auth_token=AUTH_TOKEN,
-                          ws_base=self.nginx.base_url.replace("http", "ws", 1))
+                          ws_base=self.nginx.base_url.replace("http", "ws", 1),
+                          first_stream_parameters={"fault": fault} if fault else None)
+
+    def reset_proxy(self) -> int:
+        """SIGKILL nginx's worker process: every connection through it resets; the master starts another."""
+        assert self.nginx.proc is not None
+        master = self.nginx.proc.pid
+        (child,) = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+        os.kill(int(child), signal.SIGKILL)
+        return int(child)
+
+    async def finish_intake(self, stream: TwilioCallSimulator) -> float:
+        """The caller gives the location, hears the read-back and keys 1; returns the seconds of the
+        answer to the key (the reception number said)."""
+        await self.say(stream, model_turn("알겠습니다.", location=LOCATION))  # the read-back
+        before = len(stream.media_audio())
+        t = time.monotonic()
+        await stream.send_dtmf("1")  # yes: the ticket
+        await stream.wait_for_media(timeout=30, after=t)
+        await stream.wait_for_silence_from_bot(gap=0.8, timeout=40)
+        return (len(stream.media_audio()) - before) / 2 / 8000
+
+    def _summary(self, row: Row, call: TwilioCall, since: float, heard: float | None) -> dict:
+        """The facts every resumed row shares: what was heard, the silence, the ticket, the segments."""
+        tickets = [t for t in self.store.list_tickets() if t["call_sid"] == call.call_sid]
+        ticket = tickets[0] if tickets else {}
+        segs = self.segments(call.call_sid)
+        names = [n for t in self.turns(call.call_sid) for n in (t.get("heard") or [])]
+        gap = (call.gaps() or [{}])[0]
+        row.names = names
+        row.heard = " → ".join(n for n in names if n != "greeting") or "nothing"
+        row.first_audio_s = round(heard - since, 2) if heard is not None else None
+        row.longest_silence_s = round(gap["silence"], 2) if gap.get("silence") is not None else None
+        row.facts.update(resume_heard_s=row.first_audio_s, longest_silence_s=row.longest_silence_s,
+                         action_s=gap.get("action_s"), segments=len(segs),
+                         segment_ends=[s.get("end_reason") for s in segs], resumes=len(call.legs) - 1,
+                         resume_sentences=names.count("resumed"), ticket_category=ticket.get("category"),
+                         ticket_location=ticket.get("location"), call_end=call.end,
+                         calls_in_records=[c["call_sid"] for c in self.store.list_calls()].count(call.call_sid))
+        return ticket
 
     async def say(self, stream: TwilioCallSimulator, reply: dict | None = None) -> float:
         """The clip on the line, the model's answer scripted; returns when the bot went quiet after it."""
@@ -207,7 +259,8 @@ class LineLab:
         row.longest_silence_s = round(gap["silence"], 2) if gap.get("silence") is not None else None
         row.records_intact = (len(segs) == 2 and ticket.get("category") == "street_lights"
                               and ticket.get("location") == LOCATION)
-        row.facts.update(resume_heard_s=row.first_audio_s, action_s=gap.get("action_s"), segments=len(segs),
+        row.facts.update(resume_heard_s=row.first_audio_s, longest_silence_s=row.longest_silence_s,
+                         action_s=gap.get("action_s"), segments=len(segs),
                          segment_workers=[s["worker"] for s in segs], killed=victim, resumed_on=took,
                          ticket_category=ticket.get("category"), ticket_location=ticket.get("location"),
                          resumes=len(call.legs) - 1, resume_sentences=names.count("resumed"),
@@ -288,15 +341,95 @@ class LineLab:
         row.seconds = round(time.monotonic() - t0, 1)
         return row
 
+    async def intake_fault_row(self, kind: str) -> Row:
+        """One caller mid-intake (the category said), then the fault ``kind``: "raise" (the pipeline
+        raises in the caller's next turn), "reset" (the proxy's sockets reset) or "records" (the
+        records database unreachable while the call resumes after a reset)."""
+        name, injected = {
+            "raise": ("pipeline raised mid-turn", "the dialog stage raises fatally in the caller's second turn "
+                      "(lab fault pipeline_raise:2)"),
+            "reset": ("socket reset by the proxy", "SIGKILL of nginx's worker mid-intake (the caller's and the "
+                      "upstream socket reset)"),
+            "records": ("records unreachable during a resume", "every records statement fails from before the "
+                        "proxy's reset until the resume sentence was heard"),
+        }[kind]
+        row = Row(name, injected)
+        t0 = time.monotonic()
+        self.llm.reset()
+        unread_before = (self.work / "workers.log").read_text(errors="replace").count(PAST_UNREAD)
+        call = self.call("pipeline_raise:2" if kind == "raise" else None)
+        async with call:
+            await self.greeted(call.stream)
+            await self.say(call.stream, model_turn("불편을 드려 죄송합니다. 위치를 말씀해 주시겠어요?"))
+            first = await self.current_worker(call)
+            if kind == "raise":
+                self.llm.script(model_turn("알겠습니다.", location=LOCATION))
+                await call.stream.send_audio(self.clip_pcm, self.clip_rate)
+                since = time.monotonic()  # the caller's speech sent: the turn that raises
+            else:
+                if kind == "records":
+                    self.records_down.touch()
+                since = time.monotonic()
+                pid = self.reset_proxy()
+                logger.warning("line faults: nginx worker {} killed (call {}{})", pid, call.call_sid[-6:],
+                               ", records down" if kind == "records" else "")
+            heard = None
+            try:
+                stream = await call.wait_next_stream(0, timeout=15)
+                heard = await stream.wait_for_media(timeout=15)
+                await stream.wait_for_silence_from_bot(gap=0.6, timeout=30)
+            except (CallClosed, TimeoutError) as e:
+                row.outcome = f"not resumed: {e} (call end: {call.end})"
+            finally:
+                self.records_down.unlink(missing_ok=True)
+            if heard is None:
+                row.seconds = round(time.monotonic() - t0, 1)
+                return row
+            resumed_audio_s = len(stream.media_audio()) / 2 / 8000
+            took = await self.current_worker(call)
+            number_audio_s = answered_s = None
+            if kind == "records":  # a fresh start: the next turn is answered
+                answered_s = await self.say(stream, model_turn("네, 말씀하세요.", intent="other", category="none"))
+            else:
+                number_audio_s = await self.finish_intake(stream)
+        if kind == "raise":  # from the stream's close (the raise) as Twilio saw it
+            since = call.legs[0].closed_at or since
+        await asyncio.sleep(1.0)  # the call's last turn records (held back while the database was down)
+        ticket = self._summary(row, call, since, heard)
+        turns = self.turns(call.call_sid)
+        log = (self.work / "workers.log").read_text(errors="replace")
+        row.facts.update(first_worker=first, resumed_on=took, resume_audio_s=round(resumed_audio_s, 1),
+                         number_audio_s=round(number_audio_s, 1) if number_audio_s is not None else None,
+                         answered_after=answered_s is not None, turns=[t.get("route") for t in turns],
+                         # what the caller said before the fault, still in the call's records
+                         said_before_kept=any(t.get("route") == "llm" and (t.get("reply") or "").startswith("불편을")
+                                              for t in turns),
+                         past_unread=log.count(PAST_UNREAD) > unread_before)
+        if kind == "records":
+            row.records_intact = row.facts["resumes"] == 1
+            row.outcome = (f"resume sentence {row.first_audio_s:.2f} s after the reset, the past unread "
+                           f"(a fresh start); the next turn answered: {answered_s is not None}")
+        else:
+            row.records_intact = (ticket.get("category") == "street_lights" and ticket.get("location") == LOCATION
+                                  and row.facts["segments"] == 2)
+            row.outcome = (f"resume sentence {row.first_audio_s:.2f} s after the {'turn' if kind == 'raise' else 'reset'}"
+                           f"; {first} -> {took}; ticket {ticket.get('reception_no', 'none')} "
+                           f"({ticket.get('category')}, {ticket.get('location')}); {row.facts['segments']} segments")
+        row.seconds = round(time.monotonic() - t0, 1)
+        return row
+
     async def run(self, only: list[str] | None = None) -> list[Row]:
-        """The line's rows (``only``: of "kill", "rolling")."""
+        """The line's rows (``only``: of LINE_SCENARIOS)."""
         rows = []
         if not only or "kill" in only:
             rows.append(await self.kill_row())
+        for kind in ("raise", "reset", "records"):
+            if not only or kind in only:
+                rows.append(await self.intake_fault_row(kind))
         if not only or "rolling" in only:
             rows.append(await self.rolling_row())
         return rows
 
 
-LINE_SCENARIOS = ("kill", "rolling")
+LINE_SCENARIOS = ("kill", "raise", "reset", "records", "rolling")
 __all__ = ["LIMIT_RESUME_S", "LINE_SCENARIOS", "LineLab"]

@@ -56,3 +56,34 @@ def test_a_rolling_restart_with_four_calls_drops_none_and_says_no_goodbye(rows):
     assert facts["goodbyes"] == 0 and facts["max_resume_sentences"] <= 1
     assert facts["hand_overs"] >= 4, "every call was on a worker that restarted at least once"
     assert row.records_intact and row.longest_silence_s is not None and row.longest_silence_s < 3.0
+
+
+def test_the_pipeline_raising_mid_turn_resumes_the_call_and_the_intake_goes_on(rows):
+    row = rows["pipeline raised mid-turn"]
+    facts = row.facts
+    assert row.first_audio_s is not None and row.first_audio_s <= LIMIT_RESUME_S, row.outcome
+    assert facts["resumes"] == 1 and facts["resume_sentences"] == 1 and facts["segments"] == 2
+    assert facts["ticket_category"] == "street_lights", "the category was said before the fault"
+    assert facts["ticket_location"] == "중앙로 12번길" and facts["number_audio_s"] > 1.0
+    assert facts["calls_in_records"] == 1 and row.records_intact
+
+
+def test_a_socket_reset_by_the_proxy_resumes_the_call_and_the_intake_goes_on(rows):
+    row = rows["socket reset by the proxy"]
+    facts = row.facts
+    assert row.first_audio_s is not None and row.first_audio_s <= LIMIT_RESUME_S, row.outcome
+    assert facts["resumes"] == 1 and facts["resume_sentences"] == 1 and facts["segments"] == 2
+    assert facts["ticket_category"] == "street_lights" and facts["ticket_location"] == "중앙로 12번길"
+    assert facts["calls_in_records"] == 1 and row.records_intact
+
+
+def test_the_records_unreachable_during_a_resume_the_caller_still_hears_the_bot(rows):
+    """The action, the token and the call's past unread: a fresh start with the resume sentence (the
+    line's first language), never silence; the next turn is answered once the database is back."""
+    row = rows["records unreachable during a resume"]
+    facts = row.facts
+    assert row.first_audio_s is not None and row.first_audio_s <= LIMIT_RESUME_S, row.outcome
+    assert facts["resume_audio_s"] > 1.0, "the resume sentence was heard"
+    assert facts["past_unread"] and facts["resumes"] == 1 and facts["answered_after"]
+    assert facts["said_before_kept"], f"the turns before the fault were lost from the records: {facts['turns']}"
+    assert row.longest_silence_s is not None and row.longest_silence_s < 3.0

@@ -27,6 +27,7 @@ from bot.transports.busy import play_busy_and_close
 from bot.transports.twilio import StreamProtocolError, StreamStart, media_format_problem, read_stream_start
 
 _SENTENCE_END = re.compile(r"(?<=[.?!。])\s+")
+UNREAD_TURNS_FROM = 1000  # a resume that could not read the call's turns numbers its own from segment x this
 
 
 def router(ctx: AppContext) -> APIRouter:
@@ -74,7 +75,8 @@ async def read_resume(ctx: AppContext, call_sid: str, segment: int) -> Resume:
     except Exception as e:  # noqa: BLE001 - slow or down: the caller still gets the bot, and hears the sentence
         logger.error("call {}: resumed WITHOUT its past: the records were not read ({}: {})", mask(call_sid),
                      type(e).__name__, str(e)[:120])
-        return Resume(segment=segment)
+        # Its turns numbered past any the call had: the earlier ones, written once the database is back, stay.
+        return Resume(segment=segment, first_turn=segment * UNREAD_TURNS_FROM)
     history: list[dict] = []
     dialog = emergency = None
     for turn in turns:
