@@ -143,13 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--since", default=None, help="only calls started on or after this date (YYYY-MM-DD)")
     p.add_argument("--json", action="store_true", help="one JSON object per call, turns included (the export)")
-    p = sub.add_parser("tickets", help="complaint tickets")
     p = sub.add_parser("report", help="how the line served, per day: calls, resolved by the bot alone, hand-overs "
                        "and why, emergencies, abusive and idle ends, languages, tickets, voice-to-voice p90")
     _common(p)
     p.add_argument("--from", dest="date_from", required=True, help="first day (YYYY-MM-DD, the line's time zone)")
     p.add_argument("--to", dest="date_to", required=True, help="last day, included (YYYY-MM-DD)")
     p.add_argument("--csv", action="store_true", help="CSV, one row a day (for the city's own tools)")
+    p = sub.add_parser("tickets", help="complaint tickets")
     _common(p)
     p.add_argument("--status", default=None, help="only tickets with this status (open, in_progress, done, rejected)")
     p = sub.add_parser("callbacks", help="callbacks booked outside the desk's hours (the caller's number, when to call)")
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--out", default="faults-report.md", help="report file (default faults-report.md)")
     p.add_argument("--only", action="append", default=[], metavar="FAULT",
-                   help="run only these faults (repeatable); the line's: kill, rolling (two workers behind nginx)")
+                   help="run only these faults (repeatable); the line's: kill, rolling, raise, reset, records (two workers behind nginx)")
     p = sub.add_parser("abuse", help="attack a real server (login burst, pre-start sockets, QA offer flood, "
                        "malformed starts) and print the figures; exit 1 when one is over its limit")
     _common(p)
@@ -391,17 +391,17 @@ def cmd_calls(config, args) -> int:
 
 
 @_desk_command
-def cmd_tickets(config, args) -> int:
-    from bot.tools.desk import list_tickets
-
-    return list_tickets(config, args.status)
-
-@_desk_command
 def cmd_report(config, args) -> int:
     from bot.tools.service_report import run_report
 
     return run_report(config, args.date_from, args.date_to, args.csv)
 
+
+@_desk_command
+def cmd_tickets(config, args) -> int:
+    from bot.tools.desk import list_tickets
+
+    return list_tickets(config, args.status)
 
 
 @_desk_command
@@ -505,7 +505,7 @@ def cmd_desk(config, args) -> int:
 
 
 COMMANDS.update({"staff": cmd_staff, "desk": cmd_desk})
+COMMANDS["report"] = cmd_report
 
 if __name__ == "__main__":
     sys.exit(main())
-COMMANDS["report"] = cmd_report

@@ -860,6 +860,11 @@ class TwilioCallSimulator:
         """Worst lateness (s) of a real-time frame against its slot (simulator overload)."""
         return self._max_send_lag
 
+    def send_stalls(self, min_lag: float = 0.0) -> list[tuple[float, float]]:
+        """Each time the line fell behind its clock by over ``min_lag`` s: (seconds after the start
+        message, worst lag in s). Where a stall fell (silence or speech) tells overload from a hiccup."""
+        return [(at, lag) for at, lag in self._send_stalls if lag > min_lag]
+
     @property
     def closed(self) -> bool:
         """Whether the WebSocket is closed."""
@@ -874,11 +879,6 @@ class TwilioCallSimulator:
     def close_code(self) -> int | None:
         """WebSocket close code (None while open, or if no close frame was received)."""
         return self._close_code
-
-    def send_stalls(self, min_lag: float = 0.0) -> list[tuple[float, float]]:
-        """Each time the line fell behind its clock by over ``min_lag`` s: (seconds after the start
-        message, worst lag in s). Where a stall fell (silence or speech) tells overload from a hiccup."""
-        return [(at, lag) for at, lag in self._send_stalls if lag > min_lag]
 
     @property
     def close_reason(self) -> str | None:
