@@ -116,6 +116,11 @@ def analyse(text: str) -> list[Morph]:
         # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐) shares the reading of the verb it leads into.
         if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아"}:
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
+        # 어눌해도, 걱정하면: the ending after a derivational 하 says how the root before it is meant.
+        if (t.tag in {"XSV", "XSA"} and out and i > 0 and tokens[i - 1].tag in {"XR", "NNG"}
+                and tokens[i - 1].start + tokens[i - 1].len == t.start and (negated or unreal)):
+            root = out[-1]
+            out[-1] = Morph(root.form, root.tag, root.negated or negated, root.unreal or unreal)
         out.append(Morph(t.form, t.tag, negated, unreal))
         for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
             u = tokens[k]

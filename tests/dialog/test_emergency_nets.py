@@ -134,6 +134,8 @@ def test_the_endings_are_read() -> None:
     assert "쓰러지~" in show("쓰러지신 뒤로 요양보호사를 써요") and "먹~" in show("먹을 수 있는 세제")
     assert "!쉬" in show("숨을 쉴 수가 없어요")
     assert "마다" in show("윗집이 밤마다 싸워요") and "처럼" in show("유서처럼 긴 민원을 올렸어요")
+    # The ending after a derivational 하 says how the root is meant (어눌해도: even if; 온전치 못하: not).
+    assert "어눌~" in show("말이 어눌해도 은행 볼 수 있어요") and "!온전" in show("정신이 온전치 못하세요")
 
 
 @pytest.mark.parametrize(("text", "kind"), [
