@@ -53,6 +53,7 @@ class Morph:
     tag: str
     negated: bool = False  # 안 X, 못 X, X지 않, X지 못하
     unreal: bool = False  # past perfect (났었, 났던, 난 적, 난 뒤), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
+    during: bool = False  # what was being done when it happened (뉴스 보다가, 훈련 중에): no topic that holds a rule back
 
 
 def _by_mistake(tokens: list, k: int) -> bool:
@@ -77,7 +78,9 @@ def analyse(text: str) -> list[Morph]:
             i += 1
             continue
         negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
-        unreal = False
+        unreal = during = False
+        if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
+            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.
         j = i + 1
         while j < n:
@@ -95,6 +98,8 @@ def analyse(text: str) -> list[Morph]:
                 unreal = True
             elif u.tag == "EC" and u.form in _IRREALIS_EC:
                 unreal = True
+            elif u.tag == "EC" and u.form == "다가":
+                during = True
             elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
                 unreal = True
             elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form == "수":
@@ -121,7 +126,9 @@ def analyse(text: str) -> list[Morph]:
                 and tokens[i - 1].start + tokens[i - 1].len == t.start and (negated or unreal)):
             root = out[-1]
             out[-1] = Morph(root.form, root.tag, root.negated or negated, root.unreal or unreal)
-        out.append(Morph(t.form, t.tag, negated, unreal))
+        if during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
+            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
+        out.append(Morph(t.form, t.tag, negated, unreal, during))
         for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
             u = tokens[k]
             if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
@@ -193,6 +200,7 @@ class GrammarRule:
     sure: bool
     anywhere: tuple[Item, ...] = ()  # none of these anywhere in the turn
     overrides: bool = False  # its kind wins over a regex hit of another kind
+    topical: int = 0  # the first `topical` unless items are [context].unless (topics: the news, a service)
 
     def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
         if any(_find(item, morphs, where) for item in self.anywhere):
@@ -203,7 +211,9 @@ class GrammarRule:
             if not spans:
                 return False
             found.append(spans)
-        blocks = [s[0] for item in self.unless for s in _find(item, morphs, where)]
+        # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
+        blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where)
+                  if n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during)]
         for combo in itertools.product(*found):
             lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
             if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
@@ -306,11 +316,12 @@ class Grammar:
             sure = source.value((*key, "sure"), bool, "true or false", default=True)
             far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
             overrides = source.value((*key, "overrides"), bool, "true or false", default=False)
+            topics = () if own else items((*key, "unless"), ["@" + c for c in common])
             rules.append(GrammarRule(
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
-                items((*key, "unless"), ["@" + c for c in (unless if own else [*common, *unless])]),
-                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides))
+                topics + items((*key, "unless"), ["@" + c for c in unless]),
+                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics)))
         return cls(rules, reach, tuple(dialect))
 
 

@@ -118,6 +118,15 @@ def test_a_grammar_rule_that_overrides_wins_over_the_regex_kind(rules) -> None:
     assert v is not None and v.kind.name == "suicide"
 
 
+def test_what_was_being_done_is_no_topic_that_holds_a_rule_back(rules) -> None:
+    # 뉴스 (the news) holds a rule back as a topic ("뉴스에서 봤는데"), not as what the father was doing.
+    v = rules.classify("뉴스 보다가 아빠가 갑자기 말을 못 하시고 팔을 못 드세요")
+    assert v is not None and v.kind.name == "medical" and v.sure, v
+    # a cause that explains it away still does (고기 굽다가: the smoke was the cooking)
+    v = rules.classify("고기 굽다가 연기 때문에 경보기가 울렸는데 바로 껐어요 과태료 나오나요")
+    assert v is None or not v.sure, v
+
+
 def test_a_finger_cut_off_still_escalates(rules) -> None:
     v = rules.classify("작업하다가 손가락이 잘렸어요")
     assert v is not None and v.kind.name == "medical" and v.sure
