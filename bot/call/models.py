@@ -10,6 +10,7 @@ from bot import languages
 from bot.call.assets import DialogAssets
 from bot.call.noise_filter import check_noise_filter
 from bot.config import Config
+from bot.core.kiwi import load_kiwi
 from bot.stages.silero_vad import load_silero_session
 from bot.stages.supertonic import CannedAudio, SupertonicEngine
 from bot.stages.whisper import WhisperEngine
@@ -43,6 +44,8 @@ def load_models(config: Config) -> SharedModels:
     tts = SupertonicEngine(config.tts, base_dir=config.base_dir)
     tts.warmup(config.tts.warmup_lengths)
     assets = DialogAssets.load(config)
+    if assets.emergency.lemmas is not None:
+        load_kiwi()  # the emergency grammar's analyzer, built now rather than in the first caller's first turn
     canned = _canned_audio(config, tts, assets) if config.tts.canned_audio else None
     heard_ids = _heard_ids(config, canned, assets) if canned is not None else {}
     return SharedModels(whisper=whisper, tts=tts, vad_session=load_silero_session(), assets=assets, canned_audio=canned,

@@ -20,4 +20,5 @@ def load_kiwi() -> Any:
             except ImportError as e:
                 raise ImportError(f"Missing module: {e}. pip install kiwipiepy (see requirements.txt)") from e
             _kiwi = Kiwi()
+            _kiwi.tokenize("준비가 됐어요")  # its model loads on the first analysis (~1 s): here, not in a caller's turn
         return _kiwi

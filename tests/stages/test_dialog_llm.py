@@ -285,8 +285,8 @@ async def test_the_model_client_is_injected_and_told_each_turns_instruction_and_
 ])
 async def test_a_failed_model_turn_gives_the_apology_in_time_and_records_why(fake, llm_url, fault, kind):
     url = CLOSED_PORT_URL if fault == "refused" else fake.fault_url(fault)
-    quiet = time.time() - STT_DELAY_S
     stage = make_stage(url, *WITH_DESK, speech_end=lambda: quiet)
+    quiet = time.time() - STT_DELAY_S  # after the build: loading the stage (Kiwi, the nets) is startup's time, not the turn's
     down = await run(stage, said(SAID))
     spoken = sentences(down)
     # A hanging model is covered by the filler until the first-token timeout gives the apology.
@@ -299,8 +299,8 @@ async def test_a_failed_model_turn_gives_the_apology_in_time_and_records_why(fak
 
 
 async def test_a_reply_cut_off_mid_json_keeps_what_was_said_and_apologises(fake, llm_url):
-    quiet = time.time() - STT_DELAY_S
     stage = make_stage(fake.fault_url("cut_off"), *WITH_DESK, speech_end=lambda: quiet)
+    quiet = time.time() - STT_DELAY_S  # after the build: loading the stage (Kiwi, the nets) is startup's time, not the turn's
     down = await run(stage, said(SAID))
     spoken = sentences(down)
     assert spoken[-1] == canned(stage).apology and len(spoken) >= 2  # the reply's first sentence, then the apology
@@ -311,8 +311,8 @@ async def test_a_reply_cut_off_mid_json_keeps_what_was_said_and_apologises(fake,
 
 async def test_a_slow_model_gets_the_filler_then_its_answer(fake, llm_url):
     fake.script(model("네, 확인해 드릴게요."), first_token_delay=1.2)  # the lab's "slow-1200"
-    quiet = time.time() - STT_DELAY_S
     stage = make_stage(llm_url, speech_end=lambda: quiet)
+    quiet = time.time() - STT_DELAY_S  # after the build: loading the stage (Kiwi, the nets) is startup's time, not the turn's
     down = await run(stage, said(SAID))
     assert sentences(down) == [canned(stage).filler, "네, 확인해 드릴게요."]
     (turn,) = answered(down)
@@ -322,7 +322,7 @@ async def test_a_slow_model_gets_the_filler_then_its_answer(fake, llm_url):
 
 
 async def test_a_prompt_model_gets_no_filler(fake, llm_url):
-    quiet = time.time()
+    quiet = time.time()  # reassigned after the build below
     stage = make_stage(llm_url, speech_end=lambda: quiet)
     down = await run(stage, said(SAID))
     assert canned(stage).filler not in sentences(down)
