@@ -27,7 +27,7 @@ from bot.dialog.state import CannedReplies
 from bot.line.admission import Line
 from bot.line.callgate import CallGate, PrestartSockets
 from bot.line.calls import CallKind, CallRegistry, LiveCall
-from bot.line.tokens import StreamTokens
+from bot.line.tokens import IssuedToken, StreamTokens
 from bot.ops.hatches import escape_hatches
 from bot.ops.readiness import LLMProbe
 from bot.privacy import mask
@@ -107,7 +107,7 @@ class AppContext:
                    metrics=metrics, self_timing=self_timing, gate=gate, line=line, canned=canned,
                    busy_audio=busy_audio, llm_probe=llm_probe, hatches=hatches, prestart=prestart)
 
-    async def admit(self, call_sid: str, caller: str | None):
+    async def admit(self, call_sid: str, caller: str | None) -> tuple[str | None, IssuedToken | None]:
         """``(None, the issued token)``, or ``(why busy, the token or None)`` with the slot given back.
 
         With a line limit the stream may reach any worker: the line's count (in the database) admits
@@ -118,7 +118,7 @@ class AppContext:
         busy = ("draining" if gate.draining else None) if line.line_max_calls > 0 else gate.busy_reason()
         if not busy and line.line_max_calls <= 0:
             self.calls.reserve(call_sid)  # before any await: webhooks arriving meanwhile see the slot taken
-        issued = None
+        issued: IssuedToken | None = None
         if not busy:
             issued = self.tokens.issue(call_sid)
             busy = await line.admit(issued, caller)  # the caller's number waits in the database
@@ -182,10 +182,12 @@ def _after_call_senders(config: Config, secrets: Secrets, records: CallLog,
         outbox = Outbox(store=records.store, sender=sender, config=config, worker=records.worker)
         records.on_ticket = outbox.wake
     placer = None
-    if config.callbacks.place_every_secs > 0 and twilio_api is None:
+    if config.callbacks.place_every_secs <= 0:
+        pass
+    elif twilio_api is None:
         logger.error("CALLBACKS NOT PLACED: callbacks.place_every_secs is set but TWILIO_ACCOUNT_SID / "
                      "TWILIO_AUTH_TOKEN are not")
-    elif config.callbacks.place_every_secs > 0:
+    else:
         try:
             placer = CallbackPlacer(store=records.store, api=twilio_api, config=config)
         except ValueError as e:

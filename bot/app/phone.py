@@ -224,7 +224,7 @@ def transfer_twiml(ctx: AppContext, session: CallSession, call_sid: str, number:
         ctx.records.hand_over(call_sid, list(session.dialog.tickets))
     if not ctx.config.call.transfer_whisper:
         return build_dial_twiml(number)
-    ctx.records.transfer_note(call_sid, session.llm.policy.transfer_summary(session.dialog))
+    ctx.records.transfer_note(call_sid, session.policy.transfer_summary(session.dialog))
     return build_dial_twiml(number, f"https://{ctx.config.server.public_host}/twilio/whisper?call={call_sid}")
 
 

@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import ipaddress
 import signal
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import uvicorn
 from loguru import logger
@@ -15,8 +15,20 @@ from loguru import logger
 from bot.core.errors import StartupError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from bot.call.models import SharedModels
-    from bot.config import Config
+    from bot.call.request import CallRequest
+    from bot.call.session import CallSession
+    from bot.config import Config, Secrets
+
+
+class LLMServer(Protocol):
+    """The LLM behind the line (``bot.modelfiles.local_llm.serving_llm``'s handle)."""
+
+    def ready(self) -> Config:
+        """The config to serve with, once the LLM answers."""
+        ...
 
 
 def trusted_proxies(config: Config) -> list[str]:
@@ -31,7 +43,7 @@ def trusted_proxies(config: Config) -> list[str]:
     return list(config.server.forwarded_allow_ips)
 
 
-def uvicorn_config(app: Any, config: Config, *, host: str, port: int, **kwargs) -> uvicorn.Config:
+def uvicorn_config(app: Any, config: Config, *, host: str, port: int, **kwargs: Any) -> uvicorn.Config:
     """A listener's uvicorn config: X-Forwarded-For believed from ``server.forwarded_allow_ips`` only, and no
     logging setup of uvicorn's own (its loggers go through ``bot.privacy``'s masking, like every other line)."""
     kwargs.setdefault("log_level", "warning")
@@ -39,7 +51,7 @@ def uvicorn_config(app: Any, config: Config, *, host: str, port: int, **kwargs) 
                           log_config=None, **kwargs)
 
 
-def serve(config, llm_server, *, call_builder=None,
+def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[CallRequest], CallSession] | None = None,
           prepare_models: Callable[[SharedModels], SharedModels] | None = None) -> int:
     """Serve calls on ``server.host:server.port``; returns the exit status (0 after a drain).
 
@@ -73,7 +85,8 @@ def serve(config, llm_server, *, call_builder=None,
         return runner.run(serve_both(public, admin))
 
 
-def _load_and_check(config, llm_server, prepare_models):
+def _load_and_check(config: Config, llm_server: LLMServer, prepare_models: Callable[[SharedModels], SharedModels] | None
+                    ) -> tuple[Config, Secrets, SharedModels]:
     """``(config, secrets, models)``: the models loaded and verified, the LLM ready, the startup check passed."""
     from bot.call.models import load_models
     from bot.config import Secrets
@@ -97,7 +110,7 @@ def _load_and_check(config, llm_server, prepare_models):
     return config, secrets, models
 
 
-def _warn_open_doors(config, secrets) -> None:
+def _warn_open_doors(config: Config, secrets: Secrets) -> None:
     """Say loudly what is switched off: the Twilio signature check, the records API."""
     if not config.twilio.validate_signature:
         logger.warning("!" * 78)
@@ -109,7 +122,7 @@ def _warn_open_doors(config, secrets) -> None:
         logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
 
 
-def _stop_before_serving(signum, _frame) -> None:
+def _stop_before_serving(signum: int, _frame: FrameType | None) -> None:
     logger.warning("{} before serving: stopping (no call was taken)", signal.Signals(signum).name)
     raise SystemExit(0)
 
@@ -118,7 +131,7 @@ class OperationsServer(uvicorn.Server):
     """The operations listener: served beside the public one, which owns the signals and the drain."""
 
     @contextlib.contextmanager
-    def capture_signals(self):
+    def capture_signals(self) -> Iterator[None]:
         yield
 
 

@@ -8,7 +8,8 @@ routes are one router in ``bot.app.routes``.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -19,6 +20,8 @@ from bot.app.routes.qa import mount_qa
 from bot.app.routes.records import bearer_header, records_refusal
 from bot.call.build import build_call
 from bot.call.models import SharedModels
+from bot.call.request import CallRequest
+from bot.call.session import CallSession
 from bot.config import Config, Secrets
 from bot.desk.app import mount_desk
 from bot.line.calls import CallRegistry
@@ -34,7 +37,8 @@ PUBLIC_ROUTERS = (twilio_voice.router, media.router, transfer.router, callbacks.
 OPERATIONS_ROUTERS = (health.admin_router, metrics.router)
 
 
-def create_app(config: Config, secrets: Secrets, models: SharedModels, call_builder=build_call,
+def create_app(config: Config, secrets: Secrets, models: SharedModels,
+               call_builder: Callable[[CallRequest], CallSession] = build_call,
                records: CallLog | None = None) -> FastAPI:
     """``call_builder`` builds each call's pipeline from a ``CallRequest`` (``build_call``; the bench's stock
     baseline passes its own, the test lab one that reads an injected fault from ``stream_parameters``, the
@@ -64,10 +68,10 @@ def create_app(config: Config, secrets: Secrets, models: SharedModels, call_buil
     return app
 
 
-def _lifespan(ctx: AppContext):
+def _lifespan(ctx: AppContext) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Start the background parts with the app (loop lag, retention, the line, the senders); stop them after."""
     @asynccontextmanager
-    async def lifespan(_app):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         ctx.lag.start()
         ctx.records.start_retention()
         await ctx.line.start()

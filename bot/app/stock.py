@@ -44,7 +44,7 @@ from pipecat.processors.aggregators.llm_response_universal import (
     LLMUserAggregatorParams,
 )
 from pipecat.services.openai.llm import OpenAILLMService
-from pipecat.services.whisper.stt import WhisperSTTService
+from pipecat.services.whisper.stt import WhisperSTTService, WhisperSTTSettings
 from pipecat.transcriptions.language import Language
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
@@ -64,7 +64,9 @@ _WHISPER_LOCK = threading.Lock()
 class CachedModelWhisperSTTService(WhisperSTTService):
     """Stock ``WhisperSTTService`` whose ``_load`` reuses one model per process (see module doc)."""
 
-    def _load(self):
+    _settings: WhisperSTTSettings  # Pipecat annotates it with its class attribute `Settings`, not a type to mypy
+
+    def _load(self) -> None:
         key = (self._settings.model, self._device, self._compute_type)
         with _WHISPER_LOCK:
             model = _WHISPER_MODELS.get(key)

@@ -67,7 +67,7 @@ def build_call(request: CallRequest) -> CallSession:
                                                      segment=resume.segment if resume else 0)]
     session = assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=_tts(config, models, dialog.language),
                                assistant_agg=assistant_agg, recorder=recorder, dialog=dialog, observers=observers,
-                               keypad=KeypadProcessor(dialog=dialog),
+                               keypad=KeypadProcessor(dialog=dialog), policy=llm.policy,
                                turn_observer=TurnObserver(recorder, sentence_names=models.heard_ids))
     guard_call(session, user_agg, config, canned_audio=models.canned_audio)
     return session

@@ -52,7 +52,7 @@ class CallGuard:
         user_agg.add_event_handler("on_user_turn_idle", self._caller_idle)
         self.session.stt.add_event_handler("on_error", self._stt_failed)
         self.session.tts.add_event_handler("on_error", self._tts_failed)
-        self._limit = CallLengthLimit(policy=self.session.llm.policy, dialog=self.session.dialog,
+        self._limit = CallLengthLimit(policy=self.session.policy, dialog=self.session.dialog,
                                       max_minutes=self.config.call.max_minutes, push=user_agg.push_frame)
         self.session.worker.add_event_handler("on_pipeline_started", self._start_clock)
         self.session.worker.add_event_handler("on_pipeline_finished", self._stop_clock)
@@ -70,7 +70,7 @@ class CallGuard:
 
     def _canned(self) -> CannedReplies:
         session = self.session
-        return session.llm.policy.for_language(session.dialog.language).canned
+        return session.policy.for_language(session.dialog.language).canned
 
     async def _caller_spoke(self, _agg: object, _strategy: object) -> None:
         self.idle_prompts = 0
@@ -96,7 +96,7 @@ class CallGuard:
         turn = self.session.recorder.current.index
         first_of_turn = turn not in self.failed_turns
         self.failed_turns.add(turn)
-        return self.session.llm.policy.stage_failed(stage, len(self.failed_turns), first_of_turn)
+        return self.session.policy.stage_failed(stage, len(self.failed_turns), first_of_turn)
 
     async def _stt_failed(self, processor: FrameProcessor, error: ErrorFrame) -> None:
         then = await self._stage_failed(processor, StageFailure.STT, error)

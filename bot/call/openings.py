@@ -5,22 +5,16 @@ from __future__ import annotations
 from pipecat.frames.frames import EndFrame, Frame, TTSSpeakFrame
 
 from bot.call.session import CallSession
-from bot.dialog.policy import Change, DialogPolicy
+from bot.dialog.policy import Change
 from bot.stages.language_heard import told_language
 from bot.telemetry.turn_facts import TurnOpenedFrame
-
-
-def _policy(session: CallSession) -> DialogPolicy:
-    # assemble_session always sets it (the dialog stage's, or the stock baseline's own).
-    assert session.policy is not None, "a call session without the line's policy"
-    return session.policy
 
 
 async def speak_greeting(session: CallSession, greeting: str, notice: str = "") -> None:
     """The bot speaks first, straight to TTS (no LLM); the greeting becomes the first assistant message.
     Then, once: that an AI answers (``call.ai_notice``), the recording notice (``call.recording_notice``)
     and a holiday's name."""
-    policy = _policy(session)
+    policy = session.policy
     notes = policy.greeting_notes(notice)
     # "For English, press 9." last, where a caller expects a menu
     notes += tuple(line for _language, _switched, line in policy.menu.values())
@@ -33,7 +27,7 @@ async def speak_greeting(session: CallSession, greeting: str, notice: str = "") 
 async def speak_callback_opening(session: CallSession, number: str | None, ticket: dict | None) -> None:
     """A booked callback answered by a person: instead of the greeting, why we call, the ticket's
     status and (a person available) the transfer, which ends the bot's part once it is heard."""
-    policy = _policy(session)
+    policy = session.policy
     frames: list[Frame] = []
     language = ticket.get("language") if ticket else None
     if language in policy.siblings and language != session.dialog.language:
@@ -54,7 +48,7 @@ async def speak_resumed(session: CallSession, emergency: str | None = None, *, s
     """A call resumed on this worker after its stream ended (issue 46): an emergency already told is
     told again first (its number), then one short sentence in the caller's language (``sentence``); the
     call goes on."""
-    policy = _policy(session)
+    policy = session.policy
     said = [*([emergency] if emergency else []),
             *([policy.for_language(session.dialog.language).canned.resumed] if sentence else [])]
     opened = TurnOpenedFrame(line_open=policy.line_open(), route="resumed", said=bool(said),

@@ -12,7 +12,6 @@ from pipecat.processors.frame_processor import FrameProcessor
 from bot.call.request import CallRequest
 from bot.dialog.policy import DialogPolicy
 from bot.dialog.state import DialogState
-from bot.stages.dialog_llm import DialogLLMService
 from bot.stages.supertonic import SupertonicTTSService
 from bot.telemetry.turns import CallRecorder, TurnObserver
 
@@ -24,20 +23,20 @@ class CallSession:
     worker: PipelineWorker
     recorder: CallRecorder
     dialog: DialogState
-    llm: DialogLLMService
+    llm: FrameProcessor  # ours: DialogLLMService; the stock baseline's: Pipecat's
     stt: FrameProcessor  # ours: WhisperSTTProcessor; the stock baseline's: Pipecat's
     tts: SupertonicTTSService
-    end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
-    # The line's rules for the call's edges (greeting, callback opening): ours is the dialog stage's;
+    # The line's rules (greeting, callback opening, failures, transfer summary): ours is the dialog stage's;
     # the stock baseline's plain LLM has none, so bot/app/stock.py gives one (its greeting says the same).
-    policy: DialogPolicy | None = None
+    policy: DialogPolicy
+    end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
 
 
-def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: FrameProcessor, llm: DialogLLMService,
+def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: FrameProcessor, llm: FrameProcessor,
                      tts: SupertonicTTSService, assistant_agg: FrameProcessor, recorder: CallRecorder,
                      dialog: DialogState, observers: list[BaseObserver] | tuple[BaseObserver, ...] = (),
                      keypad: FrameProcessor | None = None,
-                     turn_observer: TurnObserver | None = None, policy: DialogPolicy | None = None) -> CallSession:
+                     policy: DialogPolicy, turn_observer: TurnObserver | None = None) -> CallSession:
     """The stages in call order, in one worker with the call's turn records (also the stock baseline's:
     its ``turn_observer`` reads its stock STT and LLM). ``observers``: the request's and the call's own."""
     stages = [request.transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts,
@@ -56,4 +55,4 @@ def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: Fra
         enable_rtvi=request.qa,
     )
     return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts,
-                       policy=policy or llm.policy)
+                       policy=policy)

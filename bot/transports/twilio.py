@@ -14,7 +14,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -120,7 +120,7 @@ _FORMAT_RE = re.compile(r"^[A-Za-z0-9/.+-]{1,32}$")  # audio/x-mulaw
 _PARAM_MAX = 64  # customParameters entries (the stream TwiML sets two or three)
 
 
-async def read_stream_start(receive: Callable[[], Awaitable[dict]], *, max_bytes: int) -> StreamStart:
+async def read_stream_start(receive: Callable[[], Awaitable[Mapping[str, Any]]], *, max_bytes: int) -> StreamStart:
     """Read a media stream's first messages (ASGI ``websocket.receive`` events) up to its ``start``.
 
     At most ``START_MESSAGES`` text messages and ``max_bytes`` bytes in all; anything else (a binary

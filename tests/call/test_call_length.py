@@ -108,7 +108,7 @@ async def test_a_call_pipeline_hears_the_offer_and_ends_at_the_limit():
     user_agg, sink = Sink(), Sink()
     worker = PipelineWorker(Pipeline([user_agg, sink]), enable_rtvi=False)
     dialog = DialogState()
-    session = SimpleNamespace(worker=worker, dialog=dialog, llm=SimpleNamespace(policy=policy),
+    session = SimpleNamespace(worker=worker, dialog=dialog, policy=policy,
                               stt=FrameProcessor(), tts=FrameProcessor(), recorder=CallRecorder("CAlength"))
     CallGuard(session, config, None).attach(user_agg)
     runner = WorkerRunner(handle_sigint=False)

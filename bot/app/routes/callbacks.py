@@ -8,6 +8,7 @@ with the reception number. The status webhook closes the callback or books anoth
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -26,16 +27,17 @@ from bot.transports.twilio import build_say_twiml
 ENDED = ("completed", "no-answer", "busy", "failed", "canceled")  # Twilio's CallStatus for a call that is over
 
 
-async def placed_callback(ctx: AppContext, request: Request, route: str, callback_id: int):
+async def placed_callback(ctx: AppContext, request: Request, route: str,
+                          callback_id: int) -> tuple[dict[str, str], dict[str, Any], Response | None]:
     """A callback webhook: ``(form, the callback's row, None)`` when it is signed and its CallSid
-    is the call placed for that callback, else ``(None, None, the refusal)``."""
+    is the call placed for that callback, else ``({}, {}, the refusal)``."""
     form, refused = await signed_form(ctx, request, route)
     if refused is not None:
-        return None, None, refused
+        return {}, {}, refused
     cb = await asyncio.to_thread(ctx.records.store.find_callback, callback_id=callback_id)
     if cb is None or not form.get("CallSid") or cb["last_call_sid"] != form["CallSid"]:
         logger.warning("callback webhook for {} refused: not the call placed for it", callback_id)
-        return None, None, PlainTextResponse("unknown callback", status_code=404)
+        return {}, {}, PlainTextResponse("unknown callback", status_code=404)
     return form, cb, None
 
 
@@ -46,9 +48,9 @@ def machine_twiml(ctx: AppContext, cb: dict) -> str:
     return build_say_twiml(policy.callback_machine_message(cb.get("reception_no")), policy.language)
 
 
-async def _answered(ctx: AppContext, form: dict, cb: dict, callback_id: int) -> Response:
+async def _answered(ctx: AppContext, form: dict[str, str], cb: dict[str, Any], callback_id: int) -> Response:
     """The bot for a person (its stream TwiML), the message for a machine or when the line is busy."""
-    call_sid, answered_by = form["CallSid"], form.get("AnsweredBy")
+    call_sid, answered_by = form["CallSid"], form.get("AnsweredBy", "")
     if is_machine(answered_by):
         await asyncio.to_thread(ctx.records.store.callback_answered_by, callback_id, answered_by)
         logger.info("callback {} (call {}): a machine answered; leaving the message", callback_id, mask(call_sid))
@@ -58,6 +60,7 @@ async def _answered(ctx: AppContext, form: dict, cb: dict, callback_id: int) -> 
         logger.warning("callback {} (call {}): the line is busy ({}); leaving the message", callback_id,
                        mask(call_sid), busy)
         return Response(machine_twiml(ctx, cb), media_type="application/xml")
+    assert issued is not None  # admitted: a token was issued
     logger.info("callback {} (call {}) answered; the bot takes it", callback_id, mask(call_sid))
     return Response(stream_twiml(ctx, call_sid, issued.token, callback=True),
                     media_type="application/xml")
@@ -68,7 +71,7 @@ def router(ctx: AppContext) -> APIRouter:
     config = ctx.config
 
     @router.post("/twilio/callback/answer")
-    async def twilio_callback_answer(request: Request, id: int = 0):
+    async def twilio_callback_answer(request: Request, id: int = 0) -> Response:
         """A placed callback was answered: a person gets the bot (its ticket's status first), a
         machine already detected a short message with the reception number and a hang-up."""
         form, cb, refused = await placed_callback(ctx, request, "/twilio/callback/answer", id)
@@ -77,7 +80,7 @@ def router(ctx: AppContext) -> APIRouter:
         return await _answered(ctx, form, cb, id)
 
     @router.post("/twilio/callback/amd")
-    async def twilio_callback_amd(request: Request, id: int = 0):
+    async def twilio_callback_amd(request: Request, id: int = 0) -> Response:
         """Asynchronous AMD's verdict: a machine is redirected to the short message (after the beep)."""
         form, cb, refused = await placed_callback(ctx, request, "/twilio/callback/amd", id)
         if refused is not None:
@@ -93,7 +96,7 @@ def router(ctx: AppContext) -> APIRouter:
         return Response(status_code=204)
 
     @router.post("/twilio/callback/status")
-    async def twilio_callback_status(request: Request, id: int = 0):
+    async def twilio_callback_status(request: Request, id: int = 0) -> Response:
         """The placed call ended: answered is done; no answer, busy or failed is tried again (bounded)."""
         form, cb, refused = await placed_callback(ctx, request, "/twilio/callback/status", id)
         if refused is not None:

@@ -20,7 +20,7 @@ from bot.app.context import AppContext
 from bot.app.host import CallHost
 from bot.app.phone import RECORDS_SECS, PhoneStream, ResumedStream
 from bot.call.request import Resume
-from bot.line.tokens import TokenRefused
+from bot.line.tokens import IssuedToken, TokenRefused
 from bot.privacy import mask
 from bot.store.segments import HANDOVER, resume_context
 from bot.transports.busy import play_busy_and_close
@@ -34,7 +34,7 @@ def router(ctx: AppContext) -> APIRouter:
     router, host = APIRouter(), CallHost(ctx)
 
     @router.websocket("/twilio/media")
-    async def twilio_media(websocket: WebSocket):
+    async def twilio_media(websocket: WebSocket) -> None:
         if ctx.gate.draining and ctx.config.server.drain_handover:
             # Handing calls over: a stream (a resumed call's) belongs on another worker; the proxy
             # tries the next one on 503 (deploy/nginx.conf). Nothing is read or held here.
@@ -133,7 +133,9 @@ async def _admit_stream(ctx: AppContext, websocket: WebSocket,
                         start: StreamStart) -> tuple[str | None, str | None] | None:
     """``(the caller's number, the worker that issued the token)``, or None: refused, or answered busy."""
     calls, line = ctx.calls, ctx.line
-    caller = issued_by = issued = None
+    caller = issued_by = None
+    issued: IssuedToken | None = None
+    problem: str | None
     try:
         issued = ctx.tokens.verify(start.custom_parameters.get("token"), start.call_sid)
     except TokenRefused as e:
@@ -154,6 +156,7 @@ async def _admit_stream(ctx: AppContext, websocket: WebSocket,
                        mask(start.call_sid), line.worker, full, len(calls.active), max_calls)
         ctx.gate.refuse(f"stream_{full}")
         calls.release(start.call_sid)
+        assert issued is not None  # no problem above: the token was verified
         await line.release(issued.token_id)
         await play_busy_and_close(websocket, start.stream_sid, ctx.busy_audio, reason=f"busy: {full}")
         return None

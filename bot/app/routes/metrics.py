@@ -50,12 +50,12 @@ def router(ctx: AppContext) -> APIRouter:
             logger.warning("/metrics: the line's day figures were not read from the records: {}", e)
 
     @router.get("/api/loop_lag")
-    async def api_loop_lag(since: float = 0.0):
+    async def api_loop_lag(since: float = 0.0) -> JSONResponse:
         """Event-loop lag over the samples taken after ``since`` (wall clock): the fault report's figure."""
         return JSONResponse(finite(ctx.lag.summary(since=since)))
 
     @router.get("/metrics")
-    async def prometheus_metrics():
+    async def prometheus_metrics() -> Response:
         await refresh_service()
         body, content_type = ctx.metrics.render(loop_lag=ctx.lag.summary(), records_pending=ctx.records.writer.pending)
         return Response(body, media_type=content_type)

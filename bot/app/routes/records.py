@@ -51,7 +51,7 @@ def router(ctx: AppContext) -> APIRouter:
     router = APIRouter()
 
     @router.get("/api/turns")
-    async def api_turns(request: Request, since: float = 0.0):
+    async def api_turns(request: Request, since: float = 0.0) -> Response:
         """Turn records of finished calls, from the records database (`run_bot.py bench --url` reads them).
 
         Citizens' words: only with ``Authorization: Bearer $RECORDS_API_TOKEN``; without that env

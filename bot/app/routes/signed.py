@@ -12,20 +12,20 @@ from bot.transports.twilio import signature_is_valid
 
 
 async def signed_form(ctx: AppContext, request: Request, route: str,
-                      name: str | None = None) -> tuple[dict | None, Response | None]:
-    """The webhook's form, or the refusal: too large, or not signed by Twilio for this URL (query included).
+                      name: str | None = None) -> tuple[dict[str, str], Response | None]:
+    """``(form, None)``, or ``({}, the refusal)``: too large, or not signed by Twilio for this URL (query included).
 
     ``name``: how the refusal's log line names the webhook (default: its route).
     """
     try:
         form = await read_webhook_form(request)
     except FormTooLarge:
-        return None, PlainTextResponse("form body too large or not UTF-8", status_code=400)
+        return {}, PlainTextResponse("form body too large or not UTF-8", status_code=400)
     if ctx.config.twilio.validate_signature:
         query = f"?{request.url.query}" if request.url.query else ""
         url = f"https://{ctx.config.server.public_host}{route}{query}"
         token = ctx.secrets.twilio_auth_token
         if not token or not signature_is_valid(token, url, form, request.headers.get("X-Twilio-Signature")):
             logger.warning("{} refused: missing or wrong X-Twilio-Signature", name or route)
-            return None, PlainTextResponse("invalid signature", status_code=403)
+            return {}, PlainTextResponse("invalid signature", status_code=403)
     return form, None

@@ -47,7 +47,7 @@ def router(ctx: AppContext) -> APIRouter:
     calendar = LineCalendar.from_config(ctx.config.line)
 
     @router.post(ROUTE)
-    async def stream_ended(request: Request, seg: str = "", sig: str = ""):
+    async def stream_ended(request: Request, seg: str = "", sig: str = "") -> Response:
         form, refused = await signed_form(ctx, request, ROUTE, name="stream action")
         if refused is not None:
             ctx.gate.refuse("action_signature")

@@ -20,7 +20,7 @@ def router(ctx: AppContext) -> APIRouter:
     router = APIRouter()
 
     @router.post("/twilio/whisper")
-    async def twilio_whisper(request: Request, call: str = ""):
+    async def twilio_whisper(request: Request, call: str = "") -> Response:
         """Twilio asks what the person answering a warm transfer hears before the caller is connected."""
         _form, refused = await signed_form(ctx, request, "/twilio/whisper", name="whisper")
         if refused is not None:

@@ -23,7 +23,7 @@ def router(ctx: AppContext) -> APIRouter:
     config, gate, line = ctx.config, ctx.gate, ctx.line
 
     @router.post("/twilio/voice")
-    async def twilio_voice(request: Request):
+    async def twilio_voice(request: Request) -> Response:
         form, refused = await _signed_form(ctx, request)
         if refused is not None:
             return refused
@@ -46,6 +46,7 @@ def router(ctx: AppContext) -> APIRouter:
                            mask(call_sid), busy, len(ctx.calls), config.server.max_calls)
             gate.refuse(busy.split(" ")[0])
             return Response(build_busy_twiml(ctx.canned.busy), media_type="application/xml")
+        assert issued is not None  # admitted: a token was issued
         logger.info("call {} from {}: webhook accepted by worker {}", mask(call_sid), mask(form.get("From", "?")),
                     line.worker)
         return Response(stream_twiml(ctx, call_sid, issued.token), media_type="application/xml")
@@ -53,19 +54,19 @@ def router(ctx: AppContext) -> APIRouter:
     return router
 
 
-async def _signed_form(ctx: AppContext, request: Request) -> tuple[dict | None, Response | None]:
-    """The form, or the refusal: a bad body is counted, and both refusals name the client in the log."""
+async def _signed_form(ctx: AppContext, request: Request) -> tuple[dict[str, str], Response | None]:
+    """``(form, None)``, or ``({}, the refusal)``: a bad body is counted; both refusals name the client in the log."""
     client = request.client.host if request.client else "?"
     try:
         form = await read_webhook_form(request)
     except FormTooLarge as e:
         logger.warning("webhook refused: {} (from {})", e, client)
         ctx.gate.refuse("bad_request")
-        return None, PlainTextResponse("form body too large or not UTF-8", status_code=400)
+        return {}, PlainTextResponse("form body too large or not UTF-8", status_code=400)
     if ctx.config.twilio.validate_signature:
         url = f"https://{ctx.config.server.public_host}/twilio/voice"
         token = ctx.secrets.twilio_auth_token
         if not token or not signature_is_valid(token, url, form, request.headers.get("X-Twilio-Signature")):
             logger.warning("webhook refused: missing or wrong X-Twilio-Signature (from {})", client)
-            return None, PlainTextResponse("invalid signature", status_code=403)
+            return {}, PlainTextResponse("invalid signature", status_code=403)
     return form, None
