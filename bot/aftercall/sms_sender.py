@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 
 from loguru import logger
 
@@ -56,35 +56,41 @@ class SmsSender(Protocol):
     async def report(self, sid: str) -> DeliveryReport: ...
 
 
-class TwilioSender:
-    """Texts through Twilio's Messages API from ``from_number`` (E.164)."""
+API = TypeVar("API", TwilioAPI, SensAPI)
 
-    name = "twilio"
-    reports = False
 
-    def __init__(self, api: TwilioAPI, *, from_number: str):
-        self._api = api
+class _Carrier(Generic[API]):
+    """A carrier's API client and the number its texts come from; its errors become ``SmsSendError``."""
+
+    def __init__(self, api: API, *, from_number: str):
+        self._api: API = api
         self._from = from_number
 
     async def send(self, *, to: str, body: str) -> str:
         try:
             return await self._api.send_sms(to=to, from_=self._from, body=body)
-        except TwilioAPIError as e:
+        except (TwilioAPIError, SensAPIError) as e:
             raise SmsSendError(str(e), retryable=e.retryable, status=e.status) from e
+
+
+class TwilioSender(_Carrier[TwilioAPI]):
+    """Texts through Twilio's Messages API from ``from_number`` (E.164)."""
+
+    name = "twilio"
+    reports = False
 
     async def report(self, sid: str) -> DeliveryReport:
         raise NotImplementedError("Twilio's delivery status is not looked up")
 
 
-class SensSender:
+class SensSender(_Carrier[SensAPI]):
     """Texts through SENS from the city's registered ``sender_number`` (digits only)."""
 
     name = "sens"
     reports = True
 
     def __init__(self, api: SensAPI, *, sender_number: str):
-        self._api = api
-        self._from = sender_number
+        super().__init__(api, from_number=sender_number)
 
     @classmethod
     def from_config(cls, config: Config, secrets: Secrets) -> SensSender | None:
@@ -94,12 +100,6 @@ class SensSender:
         api = SensAPI(access_key=secrets.ncloud_access_key, secret_key=secrets.ncloud_secret_key,
                       service_id=config.sms.sens_service_id, base_url=config.sms.sens_api_url)
         return cls(api, sender_number=config.sms.sender_number)
-
-    async def send(self, *, to: str, body: str) -> str:
-        try:
-            return await self._api.send_sms(to=to, from_=self._from, body=body)
-        except SensAPIError as e:
-            raise SmsSendError(str(e), retryable=e.retryable, status=e.status) from e
 
     async def report(self, sid: str) -> DeliveryReport:
         """The carrier's result for request ``sid`` (its one message)."""

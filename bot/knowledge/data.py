@@ -8,7 +8,7 @@ half-read file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -162,16 +162,20 @@ def _check_keys(source: _Source, index: int, raw: dict[str, Any], allowed: tuple
             raise source.error(source.key_line(index, key), f"unknown key {key!r} (allowed: {', '.join(allowed)})")
 
 
-def _check_id(source: _Source, index: int, raw: dict[str, Any], pattern: re.Pattern[str], example: str,
-              seen: dict[str, int]) -> str:
-    entry_id = _text(source, index, raw, "id")
-    line = source.key_line(index, "id")
-    if not pattern.match(entry_id):
-        raise source.error(line, f"id {entry_id!r} does not look like {example!r}")
-    if entry_id in seen:
-        raise source.error(line, f"duplicate id {entry_id!r} (first used on line {seen[entry_id]})")
-    seen[entry_id] = line
-    return entry_id
+def _entries(source: _Source, rows: list[dict[str, Any]], keys: tuple[str, ...], pattern: re.Pattern[str],
+             example: str) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(index, entry, its id) of each entry, its keys and its id checked (an id like ``example``, used once)."""
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(rows):
+        _check_keys(source, index, raw, keys)
+        entry_id = _text(source, index, raw, "id")
+        line = source.key_line(index, "id")
+        if not pattern.match(entry_id):
+            raise source.error(line, f"id {entry_id!r} does not look like {example!r}")
+        if entry_id in seen:
+            raise source.error(line, f"duplicate id {entry_id!r} (first used on line {seen[entry_id]})")
+        seen[entry_id] = line
+        yield index, raw, entry_id
 
 
 _FAQ_KEYS = ("id", "category", "question", "keywords", "answer")
@@ -191,11 +195,8 @@ def load_faq(path: Path | str, categories: Iterable[str] | None = None) -> tuple
     path = Path(path)
     data, source = _read(path, "faq", {"faq"})
     allowed = set(categories) if categories is not None else None
-    seen: dict[str, int] = {}
     entries = []
-    for index, raw in enumerate(data["faq"]):
-        _check_keys(source, index, raw, _FAQ_KEYS)
-        entry_id = _check_id(source, index, raw, _FAQ_ID_RE, "faq-doc-001", seen)
+    for index, raw, entry_id in _entries(source, data["faq"], _FAQ_KEYS, _FAQ_ID_RE, "faq-doc-001"):
         category = _text(source, index, raw, "category")
         if allowed is not None and category not in allowed:
             raise source.error(source.key_line(index, "category"), f"unknown category {category!r} in {entry_id}")
@@ -235,12 +236,9 @@ def load_directory(path: Path | str) -> Directory:
         if not isinstance(words, list) or not all(isinstance(w, str) and w.strip() for w in words):
             raise source.error(ask_line, "[ask] words must be a list of non-empty strings")
         ask_words = tuple(w.strip() for w in words)
-    seen: dict[str, int] = {}
     names: dict[str, str] = {}
     departments = []
-    for index, raw in enumerate(data["department"]):
-        _check_keys(source, index, raw, _DEPT_KEYS)
-        dept_id = _check_id(source, index, raw, _DEPT_ID_RE, "dept-clean", seen)
+    for index, raw, dept_id in _entries(source, data["department"], _DEPT_KEYS, _DEPT_ID_RE, "dept-clean"):
         name = _text(source, index, raw, "name")
         aliases = _words(source, index, raw, "aliases", required=False)
         # One spoken name must lead to one department, or "OO과 번호" would be a coin toss.

@@ -13,11 +13,15 @@ import inspect
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class Language(ABC):
-    """One language; subclasses fill the class attributes and the small hooks below."""
+    """One language; subclasses fill the class attributes and the small hooks below.
+
+    A pack gives its words as the class statement's keywords (``class English(Language, code="en",
+    spans="from {start} to {end}", ...)``) and its code as the hooks; the phrases' shapes live here.
+    """
 
     code: ClassVar[str]  # ISO 639-1, as Whisper and line.languages write it
     name: ClassVar[str]  # its own name ("Tiếng Việt"), for logs
@@ -30,6 +34,21 @@ class Language(ABC):
     now: ClassVar[str]  # "지금", "now": the desk opens at once
     always: ClassVar[str]  # hours of a line that never closes
     holiday_names: ClassVar[dict[str, str]] = {}  # English KR holiday name -> this language's (no locale)
+    # The calendar's phrases: {start}/{end} of a span; a pause's (lunch, other break) around {span};
+    # an opening (today, tomorrow, another day) with {time} and {date}; a shift's {days} and {span}.
+    spans: ClassVar[str]
+    pauses: ClassVar[tuple[str, str]]
+    openings: ClassVar[tuple[str, str, str]]
+    shifts: ClassVar[str] = "{days} {span}"
+    joiner: ClassVar[str] = ", "  # between the hours' parts
+
+    def __init_subclass__(cls, **words: Any) -> None:
+        """The pack's words given as the class statement's keywords become its class attributes."""
+        super().__init_subclass__()
+        for key, value in words.items():
+            if key not in Language.__annotations__:
+                raise TypeError(f"{cls.__name__}: {key!r} is no attribute of a Language")
+            setattr(cls, key, value)
 
     @property
     def folder(self) -> Path:
@@ -77,25 +96,26 @@ class Language(ABC):
     def weekdays(self, days: tuple[int, ...]) -> str:
         """A group of weekdays (0 = Monday): "평일", "on weekdays", or the days named."""
 
-    @abstractmethod
     def span(self, start: str, end: str) -> str:
         """From one spoken time to another ("오전 9시부터 오후 6시까지")."""
+        return self.spans.format(start=start, end=end)
 
     def shift(self, days: str, span: str) -> str:
         """Days and their span ("평일 오전 9시부터 …")."""
-        return f"{days} {span}"
+        return self.shifts.format(days=days, span=span)
 
-    @abstractmethod
     def pause(self, span: str, lunch: bool) -> str:
         """A break in the day ("점심시간 낮 12시부터 오후 1시까지")."""
+        return self.pauses[0 if lunch else 1].format(span=span)
 
-    @abstractmethod
     def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
         """When the desk opens next: today at ``time``, tomorrow, or on ``day``."""
+        phrase = self.openings[days_ahead] if days_ahead in (0, 1) else self.openings[2]
+        return phrase.format(time=time, date=self.date(day))
 
     def join(self, parts: list[str]) -> str:
         """The hours' parts in one phrase."""
-        return ", ".join(parts)
+        return self.joiner.join(parts)
 
     def holiday(self, english_name: str) -> str:
         """A KR holiday's name in this language, where the `holidays` package has no locale for it."""

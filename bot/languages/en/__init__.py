@@ -27,45 +27,21 @@ def spoken_date(day: dt.date) -> str:
     return f"{DAYS[day.weekday()]}, {MONTHS[day.month - 1]} {day.day}"
 
 
-class English(Language):
-    code = "en"
-    name = "English"
-    label = "EN"
-    names = {"ko": "영어", "en": "English"}
-    tag = "en"
-    say_voice = "en-US"
-    holiday_locale = "en_US"
-    closed_day = "a closed day"
-    now = "now"
-    always = "around the clock, every day"
-
-    def normalize(self, text: str) -> str:
-        return normalize_english(text)
-
-    def read_digits(self, number: str) -> str:
-        return read_digits_en(number)
+class English(Language, code="en", name="English", label="EN", names={"ko": "영어", "en": "English"}, tag="en",
+              say_voice="en-US", holiday_locale="en_US", closed_day="a closed day", now="now",
+              always="around the clock, every day", spans="from {start} to {end}",
+              pauses=("with a lunch break {span}", "with a break {span}"),
+              openings=("at {time}", "tomorrow at {time}", "on {date}, at {time}")):
+    normalize = staticmethod(normalize_english)
+    read_digits = staticmethod(read_digits_en)
+    time = staticmethod(spoken_time)
+    date = staticmethod(spoken_date)
 
     def list_names(self, names: list[str]) -> str:
         return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else ", ".join(names)
 
-    def time(self, hour: int, minute: int = 0) -> str:
-        return spoken_time(hour, minute)
-
-    def date(self, day: dt.date) -> str:
-        return spoken_date(day)
-
     def weekdays(self, days: tuple[int, ...]) -> str:
         return _GROUPS.get(days) or "on " + ", ".join(DAYS[d] + "s" for d in days)
-
-    def span(self, start: str, end: str) -> str:
-        return f"from {start} to {end}"
-
-    def pause(self, span: str, lunch: bool) -> str:
-        return f"with a {'lunch ' if lunch else ''}break {span}"
-
-    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
-        when = f"at {time}"
-        return when if days_ahead == 0 else f"tomorrow {when}" if days_ahead == 1 else f"on {spoken_date(day)}, {when}"
 
 
 LANGUAGE = English()

@@ -32,26 +32,19 @@ def spoken_date(day: dt.date) -> str:
     return f"{day.month}월 {day.day}일 {DAYS[day.weekday()]}"
 
 
-class Korean(Language):
-    code = "ko"
-    name = "한국어"
-    label = "KO"
-    names = {"ko": "한국어", "en": "Korean"}
-    tag = "ko"
-    say_voice = "ko-KR"
-    holiday_locale = "ko"
-    closed_day = "휴무일"
-    now = "지금"
-    always = "연중무휴 24시간"
-
-    def normalize(self, text: str) -> str:
-        return normalize_korean(text)
-
-    def read_digits(self, number: str) -> str:
-        return read_digits(number)
+class Korean(Language, code="ko", name="한국어", label="KO", names={"ko": "한국어", "en": "Korean"}, tag="ko",
+             say_voice="ko-KR", holiday_locale="ko", closed_day="휴무일", now="지금", always="연중무휴 24시간",
+             spans="{start}부터 {end}까지", pauses=("점심시간 {span}", "휴게시간 {span}"),
+             openings=("{time}에", "내일 {time}에", "{date} {time}에")):
+    normalize = staticmethod(normalize_korean)
+    time = staticmethod(spoken_time)
+    date = staticmethod(spoken_date)
 
     def digit_words(self) -> dict[str, str]:
         return DIGIT_WORDS
+
+    def read_digits(self, number: str) -> str:
+        return read_digits(number)
 
     def say_number(self, number: str) -> str:
         return read_digits(number, "")  # "일삼사오"
@@ -59,27 +52,8 @@ class Korean(Language):
     def spoken_digits(self, text: str) -> str | None:
         return spoken_digits(text)
 
-    def time(self, hour: int, minute: int = 0) -> str:
-        return spoken_time(hour, minute)
-
-    def date(self, day: dt.date) -> str:
-        return spoken_date(day)
-
     def weekdays(self, days: tuple[int, ...]) -> str:
         return _GROUPS.get(days) or ", ".join(DAYS[d] for d in days)
-
-    def span(self, start: str, end: str) -> str:
-        return f"{start}부터 {end}까지"
-
-    def pause(self, span: str, lunch: bool) -> str:
-        return f"{'점심시간' if lunch else '휴게시간'} {span}"
-
-    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
-        if days_ahead == 0:
-            return f"{time}에"
-        if days_ahead == 1:
-            return f"내일 {time}에"
-        return f"{spoken_date(day)} {time}에"
 
 
 LANGUAGE = Korean()

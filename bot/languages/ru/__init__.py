@@ -50,30 +50,17 @@ def spoken_date(day: dt.date) -> str:
     return f"{ON_DAYS[day.weekday()]}, {day.day} {MONTHS[day.month - 1]}"
 
 
-class Russian(Language):
-    code = "ru"
-    name = "Русский"
-    label = "RU"
-    names = {"ko": "러시아어", "en": "Russian"}
-    tag = "ru"
-    say_voice = "ru-RU"
-    holiday_locale = None  # the package's KR calendar has ko, en_US and th only
-    holiday_names = HOLIDAYS
-    closed_day = "нерабочий день"
-    now = "сейчас"
-    always = "круглосуточно, без выходных"
-
-    def normalize(self, text: str) -> str:
-        return normalize_russian(text)
-
-    def read_digits(self, number: str) -> str:
-        return read_digits_ru(number)
+# No holiday_locale: the package's KR calendar has ko, en_US and th only.
+class Russian(Language, code="ru", name="Русский", label="RU", names={"ko": "러시아어", "en": "Russian"}, tag="ru",
+              say_voice="ru-RU", holiday_names=HOLIDAYS, closed_day="нерабочий день", now="сейчас",
+              always="круглосуточно, без выходных", openings=("в {time}", "завтра в {time}", "{date}, в {time}"),
+              spans="с {start} до {end}", pauses=("с перерывом на обед {span}", "с перерывом {span}")):
+    normalize = staticmethod(normalize_russian)
+    read_digits = staticmethod(read_digits_ru)
+    date = staticmethod(spoken_date)
 
     def time(self, hour: int, minute: int = 0) -> str:
         return f"{hour}:{minute:02d}"
-
-    def date(self, day: dt.date) -> str:
-        return spoken_date(day)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
         if days in _GROUPS:
@@ -82,16 +69,6 @@ class Russian(Language):
             return f"с {FROM_DAYS[days[0]]} по {TO_DAYS[days[-1]]}"
         named = [EVERY_DAYS[d] for d in days]
         return "по " + (", ".join(named[:-1]) + " и " + named[-1] if len(named) > 1 else named[0])
-
-    def span(self, start: str, end: str) -> str:
-        return f"с {start} до {end}"
-
-    def pause(self, span: str, lunch: bool) -> str:
-        return f"с перерывом{' на обед' if lunch else ''} {span}"
-
-    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
-        when = f"в {time}"
-        return when if days_ahead == 0 else f"завтра {when}" if days_ahead == 1 else f"{spoken_date(day)}, {when}"
 
     def holiday(self, english_name: str) -> str:
         """ "Chuseok" -> "Чхусок"; "Alternative holiday for Chuseok" -> "дополнительный выходной за Чхусок"

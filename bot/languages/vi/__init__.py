@@ -26,53 +26,43 @@ def spoken_date(day: dt.date) -> str:
     return f"{DAYS[day.weekday()]}, ngày {day.day} tháng {day.month}"
 
 
-class Vietnamese(Language):
-    code = "vi"
-    name = "Tiếng Việt"
-    label = "VI"
-    names = {"ko": "베트남어", "en": "Vietnamese"}
-    tag = "vi"
-    say_voice = "vi-VN"
-    holiday_locale = None  # the `holidays` package's KR calendar speaks ko, en_US and th only
-    closed_day = "ngày nghỉ"
-    now = "ngay bây giờ"
-    always = "hai mươi bốn giờ mỗi ngày, kể cả ngày lễ"
-    holiday_names = {
-        "New Year's Day": "Tết Dương lịch",
-        "The day preceding Korean New Year": "ngày trước Tết Âm lịch",
-        "Korean New Year": "Tết Âm lịch",
-        "The second day of Korean New Year": "mùng hai Tết Âm lịch",
-        "Independence Movement Day": "Ngày Phong trào Độc lập",
-        "Labor Day": "Ngày Quốc tế Lao động",
-        "Children's Day": "Ngày Thiếu nhi",
-        "Buddha's Birthday": "Lễ Phật đản",
-        "Memorial Day": "Ngày Tưởng niệm",
-        "Constitution Day": "Ngày Hiến pháp",
-        "Liberation Day": "Ngày Giải phóng",
-        "The day preceding Chuseok": "ngày trước Tết Trung thu",
-        "Chuseok": "Tết Trung thu",
-        "The second day of Chuseok": "ngày sau Tết Trung thu",
-        "Armed Forces Day": "Ngày Quân đội",
-        "National Foundation Day": "Ngày Lập quốc",
-        "Hangul Day": "Ngày Chữ Hàn",
-        "Christmas Day": "Lễ Giáng sinh",
-        "Local Election Day": "ngày bầu cử địa phương",
-        "National Assembly Election Day": "ngày bầu cử Quốc hội",
-        "Presidential Election Day": "ngày bầu cử Tổng thống",
-        "Temporary Public Holiday": "ngày nghỉ lễ tạm thời",
-    }
+HOLIDAYS = {
+    "New Year's Day": "Tết Dương lịch",
+    "The day preceding Korean New Year": "ngày trước Tết Âm lịch",
+    "Korean New Year": "Tết Âm lịch",
+    "The second day of Korean New Year": "mùng hai Tết Âm lịch",
+    "Independence Movement Day": "Ngày Phong trào Độc lập",
+    "Labor Day": "Ngày Quốc tế Lao động",
+    "Children's Day": "Ngày Thiếu nhi",
+    "Buddha's Birthday": "Lễ Phật đản",
+    "Memorial Day": "Ngày Tưởng niệm",
+    "Constitution Day": "Ngày Hiến pháp",
+    "Liberation Day": "Ngày Giải phóng",
+    "The day preceding Chuseok": "ngày trước Tết Trung thu",
+    "Chuseok": "Tết Trung thu",
+    "The second day of Chuseok": "ngày sau Tết Trung thu",
+    "Armed Forces Day": "Ngày Quân đội",
+    "National Foundation Day": "Ngày Lập quốc",
+    "Hangul Day": "Ngày Chữ Hàn",
+    "Christmas Day": "Lễ Giáng sinh",
+    "Local Election Day": "ngày bầu cử địa phương",
+    "National Assembly Election Day": "ngày bầu cử Quốc hội",
+    "Presidential Election Day": "ngày bầu cử Tổng thống",
+    "Temporary Public Holiday": "ngày nghỉ lễ tạm thời",
+}
 
-    def normalize(self, text: str) -> str:
-        return normalize_vietnamese(text)
 
-    def read_digits(self, number: str) -> str:
-        return read_digits_vi(number)
-
-    def time(self, hour: int, minute: int = 0) -> str:
-        return spoken_time(hour, minute)
-
-    def date(self, day: dt.date) -> str:
-        return spoken_date(day)
+# No holiday_locale: the `holidays` package's KR calendar speaks ko, en_US and th only. The hours' parts
+# are joined by "; ": each has its own commas ("từ thứ Hai đến thứ Sáu, từ 9 giờ sáng ...").
+class Vietnamese(Language, code="vi", name="Tiếng Việt", label="VI", names={"ko": "베트남어", "en": "Vietnamese"},
+                 tag="vi", say_voice="vi-VN", holiday_names=HOLIDAYS, closed_day="ngày nghỉ", now="ngay bây giờ",
+                 always="hai mươi bốn giờ mỗi ngày, kể cả ngày lễ", spans="từ {start} đến {end}", shifts="{days}, {span}",
+                 pauses=("nghỉ trưa {span}", "nghỉ giải lao {span}"), joiner="; ",
+                 openings=("lúc {time}", "ngày mai lúc {time}", "vào {date}, lúc {time}")):
+    normalize = staticmethod(normalize_vietnamese)
+    read_digits = staticmethod(read_digits_vi)
+    time = staticmethod(spoken_time)
+    date = staticmethod(spoken_date)
 
     def weekdays(self, days: tuple[int, ...]) -> str:
         if days in _GROUPS:
@@ -81,22 +71,6 @@ class Vietnamese(Language):
             return f"từ {DAYS[days[0]]} đến {DAYS[days[-1]]}"
         names = [DAYS[d] for d in days]
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " và " + names[-1]
-
-    def span(self, start: str, end: str) -> str:
-        return f"từ {start} đến {end}"
-
-    def shift(self, days: str, span: str) -> str:
-        return f"{days}, {span}"
-
-    def pause(self, span: str, lunch: bool) -> str:
-        return f"{'nghỉ trưa' if lunch else 'nghỉ giải lao'} {span}"
-
-    def opening(self, time: str, days_ahead: int, day: dt.date) -> str:
-        when = f"lúc {time}"
-        return when if days_ahead == 0 else f"ngày mai {when}" if days_ahead == 1 else f"vào {spoken_date(day)}, {when}"
-
-    def join(self, parts: list[str]) -> str:
-        return "; ".join(parts)  # each part has its own commas ("từ thứ Hai đến thứ Sáu, từ 9 giờ sáng ...")
 
     def holiday(self, english_name: str) -> str:
         """"Chuseok; National Foundation Day" -> "Tết Trung thu và Ngày Lập quốc";
