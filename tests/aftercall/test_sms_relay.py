@@ -16,7 +16,7 @@ from bot.aftercall.sms_sender import SensSender, TwilioSender, sms_sender
 from bot.config import ConfigError, Secrets, load_config
 from bot.store.db import Store
 from bot.testing.fake_sens import FakeSens
-from tests.aftercall.test_after_call import CALLER, open_store, ticket_from_call
+from tests.aftercall.test_after_call import CALLER, drain, open_store, ticket_from_call
 
 ACCESS = "ncp_iam_BPAMKR1a2b3c4d5e6f7g"
 SECRET = "ncp_iam_BPKMKRsecret0123456789abcdef"
@@ -149,17 +149,6 @@ def sens_config(*extra: str):
 def outbox_for(fake: FakeSens, store: Store, config, api: SensAPI | None = None) -> Outbox:
     return Outbox(store=store, sender=SensSender(api or api_for(fake), sender_number=config.sms.sender_number),
                   config=config, worker="w")
-
-
-async def drain(outbox: Outbox, store: Store, number: str, timeout: float = 30.0) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await outbox.send_due()
-        rows = store.list_outbox(number)
-        if rows and all(r["status"] in ("sent", "failed") for r in rows):
-            return rows
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"messages not final: {store.list_outbox(number)}")
 
 
 async def test_a_follow_up_text_goes_through_the_relay_after_its_errors_and_is_delivered(db_url, fake):
