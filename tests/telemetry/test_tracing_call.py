@@ -18,21 +18,12 @@ import pytest
 
 from bot.telemetry.tracing import trace_id_for
 from bot.testing.otlp_receiver import OTLPReceiver, render_tree
-from bot.testing.process import BotProcess
-from bot.testing.twilio_sim import (
-    TwilioCallSimulator,
-    new_sid,
-    parse_twiml_stream,
-    post_voice_webhook,
-    voice_webhook_params,
-)
+from bot.testing.phone import PhoneLine, open_call, phone_bot
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets
 
-AUTH_TOKEN = "test-auth-token-tracing"
-ACCOUNT_SID = "AC" + "5" * 32
-PUBLIC_HOST = "voice.example.org"
+LINE = PhoneLine(auth_token="test-auth-token-tracing", account_sid="AC" + "5" * 32)
 SAID = "여보세요 여기 불이 났어요"
 CALLER = "+821055501234"
 
@@ -46,27 +37,17 @@ def collector():
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, collector):
     tmp = tmp_path_factory.mktemp("bot")
-    proc = BotProcess(
-        [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-         f"server.public_host='{PUBLIC_HOST}'", f"telemetry.otlp_endpoint='{collector.endpoint}'"],
-        env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
-        log_path=tmp / "bot.log",
-        entry=("-m", "bot.testing.lab_server", "--stt-text", SAID, "--stt-delay-ms", "200"),
-    )
-    try:
-        proc.wait_ready()
+    with phone_bot(LINE, [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
+                          f"telemetry.otlp_endpoint='{collector.endpoint}'"],
+                   log_path=tmp / "bot.log",
+                   entry=("-m", "bot.testing.lab_server", "--stt-text", SAID, "--stt-delay-ms", "200")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 async def test_a_call_is_one_trace_whose_turn_spans_match_the_records(bot, collector):
-    call_sid = new_sid("CA")
-    resp = await post_voice_webhook(bot.base_url, f"https://{PUBLIC_HOST}/twilio/voice",
-                                    voice_webhook_params(call_sid, account_sid=ACCOUNT_SID, from_=CALLER), AUTH_TOKEN)
-    _, params = parse_twiml_stream(resp.text)
-    async with TwilioCallSimulator(bot.ws_url, call_sid=call_sid, custom_parameters=params,
-                                   account_sid=ACCOUNT_SID) as call:
+    call = await open_call(bot, LINE, caller=CALLER)
+    call_sid = call.call_sid
+    async with call:
         await call.wait_for_media(timeout=15)
         for _ in range(2):
             await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
