@@ -21,7 +21,8 @@ from pathlib import Path
 from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
-from bot.dialog.emergency_grammar import EXEMPLARS_PATH, GRAMMAR_PATH, Grammar, GrammarError, Likeness, analyse
+from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse
+from bot.dialog.emergency_likeness import EXEMPLARS_PATH, Likeness
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
 

@@ -1,6 +1,6 @@
 """Issue 44: the emergency recogniser's grammar over lemmas, its likeness net, and the per-family evaluation
-(bot/dialog/emergency_grammar.py, bot/data/emergency_grammar.toml, bot/data/emergency_exemplars.toml,
-bot/dialog/emergency_eval.py, scripts/eval_emergency.py --summary)."""
+(bot/dialog/emergency_grammar.py, bot/dialog/emergency_likeness.py, bot/data/emergency_grammar.toml,
+bot/data/emergency_exemplars.toml, bot/dialog/emergency_eval.py, scripts/eval_emergency.py --summary)."""
 
 from __future__ import annotations
 
