@@ -55,6 +55,7 @@ from bot.config import Config, Secrets
 from bot.dialog.domain import render_system_prompt
 from bot.dialog.state import DialogState
 from bot.stages.supertonic import SupertonicTTSService
+from bot.telemetry.turn_facts import TurnMarkFrame
 from bot.telemetry.turns import CallRecorder, TurnObserver
 
 _WHISPER_MODELS: dict[tuple, object] = {}
@@ -115,8 +116,9 @@ def build_stock_call(request: CallRequest) -> CallSession:
 
     @tts.event_handler("on_tts_request")
     async def _sentence_ready(_tts, _context_id, _text):
-        # The TTS's sentence aggregator completed a sentence: "first reply sentence ready for TTS".
-        recorder.current.mark("first_sentence")
+        # The TTS's sentence aggregator completed a sentence: "first reply sentence ready for TTS"
+        # (a turn fact, as our stages say it: the TurnObserver writes the record).
+        await _tts.push_frame(TurnMarkFrame(mark="first_sentence"))
 
     return assemble_session(request, stt=stt, user_agg=user_agg, llm=llm, tts=tts, assistant_agg=assistant_agg,
                             recorder=recorder, dialog=dialog, observers=request.observers,

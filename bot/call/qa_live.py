@@ -22,14 +22,15 @@ speaking events.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
 from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    Frame,
     LLMFullResponseEndFrame,
     TranscriptionFrame,
     TTSTextFrame,
@@ -45,15 +46,16 @@ from bot.telemetry.latency import TurnRecord
 
 # Frames after which a turn record may have changed (route and slots come with the LLM's end).
 _TURN_EVENTS = (LLMFullResponseEndFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
+_CATCH_UP_SECS = 1.0
 
 
 class QALiveObserver(BaseObserver):
     """Sends the caller's transcript, the bot's sentences and per-turn records to the QA page.
 
     Created before the call's worker exists (``build_call`` takes observers); ``attach`` it to the
-    session once built. Reads the call's ``CallRecorder``; writes nothing to it except
-    ``first_audio_out`` (set-once, the same instant ``TurnObserver`` stamps), because observers
-    run in separate tasks and this one must not read the turn before that mark is there.
+    session once built. Reads the call's ``CallRecorder`` and writes nothing to it: observers run
+    in separate tasks, so before it reads a turn it waits until the session's ``TurnObserver`` has
+    handled the same frame (``caught_up``).
     """
 
     def __init__(self) -> None:
@@ -96,12 +98,18 @@ class QALiveObserver(BaseObserver):
             # The caller's turn opened its record when it started (CallRecorder.user_turn_started).
             if frame.text.strip():
                 await self.send({"qa": "transcript", "turn": rec.current.index, "text": frame.text.strip()})
-        elif isinstance(frame, BotStartedSpeakingFrame):
-            if rec.current.first_sentence is not None:  # same rule as TurnObserver
-                rec.current.mark("first_audio_out", time.time())
+        elif isinstance(frame, (BotStartedSpeakingFrame, *_TURN_EVENTS)):
+            await self._caught_up(frame)
             await self.send_turns()
-        elif isinstance(frame, _TURN_EVENTS):
-            await self.send_turns()
+
+    async def _caught_up(self, frame: Frame) -> None:
+        """Until the records hold what ``frame`` says (a view never waits long on them)."""
+        if self._session is None:
+            return
+        try:
+            await asyncio.wait_for(self._session.turns.caught_up(frame), _CATCH_UP_SECS)
+        except TimeoutError:
+            logger.debug("QA page: turn records behind {}; sent as they are", frame)
 
     async def send_turns(self) -> None:
         """The last two turn records, each when it changed since it was last sent.

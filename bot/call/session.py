@@ -29,6 +29,7 @@ class CallSession:
     # The line's rules (greeting, callback opening, failures, transfer summary): ours is the dialog stage's;
     # the stock baseline's plain LLM has none, so bot/app/stock.py gives one (its greeting says the same).
     policy: DialogPolicy
+    turns: TurnObserver  # writes the records (from the turn facts); views wait on it (``caught_up``)
     end_reason: str | None = None  # how the call ended, when the transport knows (caller_hangup, ...)
 
 
@@ -42,6 +43,7 @@ def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: Fra
     stages = [request.transport.input(), stt, user_agg, *([keypad] if keypad else []), llm, tts,
               request.transport.output(), assistant_agg]
     pipeline = Pipeline(stages)
+    turns = turn_observer or TurnObserver(recorder)
     worker = PipelineWorker(
         pipeline,
         params=PipelineParams(
@@ -50,9 +52,9 @@ def assemble_session(request: CallRequest, *, stt: FrameProcessor, user_agg: Fra
             enable_metrics=True,
             enable_usage_metrics=True,
         ),
-        observers=[turn_observer or TurnObserver(recorder), *observers],
+        observers=[turns, *observers],
         idle_timeout_secs=request.config.call.idle_timeout_secs,
         enable_rtvi=request.qa,
     )
     return CallSession(worker=worker, recorder=recorder, dialog=dialog, llm=llm, stt=stt, tts=tts,
-                       policy=policy)
+                       policy=policy, turns=turns)
