@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
+from bot.aftercall.api_error import CarrierAPIError
 from bot.privacy import mask
 
 SENS_TZ = ZoneInfo("Asia/Seoul")  # the relay's requestTime and completeTime are Seoul wall times
@@ -47,20 +48,10 @@ _FOLD = str.maketrans({"đ": "d", "Đ": "D", "«": "\"", "»": "\"", "–": "-",
                        "“": "\"", "”": "\""})
 
 
-class SensAPIError(RuntimeError):
-    """A request SENS refused or that never reached it.
+class SensAPIError(CarrierAPIError):
+    """A request SENS refused or that never reached it; retryable: 429, 5xx, no answer."""
 
-    Attributes:
-        status: HTTP status (None: no answer at all).
-        code: the gateway's errorCode ("200" authentication failed, "900" unexpected), when given.
-        retryable: True when the same request may succeed later (429, 5xx, no answer).
-    """
-
-    def __init__(self, message: str, *, status: int | None, code: str | None, retryable: bool):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.retryable = retryable
+    code: str | None  # the gateway's errorCode ("200" authentication failed, "900" unexpected)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from loguru import logger
 
+from bot.aftercall.api_error import CarrierAPIError
 from bot.aftercall.sens_api import SensAPI, SensAPIError
-from bot.aftercall.twilio_api import TwilioAPI, TwilioAPIError
+from bot.aftercall.twilio_api import TwilioAPI
 from bot.config import Config, Secrets
 
 
@@ -69,7 +70,7 @@ class _Carrier(Generic[API]):
     async def send(self, *, to: str, body: str) -> str:
         try:
             return await self._api.send_sms(to=to, from_=self._from, body=body)
-        except (TwilioAPIError, SensAPIError) as e:
+        except CarrierAPIError as e:
             raise SmsSendError(str(e), retryable=e.retryable, status=e.status) from e
 
 

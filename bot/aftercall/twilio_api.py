@@ -20,6 +20,7 @@ from twilio.base.exceptions import TwilioRestException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
+from bot.aftercall.api_error import CarrierAPIError
 from bot.config import Config, Secrets
 from bot.privacy import mask
 
@@ -30,20 +31,10 @@ RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 ALREADY_ENDED = 20404  # Twilio's "resource not found": the call is over
 
 
-class TwilioAPIError(RuntimeError):
-    """A request Twilio refused or that never reached it.
+class TwilioAPIError(CarrierAPIError):
+    """A request Twilio refused or that never reached it."""
 
-    Attributes:
-        status: HTTP status (None: no answer at all).
-        code: Twilio's error code (e.g. 21211 invalid number), when it gave one.
-        retryable: True when the same request may succeed later.
-    """
-
-    def __init__(self, message: str, *, status: int | None, code: int | None, retryable: bool):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.retryable = retryable
+    code: int | None  # Twilio's error code (e.g. 21211 invalid number)
 
 
 @dataclass(frozen=True)
