@@ -68,6 +68,19 @@ def _held_calls() -> sa.Select:
     return sa.select(tickets.c.call_sid).where(tickets.c.legal_hold.is_(True), tickets.c.call_sid.is_not(None))
 
 
+def _locked(conn: sa.Connection, query: sa.Select, missing: str) -> sa.Row[Any]:
+    """The row ``query`` selects, locked until the transaction ends; StoreError(``missing``) when there is none."""
+    row = conn.execute(query.with_for_update()).first()
+    if row is None:
+        raise StoreError(missing)
+    return row
+
+
+def _locked_ticket(conn: sa.Connection, reception_no: str, *columns: sa.Column) -> sa.Row[Any]:
+    return _locked(conn, sa.select(*columns).where(tickets.c.reception_no == reception_no),
+                   f"no ticket with reception number {reception_no}")
+
+
 def _utc(value: dt.datetime | None) -> dt.datetime | None:
     # SQLite hands back naive datetimes; everything we store is UTC.
     if value is not None and value.tzinfo is None:
@@ -210,10 +223,7 @@ class Store:
         reception number is queued, once. False when there is no number to text (sms_status no_number)."""
         t = now()
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(tickets.c.call_sid, tickets.c.sms_opt_in)
-                               .where(tickets.c.reception_no == reception_no).with_for_update()).first()
-            if row is None:
-                raise StoreError(f"no ticket with reception number {reception_no}")
+            row = _locked_ticket(conn, reception_no, tickets.c.call_sid, tickets.c.sms_opt_in)
             if row.sms_opt_in:  # a second yes (a repeat, a retry): still one text
                 return True
             conn.execute(tickets.update().where(tickets.c.reception_no == reception_no).values(sms_opt_in=True))
@@ -367,10 +377,8 @@ class Store:
         attempt, until ``max_attempts`` calls were placed: then unreachable. Returns the new status."""
         t = now()
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(callbacks.c.attempts, callbacks.c.status)
-                               .where(callbacks.c.id == callback_id).with_for_update()).first()
-            if row is None:
-                raise StoreError(f"no callback {callback_id}")
+            row = _locked(conn, sa.select(callbacks.c.attempts, callbacks.c.status).where(callbacks.c.id == callback_id),
+                          f"no callback {callback_id}")
             if row.status != "calling":  # Twilio repeats a status callback: the first one counted
                 return row.status
             values: dict[str, Any] = {"updated_at": t}
@@ -473,10 +481,7 @@ class Store:
             raise StoreError(f"unknown status {status!r} (one of {', '.join(TICKET_STATUSES)})")
         note = mask_stored((note or "").strip()) or None  # staff type notes too: no resident numbers kept
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(tickets.c.status, tickets.c.call_sid, tickets.c.sms_opt_in)
-                               .where(tickets.c.reception_no == reception_no).with_for_update()).first()
-            if row is None:
-                raise StoreError(f"no ticket with reception number {reception_no}")
+            row = _locked_ticket(conn, reception_no, tickets.c.status, tickets.c.call_sid, tickets.c.sms_opt_in)
             if row.status != status or note:
                 t = now()
                 conn.execute(tickets.update().where(tickets.c.reception_no == reception_no)

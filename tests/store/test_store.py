@@ -70,6 +70,15 @@ def test_ticket_status_updates_and_bad_status_is_refused(db_url):
     store.close()
 
 
+def test_a_text_or_a_callback_outcome_for_a_row_that_is_not_there_is_refused_by_name(db_url):
+    store = open_db(db_url)
+    with pytest.raises(StoreError, match="no ticket with reception number 19990001"):
+        store.text_ticket("19990001")
+    with pytest.raises(StoreError, match="no callback 999"):
+        store.callback_outcome(999, reached=True, max_attempts=3, retry_after_secs=60)
+    store.close()
+
+
 def test_stored_words_are_masked_and_retention_keeps_tickets(db_url):
     store = open_db(db_url)
     t0 = dt.datetime.now(dt.UTC)
