@@ -81,6 +81,16 @@ def _locked_ticket(conn: sa.Connection, reception_no: str, *columns: sa.Column) 
                    f"no ticket with reception number {reception_no}")
 
 
+def _claim(conn: sa.Connection, table: sa.Table, due: sa.Select, unclaimed: str, **values: Any) -> list[int]:
+    """The ids ``due`` selects whose row this transaction moved on from status ``unclaimed`` to ``values``;
+    a row another worker claimed first is skipped."""
+    claimed = []
+    for (row_id,) in conn.execute(due).all():
+        if conn.execute(table.update().where(table.c.id == row_id, table.c.status == unclaimed).values(**values)).rowcount:
+            claimed.append(row_id)
+    return claimed
+
+
 def _utc(value: dt.datetime | None) -> dt.datetime | None:
     # SQLite hands back naive datetimes; everything we store is UTC.
     if value is not None and value.tzinfo is None:
@@ -253,13 +263,8 @@ class Store:
                          .values(status="pending", claimed_by=None))
         q = (sa.select(outbox.c.id).where(outbox.c.status == "pending", outbox.c.next_attempt_at <= t)
              .order_by(outbox.c.id).limit(limit))
-        claimed = []
         with self.engine.begin() as conn:
-            for (row_id,) in conn.execute(q).all():
-                got = conn.execute(outbox.update().where(outbox.c.id == row_id, outbox.c.status == "pending")
-                                   .values(status="sending", claimed_by=worker, updated_at=t)).rowcount
-                if got:
-                    claimed.append(row_id)
+            claimed = _claim(conn, outbox, q, "pending", status="sending", claimed_by=worker, updated_at=t)
         if not claimed:
             return []
         q = (sa.select(outbox, calls.c.caller, tickets.c.category, tickets.c.location,
@@ -339,13 +344,9 @@ class Store:
         t = now()
         q = (sa.select(callbacks.c.id).where(callbacks.c.status == "waiting", callbacks.c.call_after <= t)
              .order_by(callbacks.c.call_after).limit(limit))
-        claimed = []
         with self.engine.begin() as conn:
-            for (row_id,) in conn.execute(q).all():
-                got = conn.execute(callbacks.update().where(callbacks.c.id == row_id, callbacks.c.status == "waiting")
-                                   .values(status="calling", attempts=callbacks.c.attempts + 1, updated_at=t)).rowcount
-                if got:
-                    claimed.append(row_id)
+            claimed = _claim(conn, callbacks, q, "waiting", status="calling", attempts=callbacks.c.attempts + 1,
+                             updated_at=t)
         return self.list_callbacks(None, ids=claimed) if claimed else []
 
     def callback_placed(self, callback_id: int, call_sid: str) -> None:

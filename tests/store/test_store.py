@@ -70,6 +70,40 @@ def test_ticket_status_updates_and_bad_status_is_refused(db_url):
     store.close()
 
 
+def test_due_texts_and_callbacks_are_each_claimed_by_one_of_four_workers_claiming_at_once(db_url):
+    n_due = 40
+    open_db(db_url).close()
+    stores = [Store(db_url) for _ in range(4)]  # one engine each, like separate worker processes
+    due = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    for i in range(n_due):
+        sid = f"CA{i:032d}"
+        stores[0].start_call(sid, caller="+821012345678", worker="w", qa=False, started_at=due)
+        stores[0].text_ticket(stores[0].create_ticket(call_sid=sid, category="roads", location="중앙로", time=None,
+                                                      excerpt="도로가 파였어요"))
+        stores[0].request_callback(call_sid=sid, after=due, reason="after_hours")
+    barrier = threading.Barrier(4)
+    texts: list[int] = []
+    calls: list[int] = []
+
+    def claim(store: Store, worker: str):
+        barrier.wait()
+        while got := [m["id"] for m in store.claim_due_sms(worker, limit=5)]:
+            texts.extend(got)
+        while got := [c["id"] for c in store.claim_due_callbacks(limit=5)]:
+            calls.extend(got)
+
+    threads = [threading.Thread(target=claim, args=(s, f"w{i}")) for i, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(texts) == sorted(calls) == list(range(1, n_due + 1))
+    assert all(c["attempts"] == 1 for c in stores[0].list_callbacks("calling"))
+    assert stores[0].claim_due_sms("w9") == [] and stores[0].claim_due_callbacks() == []
+    for s in stores:
+        s.close()
+
+
 def test_a_text_or_a_callback_outcome_for_a_row_that_is_not_there_is_refused_by_name(db_url):
     store = open_db(db_url)
     with pytest.raises(StoreError, match="no ticket with reception number 19990001"):
