@@ -35,7 +35,11 @@ _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지
                 "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
 _KEPT_PARTICLES = {"마다", "처럼"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness)
-_ITEM_SPEC = re.compile(r"^([!?]?)([^\s*!?/]+)(\*?)(?:/([A-Z]+))?$")
+_ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
+# 려고, ᆯ래, ᆯ게, ᆯ라고: what the speaker means to do (죽을래요, 먹을라고, 끝낼게요); its 요 aside.
+_WILL_ENDING = {"려고", "으려고", "려구", "으려구", "려", "으려", "ᆯ래", "을래", "ᆯ게", "을게", "ᆯ께", "을께", "ᆯ라고", "을라고",
+                "ᆯ려고", "을려고", "ᆯ라", "을라", "ᆯ란다", "을란다", "ᆯ련다", "을련다", "ᆯ라구", "을라구",
+                "ᆫ대", "는대", "ᆫ다고", "는다고", "ᆫ다며", "는다며"}  # 뛰어내린대요: says they will
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Morph:
     negated: bool = False  # 안 X, 못 X, X지 않, X지 못하
     unreal: bool = False  # past perfect (났었, 났던, 난 적, 난 뒤), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
     during: bool = False  # what was being done when it happened (뉴스 보다가, 훈련 중에): no topic that holds a rule back
+    will: bool = False  # what the speaker means to do: 죽을래요, 먹을라고, 끝낼게요, 뛰어내릴 거예요, 죽겠다
 
 
 def _by_mistake(tokens: list, k: int) -> bool:
@@ -71,7 +76,7 @@ def analyse(text: str) -> list[Morph]:
             i += 1
             continue
         negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
-        unreal = during = False
+        unreal = during = will = False
         if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.
@@ -85,6 +90,11 @@ def analyse(text: str) -> list[Morph]:
                 negated = True
                 j += 2 if u.tag == "MAG" else 1
                 continue
+            if u.tag in {"EC", "EF"} and u.form.removesuffix("요") in _WILL_ENDING or u.tag == "EP" and u.form == "겠":
+                will = True
+            elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 1 < n and tokens[j + 1].form in {"거", "것"}
+                  and not (j + 2 < n and tokens[j + 2].form in {"같", "처럼"})):
+                will = True  # 뛰어내릴 거예요 (뛰어내릴 것 같아요, 것처럼: how it looks, not what is meant)
             if u.tag == "VX" and u.form == "죽":
                 unreal = True  # 더워 죽겠어요
             elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
@@ -121,11 +131,11 @@ def analyse(text: str) -> list[Morph]:
             out[-1] = Morph(root.form, root.tag, root.negated or negated, root.unreal or unreal)
         if during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
-        out.append(Morph(t.form, t.tag, negated, unreal, during))
+        out.append(Morph(t.form, t.tag, negated, unreal, during, will))
         for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
             u = tokens[k]
             if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
-                out.append(Morph(u.form, u.tag, negated, unreal))
+                out.append(Morph(u.form, u.tag, negated, unreal, False, will))
         i = j
     return out
 
@@ -140,11 +150,14 @@ class _Spec:
     prefix: bool  # "떨*": any form that starts with 떨
     negated: bool | None  # True: "!쉬" (안 쉬어요); None: "?쉬" (either); False: plain (not negated)
     tag: str = ""  # "차/V": only as a verb (kick), not the noun (a car)
+    will: bool = False  # "+죽": only as what the speaker means to do (죽을래요, 죽으려고)
 
     def matches(self, m: Morph) -> bool:
         if not (m.form.startswith(self.form) if self.prefix else m.form == self.form):
             return False
         if self.tag and not m.tag.startswith(self.tag):
+            return False
+        if self.will and not m.will:
             return False
         return self.negated is None or m.negated == self.negated
 
@@ -194,6 +207,10 @@ class GrammarRule:
     anywhere: tuple[Item, ...] = ()  # none of these anywhere in the turn
     overrides: bool = False  # its kind wins over a regex hit of another kind
     topical: int = 0  # the first `topical` unless items are [context].unless (topics: the news, a service)
+    # Signs of one picture, `least` of them said together (a stroke: speech, face, arm, sight, gait):
+    # which two a caller names differs from call to call, so a rule lists them once, not pair by pair.
+    some: tuple[tuple[Item, ...], ...] = ()
+    least: int = 0
 
     def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
         if any(_find(item, morphs, where) for item in self.anywhere):
@@ -204,13 +221,18 @@ class GrammarRule:
             if not spans:
                 return False
             found.append(spans)
+        signs = [spans for items in self.some
+                 if (spans := [s for item in items for s in _find(item, morphs, where) if not s[2]])]
+        if len(signs) < self.least:
+            return False
         # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
         blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where)
                   if n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during)]
-        for combo in itertools.product(*found):
-            lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
-            if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
-                return True
+        for chosen in itertools.combinations(signs, self.least):
+            for combo in itertools.product(*found, *chosen):
+                lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
+                if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
+                    return True
         return False
 
 
@@ -219,7 +241,9 @@ class Grammar:
 
     def __init__(self, rules: list[GrammarRule], reach: int,
                  dialect: tuple[tuple[re.Pattern[str], str], ...] = ()):
-        self.rules = rules
+        # A sure rule marked ``overrides`` is tried first: it read who and what (a weapon used on someone
+        # who now bleeds is a crime in progress, not only an injury), so it also wins over the other rules.
+        self.rules = sorted(rules, key=lambda r: not (r.sure and r.overrides))
         self.reach = reach
         self.dialect = dialect  # endings Kiwi does not know, rewritten to standard ones first
 
@@ -282,7 +306,7 @@ class Grammar:
                     if m is None:
                         raise source.error(key, f"bad word {word!r}")
                     neg = {"!": True, "?": None}.get(m.group(1), False)
-                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or ""))
+                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"))
                 out.append(tuple(specs))
             return tuple(out)
 
@@ -296,13 +320,20 @@ class Grammar:
         rules = []
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
-            source.no_unknown(key, {"kind", "name", "all", "unless", "window", "sure", "own", "anywhere", "overrides"})
+            source.no_unknown(key, {"kind", "name", "all", "some", "least", "unless", "window", "sure", "own", "anywhere",
+                                    "overrides"})
             kind = source.value((*key, "kind"), str, "a kind name")
             if kinds is not None and kind not in kinds:
                 raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
             name = source.value((*key, "name"), str, "a name")
-            needed = source.value((*key, "all"), list, "a non-empty list of concept names",
-                                  ok=lambda v: bool(v) and all(isinstance(s, str) for s in v))
+            some = source.value((*key, "some"), list, "a list of concept names", default=[],
+                                ok=lambda v: all(isinstance(s, str) for s in v))
+            least = source.value((*key, "least"), int, "a whole number from 1 to the length of `some`",
+                                 default=2 if some else 0, ok=lambda n, k=len(some): k == 0 or 1 <= n <= k)
+            needed = source.value((*key, "all"), list, "a non-empty list of concept names (or `some`)",
+                                  default=[], ok=lambda v: all(isinstance(s, str) for s in v))
+            if not needed and not some:
+                raise source.error((*key, "all"), "a rule needs `all` or `some`")
             unless = source.value((*key, "unless"), list, "a list of concept names", default=[])
             own = source.value((*key, "own"), bool, "true or false", default=False)  # no shared unless
             window = source.value((*key, "window"), int, "a whole number", default=10)
@@ -314,6 +345,7 @@ class Grammar:
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 topics + items((*key, "unless"), ["@" + c for c in unless]),
-                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics)))
+                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics),
+                tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least))
         return cls(rules, reach, tuple(dialect))
 

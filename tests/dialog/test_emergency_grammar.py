@@ -1,0 +1,130 @@
+"""Issue 44, third round: the grammar's new structure (bot/dialog/emergency_grammar.py).
+
+Signs of one picture (`some` / `least`), a rule marked ``overrides`` winning among the grammar's own
+rules, and what the speaker means to do ("+죽": 죽을래요, 먹을라고). Sentences written for these tests,
+in no table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.dialog.emergency import EmergencyRules
+from bot.dialog.emergency_grammar import Grammar, GrammarError, analyse
+
+
+@pytest.fixture(scope="module")
+def rules() -> EmergencyRules:
+    return EmergencyRules.load()
+
+
+def _grammar(tmp_path: Path, text: str) -> Grammar:
+    path = tmp_path / "g.toml"
+    path.write_text(text, encoding="utf-8")
+    return Grammar.load(path)
+
+
+SIGNS = """
+[concept]
+face = ["얼굴 일그러지"]
+sight = ["눈 !보이"]
+gait = ["비틀거리"]
+
+[[rule]]
+kind = "medical"
+name = "picture"
+some = ["face", "sight", "gait"]
+least = 2
+"""
+
+
+def test_any_two_signs_of_a_picture_match_and_one_does_not(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, SIGNS)
+    assert grammar.classify("얼굴이 일그러지고 눈이 안 보인대요") is not None
+    assert grammar.classify("눈이 안 보이고 비틀거려요") is not None
+    assert grammar.classify("얼굴이 일그러졌어요") is None  # one sign alone
+    assert grammar.classify("비틀거리는 걸음으로 걸어요") is None
+
+
+def test_least_must_fit_the_signs(tmp_path: Path) -> None:
+    with pytest.raises(GrammarError, match="least"):
+        _grammar(tmp_path, SIGNS.replace("least = 2", "least = 4"))
+    with pytest.raises(GrammarError, match="all"):
+        _grammar(tmp_path, SIGNS.replace('some = ["face", "sight", "gait"]\nleast = 2\n', ""))
+
+
+@pytest.mark.parametrize("text", [
+    "삼촌이 갑자기 얼굴이 한쪽으로 일그러지고 한쪽 눈이 안 보인대요",  # face and sight
+    "아버님이 말이 뒤죽박죽 섞여 나오고 비틀거리세요",  # speech and gait
+    "엄마가 머리가 깨질 것 같다더니 한쪽 눈이 안 보인대요",  # headache and sight
+])
+def test_a_stroke_told_by_any_two_of_its_signs_escalates(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.kind.name == "medical" and verdict.sure, verdict
+
+
+ORDER = """
+[concept]
+weapon = ["흉기"]
+stab = ["찌르"]
+blood = ["피 많이"]
+
+[[rule]]
+kind = "medical"
+name = "bleeding"
+all = ["blood"]
+
+[[rule]]
+kind = "crime"
+name = "stabbing"
+all = ["weapon", "stab"]
+overrides = true
+"""
+
+
+def test_a_rule_that_overrides_wins_over_an_earlier_grammar_rule(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, ORDER)
+    hit = grammar.classify("어떤 남자가 흉기로 사람을 찔렀어요 피가 많이 나요")
+    assert hit is not None and hit.name == "crime.stabbing"
+    hit = grammar.classify("넘어져서 피가 많이 나요")
+    assert hit is not None and hit.name == "medical.bleeding"
+
+
+def test_a_weapon_used_on_someone_who_bleeds_is_a_crime(rules: EmergencyRules) -> None:
+    verdict = rules.classify("시장 골목에서 웬 남자가 흉기로 상인을 찌르고 있어요 피가 많이 나요")
+    assert verdict is not None and verdict.kind.name == "crime" and verdict.sure, verdict
+
+
+def _will(text: str, form: str) -> bool:
+    return next(m for m in analyse(text) if m.form == form).will
+
+
+def test_what_the_speaker_means_to_do_is_read_from_the_ending() -> None:
+    assert _will("약을 다 먹고 죽을래요", "죽")
+    assert _will("이제 먹을라고요", "먹")
+    assert _will("다리에서 뛰어내릴 거예요", "뛰어내리")
+    assert _will("오늘 다 끝낼게요", "끝내")
+    assert not _will("다리에서 뛰어내릴 것 같아요", "뛰어내리")  # how it looks, not what is meant
+    assert not _will("배고파서 죽을 것 같아요", "죽")
+    assert not _will("약을 먹었어요", "먹")
+
+
+@pytest.mark.parametrize("text", [
+    "농약을 사다 놨어요 오늘 밤에 먹을라고요",
+    "수면제 한 통 다 털어 넣고 죽을래요",
+])
+def test_a_plan_to_take_a_dose_is_a_crisis(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.kind.name == "suicide" and verdict.sure, verdict
+
+
+@pytest.mark.parametrize("text", [
+    "배고파서 죽을 것 같아요 근처 식당 알려 주세요",
+    "감기약 먹었는데 언제 나을까요",
+    "누가 옥상에서 뛰어내렸대요 어제 뉴스에서 봤어요",
+])
+def test_no_plan_is_no_crisis(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure or verdict.kind.name != "suicide", verdict
