@@ -23,12 +23,12 @@ import json
 import secrets as pysecrets
 import statistics
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.wav import read_wav
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.lab import Lab
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -197,38 +197,29 @@ async def scripted_call(call: TwilioCallSimulator) -> list[Sound]:
     return sounds
 
 
-class BackchannelLab:
+class BackchannelLab(Lab):
     """The fake vLLM and one lab bot; ``with BackchannelLab(overrides, work, stt_delay_ms) as lab:``."""
 
     def __init__(self, overrides: list[str], work: Path, *, stt_delay_ms: float, config_path: str | None = None,
                  verbose: bool = False):
-        self.work = Path(work)
+        super().__init__(work)
         self.stt_delay_ms = stt_delay_ms
-        self._stack = ExitStack()
         self._overrides = overrides
         self._config_path = config_path
         self._verbose = verbose
         self.public_host = "voice-bc.example.org"
 
-    def __enter__(self) -> BackchannelLab:
-        try:
-            self.llm = self._stack.enter_context(FakeLLM(responder=lambda body: LONG_REPLY, first_token_delay=0.15,
-                                                         token_delay=0.01))
-            sets = [*self._overrides, f"llm.base_url='{self.llm.base_url}'", f"server.public_host='{self.public_host}'",
-                    "call.greeting='네, 말씀하세요.'", "call.idle_prompt_secs=0", "twilio.auto_hang_up=false"]
-            entry = ("-m", "bot.testing.lab_server", "--stt-text", "네", "--stt-delay-ms", str(self.stt_delay_ms))
-            self.bot = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
-                                  self.work / "bot.log", entry=entry, config_path=self._config_path,
-                                  extra_args=("-v",) if self._verbose else ())
-            self._stack.callback(self.bot.stop)
-            self.bot.wait_ready(300)
-        except BaseException:
-            self._stack.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
+    def _start_parts(self) -> None:
+        self.llm = self._stack.enter_context(FakeLLM(responder=lambda body: LONG_REPLY, first_token_delay=0.15,
+                                                     token_delay=0.01))
+        sets = [*self._overrides, f"llm.base_url='{self.llm.base_url}'", f"server.public_host='{self.public_host}'",
+                "call.greeting='네, 말씀하세요.'", "call.idle_prompt_secs=0", "twilio.auto_hang_up=false"]
+        entry = ("-m", "bot.testing.lab_server", "--stt-text", "네", "--stt-delay-ms", str(self.stt_delay_ms))
+        self.bot = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
+                              self.work / "bot.log", entry=entry, config_path=self._config_path,
+                              extra_args=("-v",) if self._verbose else ())
+        self._stack.callback(self.bot.stop)
+        self.bot.wait_ready(300)
 
     async def open_call(self) -> TwilioCallSimulator:
         call_sid = new_sid("CA")

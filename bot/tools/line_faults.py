@@ -35,9 +35,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import tempfile
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -49,6 +47,7 @@ from bot.store.segments import list_segments
 from bot.testing.call_steps import model_turn
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fault_rows import Row
+from bot.testing.lab import Lab
 from bot.testing.nginx import NginxProxy, free_port_run, wait_workers_ready
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import CallClosed, TwilioCall, TwilioCallSimulator
@@ -65,48 +64,38 @@ LOCATION = "중앙로 12번길"
 PAST_UNREAD = "resumed WITHOUT its past"  # the worker's log line: the records not read at a resume
 
 
-class LineLab:
+class LineLab(Lab):
     """``with LineLab(...) as lab: rows = asyncio.run(lab.run())``: the two workers, nginx and the fakes."""
 
     def __init__(self, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
                  work_dir: Path | None = None, stt_delay_ms: float | None = None, verbose: bool = False):
         self.config_path, self.stt_delay_ms, self.verbose = config_path, stt_delay_ms, verbose
         self.overrides = [*overrides, *LINE_OVERRIDES]
-        self._stack = ExitStack()
-        self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
-        self.work.mkdir(parents=True, exist_ok=True)
+        super().__init__(work_dir)
         self.clip_pcm, self.clip_rate = read_wav(CLIP)
         self.records_down = self.work / "records-down"  # while it exists the workers' records fail
 
-    def __enter__(self) -> LineLab:
-        try:
-            self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.1, token_delay=0.005))
-            db = self.work / "records" / "calls.db"
-            db.parent.mkdir(parents=True, exist_ok=True)
-            self.records_url = f"sqlite:///{db}"
-            port, admin = free_port_run(2), free_port_run(2)
-            self.ports = [port, port + 1]
-            entry = ["-m", "bot.testing.lab_server", "--workers", "2", "--fault-injection"]
-            if self.stt_delay_ms is not None:
-                entry += ["--stt-text", CLIP_TEXT, "--stt-delay-ms", str(self.stt_delay_ms)]
-            self.proc = BotProcess([*self.overrides, f"llm.base_url='{self.llm.base_url}'",
-                                    f"records.url='{self.records_url}'"],
-                                   {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None,
-                                    "LAB_RECORDS_DOWN_FILE": str(self.records_down)},
-                                   self.work / "workers.log", entry=tuple(entry), config_path=self.config_path,
-                                   port=port, admin_port=admin, extra_args=("-v",) if self.verbose else ())
-            self._stack.callback(self.proc.stop)
-            wait_workers_ready(self.proc, self.ports, timeout=300)
-            self.nginx = self._stack.enter_context(NginxProxy(self.ports))
-            self.store = Store(self.records_url)
-            self._stack.callback(self.store.close)
-        except BaseException:
-            self._stack.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
+    def _start_parts(self) -> None:
+        self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.1, token_delay=0.005))
+        db = self.work / "records" / "calls.db"
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.records_url = f"sqlite:///{db}"
+        port, admin = free_port_run(2), free_port_run(2)
+        self.ports = [port, port + 1]
+        entry = ["-m", "bot.testing.lab_server", "--workers", "2", "--fault-injection"]
+        if self.stt_delay_ms is not None:
+            entry += ["--stt-text", CLIP_TEXT, "--stt-delay-ms", str(self.stt_delay_ms)]
+        self.proc = BotProcess([*self.overrides, f"llm.base_url='{self.llm.base_url}'",
+                                f"records.url='{self.records_url}'"],
+                               {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None,
+                                "LAB_RECORDS_DOWN_FILE": str(self.records_down)},
+                               self.work / "workers.log", entry=tuple(entry), config_path=self.config_path,
+                               port=port, admin_port=admin, extra_args=("-v",) if self.verbose else ())
+        self._stack.callback(self.proc.stop)
+        wait_workers_ready(self.proc, self.ports, timeout=300)
+        self.nginx = self._stack.enter_context(NginxProxy(self.ports))
+        self.store = Store(self.records_url)
+        self._stack.callback(self.store.close)
 
     # --- the workers --------------------------------------------------------------------------
 
@@ -240,32 +229,14 @@ class LineLab:
                 return row
             await stream.wait_for_silence_from_bot(gap=0.6, timeout=30)
             took = await self.current_worker(call)
-            await self.say(stream, model_turn("알겠습니다.", location=LOCATION))  # the read-back
-            before = len(stream.media_audio())
-            t = time.monotonic()
-            await stream.send_dtmf("1")  # yes: the ticket
-            await stream.wait_for_media(timeout=30, after=t)
-            await stream.wait_for_silence_from_bot(gap=0.8, timeout=40)
-            number_audio_s = (len(stream.media_audio()) - before) / 2 / 8000
+            number_audio_s = await self.finish_intake(stream)
         back_s = await self.back(i, pid, killed)
-        tickets = [t for t in self.store.list_tickets() if t["call_sid"] == call.call_sid]
+        ticket = self._summary(row, call, killed, heard)
         segs = self.segments(call.call_sid)
-        names = [n for t in self.turns(call.call_sid) for n in (t.get("heard") or [])]
-        (gap,) = call.gaps() or [{}]
-        ticket = tickets[0] if tickets else {}
-        row.names = names
-        row.heard = " → ".join(n for n in names if n != "greeting") or "nothing"
-        row.first_audio_s = round(heard - killed, 2)
-        row.longest_silence_s = round(gap["silence"], 2) if gap.get("silence") is not None else None
         row.records_intact = (len(segs) == 2 and ticket.get("category") == "street_lights"
                               and ticket.get("location") == LOCATION)
-        row.facts.update(resume_heard_s=row.first_audio_s, longest_silence_s=row.longest_silence_s,
-                         action_s=gap.get("action_s"), segments=len(segs),
-                         segment_workers=[s["worker"] for s in segs], killed=victim, resumed_on=took,
-                         ticket_category=ticket.get("category"), ticket_location=ticket.get("location"),
-                         resumes=len(call.legs) - 1, resume_sentences=names.count("resumed"),
-                         number_audio_s=round(number_audio_s, 1), worker_back_s=round(back_s, 1),
-                         calls_in_records=[c["call_sid"] for c in self.store.list_calls()].count(call.call_sid))
+        row.facts.update(segment_workers=[s["worker"] for s in segs], killed=victim, resumed_on=took,
+                         number_audio_s=round(number_audio_s, 1), worker_back_s=round(back_s, 1))
         row.outcome = (f"resume sentence {row.first_audio_s:.2f} s after the kill (limit {LIMIT_RESUME_S}); "
                        f"{victim} -> {took}; ticket {ticket.get('reception_no', 'none')} "
                        f"({ticket.get('category')}, {ticket.get('location')}); {len(segs)} segments; "
