@@ -21,6 +21,13 @@ and overall, escalated or asked 100 %, near misses held >= 98 %.
     python scripts/eval_emergency.py --llm http://localhost:8000/v1
     python scripts/eval_emergency.py --llm local       # the laptop model (scripts/setup.sh --local-llm)
     python scripts/eval_emergency.py --table bench/emergency_heldout_a.toml --summary
+    python scripts/eval_emergency.py --ordinary
+
+With ``--ordinary``: the line's ordinary turns (ORDINARY: the bench and evaluation turns, the FAQ
+questions, the shortcut and abuse routing tables' turns that are no emergency) through the same rules:
+how many get an emergency verdict at all (a question or an escalation a citizen with a pothole would
+hear), each listed with the net that fired (a few of these turns are emergencies: "사람이 쓰러졌어요"
+in the shortcut table routes to the model, not to a shortcut, and escalates here, rightly).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import json
 import statistics
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +110,41 @@ MIN_RECALL = 1.0
 MIN_PRECISION = 0.98
 
 
+ORDINARY = [ROOT / "bench/turns.toml", ROOT / "bench/eval_turns.toml", ROOT / "bench/faq_eval.toml",
+            ROOT / "tests/data/shortcut_cases.tsv", ROOT / "tests/data/shortcut_dialect_cases.tsv",
+            ROOT / "tests/data/abuse_cases.tsv"]
+
+
+def ordinary_turns(paths: list[Path] = ORDINARY) -> list[str]:
+    """The caller turns of the routing tables that are not emergencies, each once, in file order."""
+    texts: list[str] = []
+    for path in paths:
+        if path.suffix == ".toml":
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            rows = data.get("turns", []) + data.get("q", [])
+            rows += [t for d in data.get("dialogs", []) for t in d.get("turns", [])]
+            texts += [r["text"] for r in rows]
+        else:  # a tab-separated routing table: the utterance last, "emergency" rows left out
+            for line in path.read_text(encoding="utf-8").splitlines():
+                cols = line.split("\t")
+                if line.startswith("#") or len(cols) < 2 or cols[0] in {"expect", "emergency"}:
+                    continue
+                texts.append(cols[-1])
+    return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
+
+
+def ordinary(rules: EmergencyRules) -> int:
+    """How many ordinary turns get an emergency verdict, and which (these tables are the line's own)."""
+    texts = ordinary_turns()
+    hits = [(t, v) for t in texts if (v := rules.classify(t)) is not None]
+    asked = [h for h in hits if not h[1].sure]
+    print(f"{len(texts)} ordinary turns: {len(asked)} asked an emergency question, {len(hits) - len(asked)} escalated")
+    for text, verdict in hits:
+        print(f"  {'escalated' if verdict.sure else 'asked'} {verdict.kind.name} [{verdict.rule}]: {text}")
+    print("\n" + cost_per_turn(rules, texts))
+    return 0
+
+
 def cost_per_turn(rules: EmergencyRules, texts: list[str]) -> str:
     """What classifying one turn costs on this machine (after one warm-up turn)."""
     rules.classify(texts[0])
@@ -149,8 +192,16 @@ def main() -> int:
                              "rules + the model's flag")
     parser.add_argument("--summary", action="store_true",
                         help="per family and overall figures only, never a row (a held-out table)")
+    parser.add_argument("--ordinary", action="store_true",
+                        help="the line's ordinary turns (routing tables): how many get an emergency verdict")
     args = parser.parse_args()
     tables = args.table or TABLES
+    if args.ordinary:
+        try:
+            return ordinary(EmergencyRules.load(args.rules))
+        except EmergencyDataError as e:
+            print(e, file=sys.stderr)
+            return 2
 
     try:
         rules = EmergencyRules.load(args.rules)

@@ -8,8 +8,9 @@ spans blanked out before searching, because a complaint line reuses the same wor
 
 Beside it, when their files sit next to ``emergency.toml`` (issue 44, bot/dialog/emergency_grammar.py):
 a GRAMMAR over lemmas (``emergency_grammar.toml``: a symptom with a body part, a substance with a
-swallowing verb ...), which escalates like a regex hit; and a LIKENESS to an exemplar bank
-(``emergency_exemplars.toml``), which only ever asks the kind's clarifying question.
+swallowing verb ...), which escalates like a regex hit; and the QUESTION CUES (danger cues per kind
+over the same lemmas, ``emergency_exemplars.toml``, bot/dialog/emergency_likeness.py), which only ever
+ask the kind's clarifying question.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ class EmergencyRules:
         if self.lemmas is not None and (hit := self.lemmas.classify(text)) is not None:
             if hit.sure or unsure is None:
                 return Verdict(self.kinds[hit.kind], hit.sure and not hedged, f"grammar:{hit.name}")
-        if unsure is None and self.likeness is not None and (kind := self.likeness.classify(self.blanked(text))):
+        said = self.lemmas.standard(text) if self.lemmas is not None else text
+        if unsure is None and self.likeness is not None and (kind := self.likeness.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         return unsure
 
@@ -196,9 +198,9 @@ class EmergencyRules:
                 likeness = Likeness.load(exemplars or beside / EXEMPLARS_PATH.name, names)
         except GrammarError as e:
             raise EmergencyDataError(str(e)) from e
-        logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} exemplars)", len(grammars),
+        logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} question cues)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
-                     len(likeness.exemplars) if likeness else 0)
+                     len(likeness.cues.cues) if likeness else 0)
         return cls(grammars, negative, hedge, yes, no, lemmas, likeness, aside)
 
 

@@ -1,85 +1,180 @@
-"""The emergency recogniser's third net (issue 44): a likeness to known emergencies, which only asks.
+"""The emergency recogniser's third net (issue 44): the question path, which only ever asks.
 
-The LIKENESS (``bot/data/emergency_exemplars.toml``) is a bank of short emergencies and near misses:
-a turn (its negative context blanked as for the regex net) whose character n-grams cover enough of
-an emergency exemplar's, more than of any near miss's, gets that kind's clarifying question (an
-unsure verdict), never the model's ordinary answer.
+A turn that neither the regex rules nor the grammar recognised gets a kind's clarifying question (an
+unsure verdict), never the model's ordinary answer, when it reads like that kind of emergency: the
+CUE NET (``bot/data/emergency_exemplars.toml``, its header describes the format) reads the turn
+through Kiwi as the grammar does (``analyse``) and adds up danger cues per kind, each a concept list
+of lemmas (a symptom, a body part, a poison, a weapon, someone not back, a farewell, a blaze) said
+as real and now, with the shared cues (now, suddenly, someone of the family) and minus the cues of
+an ordinary turn (a service asked about, the news, a habit, a worry that ended well). Without the
+decisive fact no rule escalates; the cues only make the line ask.
+
+(Until issue 44's third round this net was a bank of exemplar sentences compared by character
+n-grams: on the training tables it asked 1 emergency the rules had missed, and 11 near misses.)
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.datafile import DataFile
-from bot.dialog.emergency_grammar import DATA, GrammarError
+from bot.dialog.emergency_grammar import (
+    _ITEM_SPEC,
+    DATA,
+    GRAMMAR_PATH,
+    GrammarError,
+    Item,
+    Morph,
+    _find,
+    _index,
+    _Spec,
+    analyse,
+)
 
 EXEMPLARS_PATH = DATA / "emergency_exemplars.toml"
-
-
-def _grams(text: str) -> Counter[str]:
-    """Character 2- and 3-grams of the text without spaces or punctuation; a blanked span ("#") of the
-    regex net's negative context breaks them, so "가로등 불" or last year's fire adds nothing."""
-    compact = re.sub(r"[^\w#]", "", text.lower())
-    return Counter(g for n in (2, 3) for i in range(len(compact) - n + 1) if "#" not in (g := compact[i:i + n]))
+EVERY_KIND = "*"
 
 
 @dataclass(frozen=True)
-class Likeness:
-    """Exemplars as character 2- and 3-grams, weighted by rarity across the bank (idf, squared).
+class Cue:
+    """One group of words, and what finding it says: ``weight`` toward each of ``kinds`` (``*``: every
+    kind). A positive cue counts only where said as real and now (not past perfect, not hypothetical);
+    a negative one (a service asked about, the news, a habit) however it is said, and with ``anywhere``
+    even before a turn of the talk (a story on a screen, a worry that ended well)."""
 
-    A turn's score against an exemplar is the weighted share of the exemplar's terms the turn holds
-    (how much of the exemplar was said, wherever in the turn), so a danger said in the middle of
-    another request scores as high as said alone.
-    """
+    name: str
+    kinds: tuple[str, ...]
+    weight: float
+    items: tuple[Item, ...]
+    anywhere: bool = False
+    # The items by their first word (looked up by the turn's words, not tried one by one), and those
+    # whose first word is a prefix ("떨*").
+    _by_first: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _prefixed: list[Item] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    exemplars: tuple[tuple[str, Counter[str], float], ...]  # kind or "none", grams, total weight
-    idf: dict[str, float]
+    def __post_init__(self) -> None:
+        for item in self.items:
+            if item[0].prefix:
+                self._prefixed.append(item)
+            else:
+                self._by_first.setdefault(item[0].form, []).append(item)
+
+    def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[int]:
+        """Where in the turn the cue was said (the last morpheme of each span)."""
+        items = [item for form in at for item in self._by_first.get(form, ())] + self._prefixed
+        spans = (s for item in items for s in _find(item, morphs, at))
+        return [s[1] for s in spans if self.weight < 0 or not s[2]]
+
+
+@dataclass(frozen=True)
+class CueNet:
+    """Danger cues over Kiwi lemmas: the kind with the most weight of its own cues (cues that speak for
+    it alone) gets its question when all its cues (shared ones and penalties added) reach ``threshold``.
+
+    A negative cue said before a turn of the talk (``turns``: 근데, 아니, 그리고, 지금) holds nothing back:
+    the caller began with a request and then told the danger ("주차 문의인데요 근데 지금 ...")."""
+
+    cues: tuple[Cue, ...]
     threshold: float
-    margin: float
+    turns: tuple[Item, ...] = ()
+    core: float = 0.0  # a kind needs one own cue of at least this weight
 
-    def nearest(self, text: str) -> tuple[str, float, float]:
-        """The best emergency kind, its score, and the best near miss's score."""
-        grams = _grams(text)
-        best: dict[str, float] = {}
-        for kind, ex, total in self.exemplars:
-            got = sum(self.idf[g] for g in ex if g in grams) / total
-            if got > best.get(kind, 0.0):
-                best[kind] = got
-        none = best.pop("none", 0.0)
-        if not best:
-            return "none", 0.0, none
-        kind = max(best, key=lambda k: best[k])
-        return kind, best[kind], none
+    def scores(self, text: str) -> dict[str, tuple[float, float]]:
+        """Each kind with an own positive cue in the turn: the weight of its own cues, and its score."""
+        morphs = analyse(text)
+        at = _index(morphs)
+        turned = max((s[0] for item in self.turns for s in _find(item, morphs, at)), default=-1)
+        found = [cue for cue in self.cues
+                 if (ks := cue.where(morphs, at)) and (cue.weight > 0 or cue.anywhere or max(ks) > turned)]
+        own: dict[str, float] = {}
+        for cue in found:
+            if cue.weight > 0 and len(cue.kinds) == 1 and cue.kinds != (EVERY_KIND,):
+                own[cue.kinds[0]] = own.get(cue.kinds[0], 0.0) + cue.weight
+        cored = {kind for cue in found for kind in cue.kinds if cue.weight >= self.core and len(cue.kinds) == 1}
+        own = {kind: weight for kind, weight in own.items() if kind in cored}
+        return {kind: (weight, sum(c.weight for c in found if c.kinds == (EVERY_KIND,) or kind in c.kinds))
+                for kind, weight in own.items()}
 
     def classify(self, text: str) -> str | None:
-        kind, score, none = self.nearest(text)
-        return kind if kind != "none" and score >= self.threshold and score >= none + self.margin else None
+        scores = self.scores(text)
+        if not scores:
+            return None
+        kind = max(scores, key=lambda k: scores[k])
+        return kind if scores[kind][1] >= self.threshold else None
+
+
+class Likeness:
+    """The question path: the cue net of ``emergency_exemplars.toml``."""
+
+    def __init__(self, cues: CueNet):
+        self.cues = cues
+
+    def classify(self, said: str) -> str | None:
+        """The kind whose question the turn gets, or None (``said``: the turn, dialect endings made
+        standard as for the grammar)."""
+        return self.cues.classify(said)
 
     @classmethod
-    def load(cls, path: str | Path = EXEMPLARS_PATH, kinds: set[str] | None = None) -> Likeness:
-        """Read ``emergency_exemplars.toml``: threshold, margin, and per kind (and "none") a list."""
-        source = DataFile.read(path, GrammarError, "emergency exemplars")
-        source.no_unknown((), {"threshold", "margin", "exemplars"})
-        threshold = source.value(("threshold",), float, "a number between 0 and 1", ok=lambda v: 0 < v <= 1)
-        margin = source.value(("margin",), float, "a number", default=0.0)
-        table = source.table(("exemplars",))
-        rows: list[tuple[str, Counter[str]]] = []
-        for kind in table:
-            if kind != "none" and kinds is not None and kind not in kinds:
-                raise source.error(("exemplars", kind), f"{kind!r} is not a kind of emergency.toml")
-            texts = source.value(("exemplars", kind), list, "a list of sentences",
-                                 ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
-            rows.extend((kind, _grams(t)) for t in texts)
-        if not rows:
-            raise source.error(("exemplars",), "empty")
-        df: Counter[str] = Counter()
-        for _, grams in rows:
-            df.update(grams.keys())
-        # Squared, so a syllable pair every polite ending shares (주세, 싶어) weighs next to nothing.
-        idf = {g: math.log(len(rows) / c) ** 2 for g, c in df.items()}
-        exemplars = tuple((kind, grams, sum(idf[g] for g in grams) or 1.0) for kind, grams in rows)
-        return cls(exemplars, idf, threshold, margin)
+    def load(cls, path: str | Path = EXEMPLARS_PATH, kinds: set[str] | None = None,
+             grammar: str | Path | None = None) -> Likeness:
+        """Read ``emergency_exemplars.toml``: threshold, turns, [concept] lists and [[cue]] groups; a
+        word may name a concept of the grammar file (``grammar``, by default the one beside ``path``).
+
+        Raises:
+            GrammarError: a missing file, bad TOML, an unknown key or kind, or a concept never defined.
+        """
+        source = DataFile.read(path, GrammarError, "emergency question cues")
+        beside = Path(path).parent / GRAMMAR_PATH.name
+        return cls(_load_cues(source, kinds, grammar or (beside if beside.is_file() else None)))
+
+
+def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> CueNet:
+    """The cue net: threshold, turns, concept lists, and [[cue]] groups."""
+    source.no_unknown((), {"threshold", "core", "turns", "concept", "cue"})
+    threshold = source.value(("threshold",), (int, float), "a positive number", ok=lambda v: v > 0)
+    core = source.value(("core",), (int, float), "a number", default=0)
+    turns = source.value(("turns",), list, "a list of words", default=[],
+                         ok=lambda v: all(isinstance(w, str) and w.strip() for w in v))
+    concepts: dict[str, list[str]] = {}
+    if grammar is not None:
+        theirs = DataFile.read(grammar, GrammarError, "emergency grammar")
+        concepts.update(theirs.table(("concept",), default={}))
+    for name in source.table(("concept",), default={}):
+        concepts[name] = source.value(("concept", name), list, "a list of words",
+                                      ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+
+    def items(key: tuple[str | int, ...], words: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
+        out: list[Item] = []
+        for word in words:
+            if word.startswith("@"):
+                ref = word[1:]
+                if ref not in concepts or ref in seen:
+                    raise source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
+                out.extend(items(key, concepts[ref], (*seen, ref)))
+                continue
+            specs = []
+            for part in word.split():
+                m = _ITEM_SPEC.match(part)
+                if m is None:
+                    raise source.error(key, f"bad word {word!r}")
+                specs.append(_Spec(m.group(2), bool(m.group(3)), {"!": True, "?": None}.get(m.group(1), False),
+                                   m.group(4) or ""))
+            out.append(tuple(specs))
+        return tuple(out)
+
+    cues = []
+    for i, _ in enumerate(source.tables(("cue",))):
+        key: tuple[str | int, ...] = ("cue", i)
+        source.no_unknown(key, {"name", "kinds", "weight", "words", "anywhere"})
+        name = source.value((*key, "name"), str, "a name")
+        named = tuple(source.value((*key, "kinds"), list, 'a non-empty list of kind names (or ["*"])',
+                                   ok=lambda v: bool(v) and all(isinstance(k, str) for k in v)))
+        if named != (EVERY_KIND,) and kinds is not None and (bad := [k for k in named if k not in kinds]):
+            raise source.error((*key, "kinds"), f"{bad[0]!r} is not a kind of emergency.toml")
+        weight = source.value((*key, "weight"), (int, float), "a non-zero number", ok=lambda v: v != 0)
+        words = source.value((*key, "words"), list, "a non-empty list of words",
+                             ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
+        anywhere = source.value((*key, "anywhere"), bool, "true or false", default=False)
+        cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere))
+    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core))

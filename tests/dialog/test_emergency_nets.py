@@ -164,11 +164,11 @@ def test_the_decisive_fact_escalates_wherever_it_stands(rules) -> None:
 
 
 def test_the_likeness_net_only_asks(rules) -> None:
-    text = "옆에 사람이 꼼짝을 안 해요"  # no regex or grammar rule holds; it reads like an emergency
+    text = "가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요"  # no regex or grammar rule holds; it reads like an emergency
     assert EmergencyRules.load(exemplars=None, nets=False).classify(text) is None
     assert Grammar.load().classify(text) is None
     v = rules.classify(text)
-    assert v is not None and v.kind.name == "medical" and not v.sure and v.rule == "like:medical"
+    assert v is not None and v.kind.name == "gas" and not v.sure and v.rule == "like:gas"
 
 
 def test_a_turn_like_an_emergency_gets_the_question_not_the_model(rules) -> None:
@@ -178,9 +178,9 @@ def test_a_turn_like_an_emergency_gets_the_question_not_the_model(rules) -> None
     assets = DialogAssets.load(load_config())  # the shipped policy, with the shipped rules
     p = DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake, can_transfer=True,
                      emergency=assets.emergency)
-    said = p.decide("옆에 사람이 꼼짝을 안 해요", DialogState())
+    said = p.decide("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요", DialogState())
     assert isinstance(said, Speak) and not isinstance(said, AskModel)
-    assert said.sentences == (rules.kinds["medical"].question,) and said.escalation is None
+    assert said.sentences == (rules.kinds["gas"].question,) and said.escalation is None
 
 
 def test_every_table_still_passes(rules) -> None:
@@ -226,9 +226,9 @@ expect = "none"
 family = "poison"
 
 [[case]]
-text = "옆에 사람이 꼼짝을 안 해요"
-expect = "medical"
-family = "collapse"
+text = "가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요"
+expect = "gas"
+family = "smell"
 
 [[case]]
 text = "불이 났어요"
@@ -243,9 +243,9 @@ def test_family_scores_count_accepted_kinds_and_questions(rules, tmp_path: Path)
     cases = load_cases(table, set(rules.kinds))
     assert cases[0].accept == ("medical",) and cases[0].family == "poison"
     scores = family_scores(rules, cases)
-    poison, collapse, lights, total = scores["poison"], scores["collapse"], scores["lights"], scores["all"]
+    poison, smell, lights, total = scores["poison"], scores["smell"], scores["lights"], scores["all"]
     assert (poison.emergencies, poison.escalated, poison.asked, poison.near_misses, poison.held) == (3, 2, 2, 1, 1)
-    assert (collapse.escalated, collapse.asked) == (0, 1)  # the likeness net asked
+    assert (smell.escalated, smell.asked) == (0, 1)  # the question path asked
     assert (lights.held, lights.quiet) == (0, 0)  # a false escalation
     assert (total.emergencies, total.escalated, total.asked, total.near_misses) == (4, 2, 3, 2)
     failed = family_failures(scores)
@@ -258,8 +258,8 @@ def test_summary_prints_figures_never_rows(tmp_path: Path) -> None:
     script = [sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--summary", "--table"]
     run = subprocess.run([*script, str(table)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stdout
-    assert "poison" in run.stdout and "collapse" in run.stdout and "cost per turn" in run.stdout
-    for text in ("락스", "제초제", "비누", "농약", "꼼짝", "불이"):
+    assert "poison" in run.stdout and "smell" in run.stdout and "cost per turn" in run.stdout
+    for text in ("락스", "제초제", "비누", "농약", "지끈", "불이"):
         assert text not in run.stdout + run.stderr  # a held-out row is never shown
     good = tmp_path / "good.toml"
     good.write_text('[[case]]\ntext = "불이 났어요"\nexpect = "fire"\nfamily = "fire"\n\n'

@@ -1,0 +1,144 @@
+"""Issue 44: the emergency recogniser's question path, the cue net (bot/dialog/emergency_likeness.py,
+bot/data/emergency_exemplars.toml): danger cues per kind over Kiwi lemmas that only ever ask."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.dialog.emergency import EmergencyDataError, EmergencyRules
+from bot.dialog.emergency_eval import load_cases
+from bot.dialog.emergency_likeness import EXEMPLARS_PATH, Likeness
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from eval_emergency import ordinary_turns  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rules() -> EmergencyRules:
+    return EmergencyRules.load()
+
+
+@pytest.fixture(scope="module")
+def cues(rules) -> Likeness:
+    assert rules.likeness is not None
+    return rules.likeness
+
+
+def said(rules: EmergencyRules, text: str) -> str:
+    assert rules.lemmas is not None
+    return rules.lemmas.standard(text)
+
+
+# Written for this test, in words no table or rule holds.
+@pytest.mark.parametrize(("text", "kind"), [
+    ("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요", "gas"),
+    ("식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요", "crime"),
+])
+def test_a_danger_without_its_decisive_fact_gets_the_question(rules, text, kind) -> None:
+    v = rules.classify(text)
+    assert v is not None and v.kind.name == kind and not v.sure, text
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("할아버지가 명치가 조이는 것 같다면서 식은땀을 줄줄 흘리세요", "medical"),
+    ("엄마가 숨이 가쁘다고 하시더니 입술이 퍼렇게 변했어요", "medical"),
+    ("할머니가 화장실 락스를 드셨어요 지금 토하세요", "medical"),
+    ("누가 현관 자물쇠를 드라이버로 쑤시고 있어요 지금 저 혼자예요", "crime"),
+    ("공원에서 남자가 깨진 병을 들고 사람들한테 달려들어요", "crime"),
+    ("할아버지가 기억이 오락가락하시는데 새벽에 나가셔서 아직 안 들어오셨어요", "missing_child"),
+    ("윗집 베란다에서 시커먼 연기가 막 나와요", "fire"),
+    ("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요", "gas"),
+])
+def test_the_cues_alone_name_the_kind(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
+
+
+@pytest.mark.parametrize("text", [
+    "가스레인지 교체 지원 사업 신청하려고요",  # a service asked about
+    "작년에 아버지가 쓰러지셔서 장애 등록하려고요",  # the past
+    "드라마에서 할아버지가 말을 못 하고 쓰러지던데 그게 뇌졸중이에요",  # a story on a screen
+    "애가 연락이 안 돼서 걱정했는데 도서관에 있었대요",  # a worry that ended well
+    "가슴이 터질 것 같이 기뻐요 당첨됐어요",  # a figure of speech
+    "사람이 너무 많아서 숨 막혀요",
+])
+def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) is None, text
+
+
+def test_a_request_said_before_the_danger_holds_nothing_back(rules, cues) -> None:
+    danger = "식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요"
+    assert cues.classify(said(rules, "음식물 쓰레기 수거 문의인데요 근데 지금 " + danger)) == "crime"
+    # The same request after the danger: the turn is about the request.
+    assert cues.classify(said(rules, danger + " 음식물 쓰레기 수거 문의요")) is None
+
+
+def test_the_question_path_never_escalates(rules) -> None:
+    cases = load_cases(ROOT / "bench" / "emergency_training_t1.toml", set(rules.kinds))
+    verdicts = [rules.classify(c.text) for c in cases]
+    asked = [v for v in verdicts if v is not None and v.rule.startswith("like:")]
+    assert asked and not any(v.sure for v in asked)
+
+
+def test_the_lines_ordinary_turns_get_no_emergency_question(rules) -> None:
+    texts = ordinary_turns()
+    assert len(texts) > 700
+    asked = [t for t in texts if (v := rules.classify(t)) is not None and v.rule.startswith("like:")]
+    assert asked == []
+
+
+# --- the file ------------------------------------------------------------------------------------
+
+GOOD = """
+threshold = 3
+core = 2
+turns = ["근데"]
+
+[concept]
+blaze = ["불길", "@smoke"]
+
+[[cue]]
+name = "blaze"
+kinds = ["fire"]
+weight = 2
+words = ["@blaze"]
+
+[[cue]]
+name = "now"
+kinds = ["*"]
+weight = 1
+words = ["지금"]
+
+[[cue]]
+name = "service"
+kinds = ["*"]
+weight = -3
+words = ["신청"]
+"""
+
+
+def test_a_cue_file_may_name_the_grammars_concepts(tmp_path: Path) -> None:
+    path = tmp_path / "cues.toml"
+    path.write_text(GOOD, encoding="utf-8")
+    net = Likeness.load(path, {"fire"}, grammar=EXEMPLARS_PATH.parent / "emergency_grammar.toml")
+    assert net.classify("지금 시커먼 연기가 올라와요") == "fire"  # 시커멓 is one of the grammar's @smoke
+    assert net.classify("시커먼 연기가 올라와요") is None  # 2 < 3
+    assert net.classify("지금 시커먼 연기 신청") is None  # a service
+    assert net.classify("신청하려다가 근데 지금 시커먼 연기가 올라와요") == "fire"  # the request came first
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("threshold = 3", "threshold = 3\nmargin = 1"), "unknown key"),
+    (('kinds = ["fire"]', 'kinds = ["flood"]'), "'flood' is not a kind"),
+    (('words = ["@blaze"]', 'words = ["@blazes"]'), "concept 'blazes' is not defined"),
+    (("weight = 2", "weight = 0"), r"cue\[0\]\.weight"),
+])
+def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message) -> None:
+    path = tmp_path / "cues.toml"
+    path.write_text(GOOD.replace(*change), encoding="utf-8")
+    with pytest.raises(EmergencyDataError, match=message):
+        EmergencyRules.load(exemplars=path)
