@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.datafile import DataFile
@@ -60,6 +60,11 @@ def _by_mistake(tokens: list, k: int) -> bool:
             and tokens[k - 1].start + tokens[k - 1].len == tokens[k].start)
 
 
+def _after_ji(tokens: list, k: int) -> bool:
+    """못 하 after 지, or after 지 and a particle (걷질 못해요, 쉬지를 못해요, 일어나지도 못해요): a negation."""
+    return tokens[k - 1].form == "지" or (k >= 2 and tokens[k - 1].tag.startswith("J") and tokens[k - 2].form == "지")
+
+
 def analyse(text: str) -> list[Morph]:
     """Content morphemes of ``text`` (Kiwi), negators folded into the word they negate."""
     tokens = load_kiwi().tokenize(text)
@@ -86,7 +91,7 @@ def analyse(text: str) -> list[Morph]:
             if u.form in _KEPT_PARTICLES and u.tag.startswith("J"):
                 break
             if u.tag == "VX" and u.form in _NEG_AUX or (u.tag == "MAG" and u.form in _NEGATORS and j + 1 < n
-                                                          and tokens[j + 1].form == "하" and tokens[j - 1].form == "지"):
+                                                          and tokens[j + 1].form == "하" and _after_ji(tokens, j)):
                 negated = True
                 j += 2 if u.tag == "MAG" else 1
                 continue
@@ -176,7 +181,15 @@ def _index(morphs: list[Morph]) -> dict[str, list[int]]:
     return where
 
 
-def _find(item: Item, morphs: list[Morph], where: dict[str, list[int]]) -> list[Span]:
+def _find(item: Item, morphs: list[Morph], where: dict[str, list[int]],
+          memo: dict[int, list[Span]] | None = None) -> list[Span]:
+    """Where ``item`` is said in the turn; ``memo`` keeps what one turn's rules already looked up (the
+    concepts share many items: a chest pain is in the heart's rules and in the question path's). Keyed by
+    the item's id: ``Grammar.load`` makes equal items one object."""
+    if memo is not None:
+        if (hit := memo.get(id(item))) is None:
+            hit = memo[id(item)] = _find(item, morphs, where)
+        return hit
     spans = []
     first = item[0]
     starts = ([k for form, ks in where.items() if form.startswith(first.form) for k in ks] if first.prefix
@@ -211,22 +224,39 @@ class GrammarRule:
     # which two a caller names differs from call to call, so a rule lists them once, not pair by pair.
     some: tuple[tuple[Item, ...], ...] = ()
     least: int = 0
+    _index: dict[int, tuple[dict[str, list[Item]], tuple[Item, ...]]] = field(init=False, repr=False, compare=False)
 
-    def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]]) -> bool:
-        if any(_find(item, morphs, where) for item in self.anywhere):
-            return False
+    def __post_init__(self) -> None:
+        # Each concept's items by their first form: a turn's few words pick the candidates, so a long
+        # concept costs a few lookups, not a scan of every item.
+        index = {id(items): _by_first(items) for items in (*self.concepts, *self.some, self.anywhere)}
+        object.__setattr__(self, "_index", index)
+
+    def _spans(self, items: tuple[Item, ...], morphs: list[Morph], where: dict[str, list[int]],
+               memo: dict[int, list[Span]] | None) -> list[Span]:
+        by_first, prefixed = self._index[id(items)]
+        if len(where) < len(by_first):
+            candidates = [item for form in where if form in by_first for item in by_first[form]]
+        else:
+            candidates = [item for form, its in by_first.items() if form in where for item in its]
+        return [s for item in (*candidates, *prefixed) for s in _find(item, morphs, where, memo)]
+
+    def match(self, morphs: list[Morph], reach: int, where: dict[str, list[int]],
+              memo: dict[int, list[Span]] | None = None) -> bool:
         found = []
         for items in self.concepts:
-            spans = [s for item in items for s in _find(item, morphs, where) if not s[2]]
+            spans = [s for s in self._spans(items, morphs, where, memo) if not s[2]]
             if not spans:
                 return False
             found.append(spans)
         signs = [spans for items in self.some
-                 if (spans := [s for item in items for s in _find(item, morphs, where) if not s[2]])]
+                 if (spans := [s for s in self._spans(items, morphs, where, memo) if not s[2]])]
         if len(signs) < self.least:
             return False
+        if self._spans(self.anywhere, morphs, where, memo):
+            return False
         # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
-        blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where)
+        blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where, memo)
                   if n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during)]
         for chosen in itertools.combinations(signs, self.least):
             for combo in itertools.product(*found, *chosen):
@@ -234,6 +264,15 @@ class GrammarRule:
                 if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
                     return True
         return False
+
+
+def _by_first(items: tuple[Item, ...]) -> tuple[dict[str, list[Item]], tuple[Item, ...]]:
+    """The items keyed by their first form, and those whose first form is a prefix ("떨*")."""
+    by_first: dict[str, list[Item]] = {}
+    for item in items:
+        if not item[0].prefix:
+            by_first.setdefault(item[0].form, []).append(item)
+    return by_first, tuple(item for item in items if item[0].prefix)
 
 
 class Grammar:
@@ -258,11 +297,12 @@ class Grammar:
         the rules marked ``overrides`` only)."""
         morphs = analyse(self.standard(text))
         where = _index(morphs)
+        memo: dict[int, list[Span]] = {}
         unsure = None
         for rule in self.rules:
             if overriding and not rule.overrides:
                 continue
-            if (rule.sure or unsure is None) and rule.match(morphs, self.reach, where):
+            if (rule.sure or unsure is None) and rule.match(morphs, self.reach, where, memo):
                 if rule.sure:
                     return rule
                 unsure = rule
@@ -287,6 +327,7 @@ class Grammar:
                 raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
         raw = source.table(("concept",))
         concepts: dict[str, list[str]] = {}
+        same: dict[Item, Item] = {}  # equal items as one object, so one turn looks each up once
         for name in raw:
             concepts[name] = source.value(("concept", name), list, "a list of words",
                                           ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
@@ -307,7 +348,7 @@ class Grammar:
                         raise source.error(key, f"bad word {word!r}")
                     neg = {"!": True, "?": None}.get(m.group(1), False)
                     specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"))
-                out.append(tuple(specs))
+                out.append(same.setdefault(tuple(specs), tuple(specs)))
             return tuple(out)
 
         source.table(("context",), default={})
@@ -328,8 +369,9 @@ class Grammar:
             name = source.value((*key, "name"), str, "a name")
             some = source.value((*key, "some"), list, "a list of concept names", default=[],
                                 ok=lambda v: all(isinstance(s, str) for s in v))
-            least = source.value((*key, "least"), int, "a whole number from 1 to the length of `some`",
-                                 default=2 if some else 0, ok=lambda n, k=len(some): k == 0 or 1 <= n <= k)
+            least = source.value((*key, "least"), int, "a whole number", default=2 if some else 0)
+            if some and not 1 <= least <= len(some):
+                raise source.error((*key, "least"), f"must be from 1 to {len(some)} (the length of `some`), not {least}")
             needed = source.value((*key, "all"), list, "a non-empty list of concept names (or `some`)",
                                   default=[], ok=lambda v: all(isinstance(s, str) for s in v))
             if not needed and not some:

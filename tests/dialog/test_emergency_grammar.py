@@ -128,3 +128,10 @@ def test_a_plan_to_take_a_dose_is_a_crisis(rules: EmergencyRules, text: str) -> 
 def test_no_plan_is_no_crisis(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is None or not verdict.sure or verdict.kind.name != "suicide", verdict
+
+
+@pytest.mark.parametrize("text", ["걷질 못해요", "숨을 쉬지를 못해요", "일어나지도 못해요"])
+def test_a_negation_after_a_particle_is_read(text: str) -> None:
+    # 지 + a particle + 못 하: the verb before 지 is negated (can't walk), not an unrelated 하.
+    verb = next(m for m in analyse(text) if m.tag.startswith("VV"))
+    assert verb.negated, analyse(text)
