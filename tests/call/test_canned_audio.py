@@ -56,10 +56,13 @@ async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_
     assert english[canned_en.closing_hours] == "closing_hours"
     assert english["Sure, once more."].startswith("shortcut:")
     built = []
-    real = engine.synthesize
-    engine.synthesize = lambda *a, **kw: built.append(kw.get("language")) or real(*a, **kw)
+    real_rates = engine.synthesize_rates
+    engine.synthesize_rates = lambda *a, **kw: built.append(kw.get("language")) or real_rates(*a, **kw)
     canned = CannedAudio().build(engine, list(english), voice="F1", sample_rates=[8000], language="en")
     assert set(built) == {"en"} and len(built) == len(english)
+    del engine.synthesize_rates
+    real = engine.synthesize
+    engine.synthesize = lambda *a, **kw: built.append(kw.get("language")) or real(*a, **kw)
     assert canned.get(canned_en.apology, 8000, "F1", "en") is not None
     assert canned.get(canned_en.apology, 8000, "F1") is None  # a Korean call never plays English audio
 
@@ -76,3 +79,20 @@ async def test_an_english_calls_fixed_sentences_are_synthesized_at_startup_with_
     assert built == []  # in an English call: from memory
     audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
     assert audio.startswith(canned.get(canned_en.apology, 8000, "F1", "en").pcm[:1600])
+
+
+def test_each_canned_sentence_is_synthesized_once_for_every_rate_and_each_rate_is_a_fresh_synthesis(standin_tts_dir):
+    # Startup time: the phone's 8 kHz and the QA page's 24 kHz come from one model run, resampled.
+    engine = SupertonicEngine(dataclasses.replace(TTSConfig(), model_dir=str(standin_tts_dir)))
+    texts = ["네, 말씀하세요.", "접수되었습니다. 감사합니다."]
+    runs = []
+    real = engine._synthesize_chunk
+    engine._synthesize_chunk = lambda *a, **kw: runs.append(1) or real(*a, **kw)
+    canned = CannedAudio().build(engine, texts, voice="F1", sample_rates=[8000, 24000])
+    assert len(runs) == len(texts) and len(canned) == 2 * len(texts)
+    for text in texts:
+        for rate in (8000, 24000):
+            hit = canned.get(text, rate, "F1")
+            fresh = engine.synthesize(text, rate, voice="F1")
+            assert hit is not None and hit.sample_rate == rate and hit.pcm == fresh.pcm
+            assert hit.normalized_text == fresh.normalized_text and hit.model_duration_s == fresh.model_duration_s

@@ -27,16 +27,14 @@ class CannedAudio:
 
     def build(self, engine: SupertonicEngine, texts: list[str], *, voice: str, sample_rates: list[int],
               language: str | None = None) -> CannedAudio:
-        """Synthesize every text at every rate (blocking; startup only); ``language``: the TTS tag
-        (None: the engine's default, Korean)."""
+        """Synthesize every text once and keep it at every rate (blocking; startup only); ``language``:
+        the TTS tag (None: the engine's default, Korean)."""
         t0 = time.perf_counter()
         before = len(self._items)
-        for rate in sample_rates:
-            for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
-                # No language argument without one: an engine that has none (a test's) still fits.
-                made = (engine.synthesize(text, rate, voice=voice, language=language) if language
-                        else engine.synthesize(text, rate, voice=voice))
-                self._items[(text, rate, voice, language or languages.FIRST)] = made
+        for text in dict.fromkeys(t.strip() for t in texts if t.strip()):
+            made = engine.synthesize_rates(text, sample_rates, voice=voice, language=language or languages.FIRST)
+            for rate, result in made.items():
+                self._items[(text, rate, voice, language or languages.FIRST)] = result
         logger.info(
             "canned audio: {} sentences ({} texts x {} Hz, voice {}, language {}) in {:.0f} ms", len(self._items) - before, len(texts), sample_rates, voice, language or languages.FIRST, (time.perf_counter() - t0) * 1000
         )

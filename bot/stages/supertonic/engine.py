@@ -533,6 +533,26 @@ class SupertonicEngine:
             SynthesisCancelled: ``cancel`` was set.
             ValueError: Unknown voice.
         """
+        return self.synthesize_rates(text, [sample_rate], voice=voice, seed=seed, cancel=cancel,
+                                     language=language)[sample_rate]
+
+    def synthesize_rates(
+        self,
+        text: str,
+        sample_rates: Sequence[int],
+        *,
+        voice: str | None = None,
+        seed: int | None = 0,
+        cancel: threading.Event | None = None,
+        language: str = languages.FIRST,
+    ) -> dict[int, SynthResult]:
+        """``synthesize`` at several output rates from one run of the model (blocking): what each rate
+        gets is what ``synthesize`` gives at that rate, for one model run instead of one per rate
+        (the canned sentences, built at startup for the phone's 8 kHz and the QA page's 24 kHz).
+
+        Returns:
+            Rate -> the sentence at that rate; ``synth_ms`` is the model run and that rate's resampling.
+        """
         t0 = time.perf_counter()
         voice = voice or self.config.voice
         style = self.voices.get(voice)
@@ -561,22 +581,26 @@ class SupertonicEngine:
                 pieces.append(chunk_wav)
                 model_duration += chunk_duration
         wav = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+        model_ms = (time.perf_counter() - t0) * 1000.0
 
-        if wav.size and sample_rate != self.sample_rate:
-            wav = soxr.resample(wav, self.sample_rate, sample_rate, quality="HQ")
-        pcm = (np.clip(wav, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
-        return SynthResult(
-            pcm=pcm,
-            sample_rate=sample_rate,
-            duration_s=len(pcm) / 2 / sample_rate,
-            synth_ms=(time.perf_counter() - t0) * 1000.0,
-            normalized_text=clean,
-            text_tokens=n_tokens,
-            voice=voice,
-            removed_chars=removed,
-            session_ms=timings,
-            model_duration_s=model_duration,
-        )
+        out = {}
+        for rate in dict.fromkeys(sample_rates):
+            t1 = time.perf_counter()
+            at_rate = soxr.resample(wav, self.sample_rate, rate, quality="HQ") if wav.size and rate != self.sample_rate else wav
+            pcm = (np.clip(at_rate, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+            out[rate] = SynthResult(
+                pcm=pcm,
+                sample_rate=rate,
+                duration_s=len(pcm) / 2 / rate,
+                synth_ms=model_ms + (time.perf_counter() - t1) * 1000.0,
+                normalized_text=clean,
+                text_tokens=n_tokens,
+                voice=voice,
+                removed_chars=list(removed),
+                session_ms=dict(timings),
+                model_duration_s=model_duration,
+            )
+        return out
 
     def warmup(self, lengths: Sequence[int] | None = None, sample_rate: int = 8000) -> None:
         """Synthesize dummy Korean sentences so TensorRT engines are built before the first call.
