@@ -73,18 +73,29 @@ def db_url(request, tmp_path) -> str:
     return request.getfixturevalue("postgres").create_database(f"t_{uuid.uuid4().hex[:12]}")
 
 
-# The longest modules, measured (`pytest -n 3 --durations`): a real bench run, the fault lab's
-# processes, the scale-out behind nginx. Under `-n 3 --dist loadscope` a module runs on one worker
-# (its processes start once); these go out first so that the quick modules fill in around them.
+# The longest modules, longest first, measured (`pytest -n 3 --durations`, 2026-12-05, a shared 2-core
+# box: seconds per module): the line's faults behind nginx (661), a real bench run (521), the
+# scale-out (306), the fault lab (265), the capacity search (243), the bench (205), ... Under
+# `-n 3 --dist loadscope` a module runs on one worker (its processes start once); these go out first
+# so that the quick modules fill in around them.
 RUN_FIRST = (
+    "tests/call/test_line_faults.py",
     "tests/tools/test_baseline.py",
-    "tests/call/test_faults.py",
-    "tests/test_install_sets.py",
     "tests/app/test_scaleout.py",
-    "tests/call/test_backchannel.py",
+    "tests/call/test_faults.py",
+    "tests/tools/test_capacity.py",
+    "tests/tools/test_bench.py",
+    "tests/call/test_phone_call.py",
+    "tests/call/test_foreign_resident_calls.py",
+    "tests/tools/test_abuse_bench.py",
+    "tests/telemetry/test_tracing_call.py",
+    "tests/call/test_phone_intake.py",
+    "tests/test_install_sets.py",
+    "tests/test_docs_commands.py",
     "tests/app/test_stock_bench.py",
     "tests/aftercall/test_after_call_phone.py",
-    "tests/call/test_phone_intake.py",
+    "tests/desk/test_desk_browser.py",
+    "tests/call/test_backchannel.py",
 )
 
 
