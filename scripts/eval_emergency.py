@@ -35,10 +35,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import platform
 import statistics
 import sys
 import time
 import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,11 +61,45 @@ from bot.dialog.emergency_eval import (  # noqa: E402
     mismatches,
 )
 
-CONCURRENCY = 4  # model calls at once
+CONCURRENCY = 4  # model calls at once (a server URL; the laptop model serves one at a time: 1)
 
 
-async def model_flags(config, texts: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Each text as one caller turn to the model of ``config.llm``: its ``emergency`` field; and the failures."""
+@dataclass
+class ModelRun:
+    """The model's answers: its ``emergency`` flag per text, the calls that failed (never a "none"), the
+    seconds each answered call took, and which model answered (``plumbing``: not the production model)."""
+
+    model: str
+    plumbing: bool = False
+    flags: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # text -> why
+    seconds: list[float] = field(default_factory=list)
+    at_once: int = 1  # calls in flight together
+    warm_up: str = ""  # the uncounted first call that evaluates the static prompt (the laptop model)
+
+    def banner(self) -> str:
+        if self.plumbing:
+            return (f"the model: {self.model}: PLUMBING ONLY, a 0.5B laptop model's flags say nothing about the "
+                    "production model; its figure stays not measured")
+        return f"the model: {self.model}"
+
+    def timing(self) -> str:
+        n = len(self.seconds)
+        if not n:
+            return self.warm_up + f"seconds per call: no call answered ({len(self.failed)} failed)"
+        s = sorted(self.seconds)
+        p90 = s[min(n - 1, round(0.9 * (n - 1)))]
+        return (self.warm_up + f"seconds per call (answered, {self.at_once} at once): "
+                f"p50 {statistics.median(s):.1f} s, p90 {p90:.1f} s, max {s[-1]:.1f} s ({n} calls); "
+                f"calls failed: {len(self.failed)}")
+
+
+async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, concurrency: int,
+                      warm_up: bool = False) -> ModelRun:
+    """Each text as one caller turn to the model of ``config.llm``: its ``emergency`` field, into ``run``.
+    A call that raises, times out, or answers without a valid flag is a failure, never a "none".
+    ``warm_up``: one uncounted call first, as the bot's startup check makes (a CPU model evaluates the
+    ~2,000-token static prompt once, 20-40 s, and reuses it after)."""
     from openai import AsyncOpenAI
 
     from bot.config import Secrets
@@ -72,37 +110,66 @@ async def model_flags(config, texts: list[str]) -> tuple[dict[str, str], list[st
     prompt = render_system_prompt(config.path(config.llm.prompt_file).read_text(encoding="utf-8"), domain)
     client = AsyncOpenAI(base_url=base_url, api_key=Secrets.from_env(config).llm_api_key or "EMPTY", max_retries=0,
                          timeout=config.llm.total_timeout_ms / 1000.0)
-    gate = asyncio.Semaphore(CONCURRENCY)
-    flags: dict[str, str] = {}
-    failed: list[str] = []
+    gate = asyncio.Semaphore(concurrency)
+    run.at_once = concurrency
 
     async def ask(text: str) -> None:
         async with gate:
+            start = time.perf_counter()
             try:
                 answer = await client.chat.completions.create(
                     model=config.llm.model, temperature=config.llm.temperature, max_tokens=config.llm.max_tokens,
                     messages=[{"role": "system", "content": prompt}, {"role": "user", "content": text}],
                     response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
-                flags[text] = json.loads(answer.choices[0].message.content or "{}").get(EMERGENCY_FIELD, NO_EMERGENCY)
+                flag = json.loads(answer.choices[0].message.content or "{}").get(EMERGENCY_FIELD)
             except Exception as e:  # noqa: BLE001 - counted and printed: a failed call is not a "none"
-                failed.append(f"{text}: {type(e).__name__}: {e}")
+                run.failed[text] = f"{type(e).__name__}: {e}"
+                return
+            run.seconds.append(time.perf_counter() - start)
+            if flag != NO_EMERGENCY and flag not in kinds:
+                run.failed[text] = f"no valid {EMERGENCY_FIELD!r} field in the answer: {flag!r}"
+            else:
+                run.flags[text] = flag
 
     try:
-        await asyncio.gather(*(ask(t) for t in texts))
+        if warm_up:
+            start = time.perf_counter()
+            try:
+                await client.with_options(timeout=max(180.0, config.llm.total_timeout_ms / 1000.0)).chat.completions.create(
+                    model=config.llm.model, max_tokens=config.llm.max_tokens, temperature=config.llm.temperature,
+                    messages=[{"role": "system", "content": prompt}, {"role": "user", "content": "여보세요"}],
+                    response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
+                run.warm_up = f"warm-up call (the static prompt, not counted): {time.perf_counter() - start:.1f} s\n"
+            except Exception as e:  # noqa: BLE001 - the counted calls then show what the model does
+                run.warm_up = f"warm-up call failed after {time.perf_counter() - start:.1f} s: {type(e).__name__}\n"
+        await asyncio.gather(*(ask(t) for t in dict.fromkeys(texts)))
     finally:
         await client.close()
-    return flags, failed
+    return run
 
-def judged(llm: str, texts: list[str]) -> tuple[dict[str, str], list[str]]:
+
+def judged(llm: str, texts: list[str], kinds: set[str]) -> ModelRun:
     """The model's flags from a server URL, or from ``local``: the laptop model (llama.cpp, started here
     as the bot starts it with ``llm.backend = "local"``; ``scripts/setup.sh --local-llm`` installs it)."""
     from bot.config import load_config
     from bot.modelfiles.local_llm import serving_llm
 
     if llm != "local":
-        return asyncio.run(model_flags(load_config(overrides=[f"llm.base_url='{llm}'"]), texts))
+        config = load_config(overrides=[f"llm.base_url='{llm}'"])
+        return asyncio.run(model_flags(config, texts, kinds, ModelRun(f"{config.llm.model} at {llm}"), CONCURRENCY))
     with serving_llm(load_config(overrides=["llm.backend='local'"])) as handle:
-        return asyncio.run(model_flags(handle.ready(), texts))
+        config = handle.ready()
+        run = ModelRun(f"{config.llm.model} (llm.backend = \"local\": llama.cpp on {os.cpu_count()} CPU cores of "
+                       f"{platform.node()}, one call at a time)", plumbing=True)
+        return asyncio.run(model_flags(config, texts, kinds, run, 1, warm_up=True))
+
+
+def limited(cases: list[Case], limit: int) -> list[Case]:
+    """The first ``limit`` emergencies and the first ``limit`` near misses, in table order."""
+    emergencies = [i for i, c in enumerate(cases) if c.expect != "none"][:limit]
+    near = [i for i, c in enumerate(cases) if c.expect == "none"][:limit]
+    keep = set(emergencies + near)
+    return [c for i, c in enumerate(cases) if i in keep]
 
 
 TABLES = [ROOT / "bench/emergency_table.toml", ROOT / "bench/emergency_families.toml"]
@@ -160,26 +227,51 @@ def cost_per_turn(rules: EmergencyRules, texts: list[str]) -> str:
 
 def summary(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
     """Figures only: a held-out table's rows are never printed (not even a miss)."""
-    flags: dict[str, str] = {}
-    errors: list[str] = []
-    if llm:
-        flags, errors = judged(llm, [c.text for c in cases])
-    scores = family_scores(rules, cases, flags or None)
+    run = judged(llm, [c.text for c in cases], set(rules.kinds)) if llm else None
+    scores = family_scores(rules, cases)
     print("escalated: a sure verdict of the right kind (the rules alone); esc.|asked: or the kind's question;")
     print("held: near misses with no false escalation; quiet: nor a false question"
           + ("; +model: escalated by the rules or the model's flag" if llm else "") + "\n")
-    print(format_families(scores, model=bool(llm)))
+    if run is not None and not run.failed:
+        print(format_families(family_scores(rules, cases, run.flags), model=True))
+    else:
+        print(format_families(scores))
+    if run is not None:
+        answered = [c for c in cases if c.text not in run.failed]
+        if run.failed:  # a failed call is no "none": the two nets are figured on the answered cases only
+            print(f"\nrules + the model's flag, on the {len(answered)} cases whose call answered "
+                  f"({len(run.failed)} failed calls left out):")
+            print(format_families(family_scores(rules, answered, run.flags), model=True))
+        print("\n" + model_lines(rules, cases, run, rows=False))
     print("\n" + cost_per_turn(rules, [c.text for c in cases]))
-    if not llm:
+    if run is None:
         print("rules + the model's flag: not measured (give --llm URL of a model server)")
-    elif errors:
-        print(f"NOT JUDGED: {len(errors)} model calls failed")  # the texts stay unprinted
+    elif run.failed:
+        print(f"NOT JUDGED: {len(run.failed)} model calls failed")  # the texts stay unprinted
     failed = family_failures(scores)
     if failed:
         print("\nFAIL: " + "; ".join(failed))
         return 1
     print("\nall goals met")
-    return 1 if errors else 0
+    return 1 if run is not None and run.failed else 0
+
+
+def model_lines(rules: EmergencyRules, cases: list[Case], run: ModelRun, rows: bool) -> str:
+    """Which model, its false escalations, the failed calls per kind or family, seconds per call."""
+    near = [c for c in cases if c.expect == "none" and c.text in run.flags
+            and ((v := rules.classify(c.text)) is None or not v.sure)]
+    flagged = sum(run.flags[c.text] != "none" for c in near)
+    failed = Counter(c.group for c in cases if c.text in run.failed)
+    lines = [run.banner(),
+             f"near misses the rules held that the model's flag would escalate: {flagged} of {len(near)} answered",
+             f"calls failed: {len(run.failed)} of {len(dict.fromkeys(c.text for c in cases))} (left out of the "
+             "two-net figures, never counted as 'none')"
+             + (": " + ", ".join(f"{g} {n}" for g, n in sorted(failed.items())) if failed else ""),
+             run.timing()]
+    if rows and run.failed:
+        text, why = next(iter(run.failed.items()))
+        lines.append(f"e.g. {text}: {why}")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -192,6 +284,8 @@ def main() -> int:
                              "rules + the model's flag")
     parser.add_argument("--summary", action="store_true",
                         help="per family and overall figures only, never a row (a held-out table)")
+    parser.add_argument("--limit", type=int, metavar="N",
+                        help="only the first N emergencies and the first N near misses (a slow model)")
     parser.add_argument("--ordinary", action="store_true",
                         help="the line's ordinary turns (routing tables): how many get an emergency verdict")
     args = parser.parse_args()
@@ -209,6 +303,13 @@ def main() -> int:
     except EmergencyDataError as e:
         print(e, file=sys.stderr)
         return 2
+    if args.limit is not None:
+        if args.limit < 1:
+            parser.error("--limit takes a count of 1 or more")
+        whole = len(cases)
+        cases = limited(cases, args.limit)
+        print(f"--limit {args.limit}: the first {args.limit} emergencies and the first {args.limit} near misses "
+              f"only, {len(cases)} of {whole} cases: every figure below is for these")
     none = sum(c.expect == "none" for c in cases)
     print(f"{len(cases)} cases: {len(cases) - none} emergencies, {none} near misses\n")
     try:
@@ -234,14 +335,22 @@ def report(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
             print(f"  {case.text} | {want} -> {got}" + (f" [{verdict.rule}]" if verdict else ""))
     code = 0
     if llm:
-        flags, errors = judged(llm, [c.text for c in cases])
-        print(f"\nrules + the model's flag ({len(flags)} model answers from {llm}):")
-        print(format_table(evaluate(rules, cases, flags)))
+        run = judged(llm, [c.text for c in cases], set(rules.kinds))
+        answered = [c for c in cases if c.text not in run.failed]
+        part = f", on the {len(answered)} of {len(cases)} cases whose call answered" if run.failed else ""
+        if run.failed:  # a failed call is no "none": both nets are figured on the answered cases only
+            print(f"\nrules alone{part}:")
+            print(format_table(evaluate(rules, answered)))
+        print(f"\nrules + the model's flag ({len(run.flags)} model answers from {llm}{part}):")
+        print(format_table(evaluate(rules, answered, run.flags)))
         missed = [c.text for c in cases if c.expect != "none" and rules.classify(c.text) is None]
-        caught = sum(flags.get(t, "none") != "none" for t in missed)
-        print(f"the model caught {caught} of the {len(missed)} emergencies the rules missed")
-        if errors:
-            print(f"\nNOT JUDGED: {len(errors)} model calls failed, e.g. {errors[0]}")
+        caught = sum(run.flags.get(t, "none") != "none" for t in missed)
+        lost = sum(t in run.failed for t in missed)
+        print(f"the model caught {caught} of the {len(missed)} emergencies the rules missed"
+              + (f" ({lost} of them not judged: the call failed)" if lost else ""))
+        print("\n" + model_lines(rules, cases, run, rows=True))
+        if run.failed:
+            print(f"\nNOT JUDGED: {len(run.failed)} model calls failed")
             code = 1
     else:
         print("\nrules + the model's flag: not measured (give --llm URL of a model server)")
