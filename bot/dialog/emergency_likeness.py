@@ -15,6 +15,7 @@ n-grams; it asked about almost nothing the rules had missed: commit 436cf1a has 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,9 +80,12 @@ class CueNet:
     threshold: float
     turns: tuple[Item, ...] = ()
     core: float = 0.0  # a kind needs one own cue of at least this weight
+    dialect: tuple[tuple[re.Pattern[str], str], ...] = ()  # rewrites after the grammar's own
 
     def scores(self, text: str) -> dict[str, tuple[float, float]]:
         """Each kind with an own positive cue in the turn: the weight of its own cues, and its score."""
+        for pattern, replacement in self.dialect:
+            text = pattern.sub(replacement, text)
         morphs = analyse(text)
         at = _index(morphs)
         turned = max((s[0] for item in self.turns for s in _find(item, morphs, at)), default=-1)
@@ -131,7 +135,15 @@ class Likeness:
 
 def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> CueNet:
     """The cue net: threshold, turns, concept lists, and [[cue]] groups."""
-    source.no_unknown((), {"threshold", "core", "turns", "concept", "cue"})
+    source.no_unknown((), {"threshold", "core", "turns", "dialect", "concept", "cue"})
+    dialect = []
+    for i, pair in enumerate(source.value(("dialect",), list, "a list of [regex, replacement] pairs", default=[])):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise source.error(("dialect", i), "expected [regex, replacement]")
+        try:
+            dialect.append((re.compile(pair[0]), pair[1]))
+        except re.error as e:
+            raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
     threshold = source.value(("threshold",), (int, float), "a positive number", ok=lambda v: v > 0)
     core = source.value(("core",), (int, float), "a number", default=0)
     turns = source.value(("turns",), list, "a list of words", default=[],
@@ -177,4 +189,4 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
                              ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
         anywhere = source.value((*key, "anywhere"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere))
-    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core))
+    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core), tuple(dialect))

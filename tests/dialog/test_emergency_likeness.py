@@ -3,6 +3,7 @@ bot/data/emergency_exemplars.toml): danger cues per kind over Kiwi lemmas that o
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -70,6 +71,16 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     assert cues.classify(said(rules, text)) is None, text
 
 
+@pytest.mark.parametrize(("text", "kind"), [
+    ("누게가 우리 집 대문 자물쇠를 막 끊젠 햄수다 나 혼차 이수다", "crime"),
+    ("우리 아시가 학교 끝낭 여태 안 왐수다 전화도 꺼졋수다", "missing_child"),
+    ("바당에서 사름이 떠밀려 가멍 손 흔들엄수다", "rescue"),
+])
+def test_jeju_endings_are_read_after_the_cues_own_rewrites(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
+    assert dataclasses.replace(cues.cues, dialect=()).classify(said(rules, text)) is None  # Kiwi alone: unknown nouns
+
+
 def test_a_request_said_before_the_danger_holds_nothing_back(rules, cues) -> None:
     danger = "식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요"
     assert cues.classify(said(rules, "음식물 쓰레기 수거 문의인데요 근데 지금 " + danger)) == "crime"
@@ -78,7 +89,7 @@ def test_a_request_said_before_the_danger_holds_nothing_back(rules, cues) -> Non
 
 
 def test_the_question_path_never_escalates(rules) -> None:
-    cases = load_cases(ROOT / "bench" / "emergency_training_t1.toml", set(rules.kinds))
+    cases = [c for t in ("t3", "t4") for c in load_cases(ROOT / "bench" / f"emergency_training_{t}.toml", set(rules.kinds))]
     verdicts = [rules.classify(c.text) for c in cases]
     asked = [v for v in verdicts if v is not None and v.rule.startswith("like:")]
     assert asked and not any(v.sure for v in asked)
@@ -136,6 +147,7 @@ def test_a_cue_file_may_name_the_grammars_concepts(tmp_path: Path) -> None:
     (('kinds = ["fire"]', 'kinds = ["flood"]'), "'flood' is not a kind"),
     (('words = ["@blaze"]', 'words = ["@blazes"]'), "concept 'blazes' is not defined"),
     (("weight = 2", "weight = 0"), r"cue\[0\]\.weight"),
+    (("core = 2", "core = 2\ndialect = [['(', 'x']]"), r"dialect\[0\]: bad regex"),
 ])
 def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message) -> None:
     path = tmp_path / "cues.toml"
