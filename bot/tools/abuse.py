@@ -33,14 +33,14 @@ import math
 import re
 import secrets as pysecrets
 import socket
-import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from bot.testing.lab import Lab
 
 # The parser is built for every command: the lab's modules (pipecat, httpx, websockets) load only when it runs.
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def _can_bind(address: str) -> bool:
 # --------------------------------------------------------------------------------- the lab
 
 
-class AbuseLab:
+class AbuseLab(Lab):
     """The fakes and the server; ``with AbuseLab(config, ...) as lab:`` then ``await lab.run(...)``."""
 
     def __init__(self, config: Config, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
@@ -206,39 +206,29 @@ class AbuseLab:
         self.config_path = config_path
         self.overrides = list(overrides)
         self.verbose = verbose
-        self._stack = ExitStack()
-        self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
-        self.work.mkdir(parents=True, exist_ok=True)
+        super().__init__(work_dir)
         self.records_db = self.work / "records" / "calls.db"
         self.records_db.parent.mkdir(parents=True, exist_ok=True)
         for old in self.records_db.parent.glob("calls.db*"):  # a previous run's, in a kept --work directory
             old.unlink()
         self.flood_address = FLOOD_ADDRESS if _can_bind(FLOOD_ADDRESS) else None
 
-    def __enter__(self) -> AbuseLab:
+    def _start_parts(self) -> None:
         from bot.testing.fake_llm import FakeLLM
         from bot.testing.process import BotProcess, FakeTwilioAPI
 
-        try:
-            llm = self._stack.enter_context(FakeLLM(model=self.config.llm.model, first_token_delay=0.05, token_delay=0.0))
-            twilio = self._stack.enter_context(FakeTwilioAPI())
-            sets = [*self.overrides, f"llm.base_url='{llm.base_url}'", f"twilio.api_base_url='{twilio.base_url}'",
-                    f"server.public_host='{PUBLIC_HOST}'", f"records.url='sqlite:///{self.records_db}'",
-                    "desk.cookie_secure=false"]
-            self.bot = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
-                                         "QA_ACCESS_TOKEN": QA_TOKEN, "DESK_SECRET_KEY": DESK_KEY},
-                                  self.work / "bot.log", config_path=self.config_path,
-                                  extra_args=("-v",) if self.verbose else ())
-            self._stack.callback(self.bot.stop)
-            self.bot.wait_ready(300)
-            self.desk_on = self._add_staff()
-        except BaseException:
-            self._stack.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
+        llm = self._stack.enter_context(FakeLLM(model=self.config.llm.model, first_token_delay=0.05, token_delay=0.0))
+        twilio = self._stack.enter_context(FakeTwilioAPI())
+        sets = [*self.overrides, f"llm.base_url='{llm.base_url}'", f"twilio.api_base_url='{twilio.base_url}'",
+                f"server.public_host='{PUBLIC_HOST}'", f"records.url='sqlite:///{self.records_db}'",
+                "desk.cookie_secure=false"]
+        self.bot = BotProcess(sets, {"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID,
+                                     "QA_ACCESS_TOKEN": QA_TOKEN, "DESK_SECRET_KEY": DESK_KEY},
+                              self.work / "bot.log", config_path=self.config_path,
+                              extra_args=("-v",) if self.verbose else ())
+        self._stack.callback(self.bot.stop)
+        self.bot.wait_ready(300)
+        self.desk_on = self._add_staff()
 
     def _add_staff(self) -> bool:
         if not self.config.desk.enabled:

@@ -44,9 +44,8 @@ import os
 import secrets as pysecrets
 import signal
 import sqlite3
-import tempfile
 import time
-from contextlib import ExitStack, suppress
+from contextlib import suppress
 from pathlib import Path
 
 import httpx
@@ -58,6 +57,7 @@ from bot.core.wav import read_wav
 from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fault_rows import Row
+from bot.testing.lab import Lab
 from bot.testing.process import BotProcess, FakeTwilioAPI
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -209,7 +209,7 @@ class Bot:
             return await client.get(f"{self.proc.admin_url}/healthz")
 
 
-class FaultLab:
+class FaultLab(Lab):
     """The fakes and the two bots; ``with FaultLab(...) as lab:`` then ``await lab.run(...)``."""
 
     def __init__(self, config_path: str | None = None, overrides: list[str] | tuple[str, ...] = (),
@@ -221,30 +221,20 @@ class FaultLab:
         self.stt_delay_ms = stt_delay_ms
         self.verbose = verbose
         self.base_overrides = [*overrides, *LAB_OVERRIDES]
-        self._stack = ExitStack()
-        self.work = Path(work_dir) if work_dir else Path(self._stack.enter_context(tempfile.TemporaryDirectory()))
-        self.work.mkdir(parents=True, exist_ok=True)
+        super().__init__(work_dir)
         self.clip_pcm, self.clip_rate = _read_clip(clip)
         self._rows: set[str] | None = None  # run(rows=...): the llm and twice rows to run (None: all)
 
-    def __enter__(self) -> FaultLab:
-        try:
-            self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.15, token_delay=0.01))
-            self.twilio = self._stack.enter_context(FakeTwilioAPI())
-            # A desk that always answers: the transfer rows do not depend on the hour the suite runs.
-            self.a = Bot("a", self, [f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]"])
-            self._stack.callback(self.a.proc.stop)
-            self.b = Bot("b", self, list(BOT_B_OVERRIDES))
-            self._stack.callback(self.b.proc.stop)
-            self.a.proc.wait_ready(300)
-            self.b.proc.wait_ready(300)
-        except BaseException:
-            self._stack.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
+    def _start_parts(self) -> None:
+        self.llm = self._stack.enter_context(FakeLLM(first_token_delay=0.15, token_delay=0.01))
+        self.twilio = self._stack.enter_context(FakeTwilioAPI())
+        # A desk that always answers: the transfer rows do not depend on the hour the suite runs.
+        self.a = Bot("a", self, [f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]"])
+        self._stack.callback(self.a.proc.stop)
+        self.b = Bot("b", self, list(BOT_B_OVERRIDES))
+        self._stack.callback(self.b.proc.stop)
+        self.a.proc.wait_ready(300)
+        self.b.proc.wait_ready(300)
 
     # --- caller actions -----------------------------------------------------------------------
 
