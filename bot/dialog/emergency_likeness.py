@@ -62,10 +62,13 @@ class Cue:
                 self._by_first.setdefault(item[0].form, []).append(item)
 
     def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[int]:
-        """Where in the turn the cue was said (the last morpheme of each span)."""
+        """Where in the turn the cue was said (the last morpheme of each span). What the person was
+        doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
         items = [item for form in at for item in self._by_first.get(form, ())] + self._prefixed
         spans = (s for item in items for s in _find(item, morphs, at))
-        return [s[1] for s in spans if self.weight < 0 or not s[2]]
+        if self.weight > 0:
+            return [s[1] for s in spans if not s[2]]
+        return [s[1] for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def test_a_danger_without_its_decisive_fact_gets_the_question(rules, text, kind)
     ("할아버지가 기억이 오락가락하시는데 새벽에 나가셔서 아직 안 들어오셨어요", "missing_child"),
     ("윗집 베란다에서 시커먼 연기가 막 나와요", "fire"),
     ("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요", "gas"),
+    ("선생님 우리 반 애가 급식 먹다가 목을 잡고 말을 못 해요", "medical"),  # 급식 was what she was doing
+    ("아빠가 숨 쉬는 게 이상해요 드르렁 하다가 멈췄다가 해요", "medical"),
 ])
 def test_the_cues_alone_name_the_kind(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
@@ -66,6 +68,8 @@ def test_the_cues_alone_name_the_kind(rules, cues, text, kind) -> None:
     "애가 연락이 안 돼서 걱정했는데 도서관에 있었대요",  # a worry that ended well
     "가슴이 터질 것 같이 기뻐요 당첨됐어요",  # a figure of speech
     "사람이 너무 많아서 숨 막혀요",
+    "우리 엄마는 당뇨가 있어서 발이 저리시대요 발 관리 교실 있나요",  # a condition someone lives with
+    "급식 메뉴에 땅콩이 들어가나요",
 ])
 def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) is None, text
