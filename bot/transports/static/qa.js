@@ -30,6 +30,13 @@
     tts: "TTS",
     transport: "전송",
   };
+  // What the speaking line says after each of RTVI's speaking events.
+  const SPEAKING_LABELS = {
+    "bot-started-speaking": "● 봇 말하는 중",
+    "bot-stopped-speaking": "",
+    "user-started-speaking": "● 민원인 말하는 중",
+    "user-stopped-speaking": "… 답변 준비 중",
+  };
 
   const qa = (window.qa = {
     state: "idle",
@@ -256,22 +263,10 @@
       return;
     }
     if (msg.label !== "rtvi-ai") return;
-    switch (msg.type) {
-      case "server-message":
-        if (msg.data && msg.data.qa) onQA(msg.data);
-        break;
-      case "bot-started-speaking":
-        $("speaking").textContent = "● 봇 말하는 중";
-        break;
-      case "bot-stopped-speaking":
-        $("speaking").textContent = "";
-        break;
-      case "user-started-speaking":
-        $("speaking").textContent = "● 민원인 말하는 중";
-        break;
-      case "user-stopped-speaking":
-        $("speaking").textContent = "… 답변 준비 중";
-        break;
+    if (msg.type === "server-message") {
+      if (msg.data && msg.data.qa) onQA(msg.data);
+    } else if (Object.hasOwn(SPEAKING_LABELS, msg.type)) {
+      $("speaking").textContent = SPEAKING_LABELS[msg.type];
     }
   }
 
