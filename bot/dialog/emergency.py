@@ -148,13 +148,6 @@ class EmergencyRules:
                     text = text[m.end():]
         return text
 
-    def blanked(self, text: str) -> str:
-        """The normalized turn with every negative context blanked out (what the likeness net reads)."""
-        text = _blank(normalize(text), self._negative)
-        for g in self._grammars:
-            text = _blank(text, g.negative)
-        return text
-
     def affirms(self, text: str) -> bool:
         """A yes to a kind's question ([answer]): the raw turn opens with a yes and holds no no."""
         said = text.strip()
