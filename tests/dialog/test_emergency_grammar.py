@@ -135,3 +135,22 @@ def test_a_negation_after_a_particle_is_read(text: str) -> None:
     # 지 + a particle + 못 하: the verb before 지 is negated (can't walk), not an unrelated 하.
     verb = next(m for m in analyse(text) if m.tag.startswith("VV"))
     assert verb.negated, analyse(text)
+
+
+def test_a_worry_that_ended_well_is_an_aside(rules: EmergencyRules) -> None:
+    # The story is over (걱정했는데 ... 있었대요): only the request after it is read.
+    verdict = rules.classify("딸이 학원 끝나고 연락이 안 돼서 걱정했는데 도서관에 있었대요 청소년 독서 프로그램 신청하려고요")
+    assert verdict is None or not verdict.sure, verdict
+    # A worry that goes on is still read whole.
+    verdict = rules.classify("아들이 학원 끝나고 연락이 안 돼서 걱정했는데 아직도 전화기가 꺼져 있어요 밤 열 시예요")
+    assert verdict is not None and verdict.kind.name == "missing_child" and verdict.sure, verdict
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("언니가 형부한테 맞아서 울고 있는데 형부가 아직 집에 있어요", "crime"),  # hit, and he is still there
+    ("어머니가 갑자기 말이 뒤엉키고 입가로 물이 다 흘러요", "medical"),  # speech and face
+    ("제가 지금 대교 위에 있어요 더는 못 버티겠어요", "suicide"),  # a height and despair
+])
+def test_structures_said_in_new_words_escalate(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.kind.name == kind and verdict.sure, verdict
