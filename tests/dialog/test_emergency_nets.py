@@ -163,12 +163,13 @@ def test_the_decisive_fact_escalates_wherever_it_stands(rules) -> None:
         assert v is not None and v.kind.name == "medical" and v.sure, text
 
 
-def test_the_likeness_net_only_asks(rules) -> None:
-    text = "가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요"  # no regex or grammar rule holds; it reads like an emergency
+def test_the_likeness_net_only_asks() -> None:
+    text = "식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요"  # no regex rule holds; it reads like an emergency
     assert EmergencyRules.load(exemplars=None, nets=False).classify(text) is None
-    assert Grammar.load().classify(text) is None
-    v = rules.classify(text)
-    assert v is not None and v.kind.name == "gas" and not v.sure and v.rule == "like:gas"
+    cues_only = EmergencyRules.load()
+    cues_only.lemmas = None  # the question path alone after the regex net, whatever the grammar learns
+    v = cues_only.classify(text)
+    assert v is not None and v.kind.name == "crime" and not v.sure and v.rule == "like:crime"
 
 
 def test_a_turn_like_an_emergency_gets_the_question_not_the_model(rules) -> None:
@@ -176,11 +177,13 @@ def test_a_turn_like_an_emergency_gets_the_question_not_the_model(rules) -> None
     from bot.config import load_config
 
     assets = DialogAssets.load(load_config())  # the shipped policy, with the shipped rules
+    assert assets.emergency is not None
+    assets.emergency.lemmas = None  # the question path answers, whatever the grammar learns
     p = DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake, can_transfer=True,
                      emergency=assets.emergency)
-    said = p.decide("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요", DialogState())
+    said = p.decide("식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요", DialogState())
     assert isinstance(said, Speak) and not isinstance(said, AskModel)
-    assert said.sentences == (rules.kinds["gas"].question,) and said.escalation is None
+    assert said.sentences == (rules.kinds["crime"].question,) and said.escalation is None
 
 
 def test_every_table_still_passes(rules) -> None:
@@ -226,7 +229,7 @@ expect = "none"
 family = "poison"
 
 [[case]]
-text = "가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요"
+text = "가스 냄새가 나는 것 같기도 하고 아닌 것 같기도 해요"
 expect = "gas"
 family = "smell"
 
@@ -245,7 +248,7 @@ def test_family_scores_count_accepted_kinds_and_questions(rules, tmp_path: Path)
     scores = family_scores(rules, cases)
     poison, smell, lights, total = scores["poison"], scores["smell"], scores["lights"], scores["all"]
     assert (poison.emergencies, poison.escalated, poison.asked, poison.near_misses, poison.held) == (3, 2, 2, 1, 1)
-    assert (smell.escalated, smell.asked) == (0, 1)  # the question path asked
+    assert (smell.escalated, smell.asked) == (0, 1)  # hedged: asked
     assert (lights.held, lights.quiet) == (0, 0)  # a false escalation
     assert (total.emergencies, total.escalated, total.asked, total.near_misses) == (4, 2, 3, 2)
     failed = family_failures(scores)
@@ -259,7 +262,7 @@ def test_summary_prints_figures_never_rows(tmp_path: Path) -> None:
     run = subprocess.run([*script, str(table)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stdout
     assert "poison" in run.stdout and "smell" in run.stdout and "cost per turn" in run.stdout
-    for text in ("락스", "제초제", "비누", "농약", "지끈", "불이"):
+    for text in ("락스", "제초제", "비누", "농약", "같기도", "불이"):
         assert text not in run.stdout + run.stderr  # a held-out row is never shown
     good = tmp_path / "good.toml"
     good.write_text('[[case]]\ntext = "불이 났어요"\nexpect = "fire"\nfamily = "fire"\n\n'
