@@ -13,6 +13,7 @@ The third net, the likeness to known emergencies, is in ``bot/dialog/emergency_l
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -67,6 +68,12 @@ def _after_ji(tokens: list, k: int) -> bool:
 
 def analyse(text: str) -> list[Morph]:
     """Content morphemes of ``text`` (Kiwi), negators folded into the word they negate."""
+    return list(_analysed(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _analysed(text: str) -> tuple[Morph, ...]:
+    """One Kiwi analysis per turn text: the grammar and the question cues read the same turn."""
     tokens = load_kiwi().tokenize(text)
     out: list[Morph] = []
     i, n = 0, len(tokens)
@@ -142,7 +149,7 @@ def analyse(text: str) -> list[Morph]:
             if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
                 out.append(Morph(u.form, u.tag, negated, unreal, False, will))
         i = j
-    return out
+    return tuple(out)
 
 
 class GrammarError(ValueError):
