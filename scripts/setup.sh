@@ -147,8 +147,21 @@ PY
     .venv/bin/python run_bot.py models
   fi
   if [ "$local_llm" = 1 ]; then
+    # llama.cpp's AMX path crashes on the first matmul (SIGSEGV in ggml_backend_amx_mul_mat, llama.cpp
+    # issue 20824; seen on a 2-core Xeon VM): where the CPU has AMX, build without it (AVX-512 stays),
+    # bypass the wheel cache (it holds the build with AMX) and replace an installed build that has it.
+    no_cache=()
+    if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+      no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+      export CFLAGS="${CFLAGS:-} $no_amx" CXXFLAGS="${CXXFLAGS:-} $no_amx"
+      no_cache=(--no-cache-dir)
+      if .venv/bin/python -c 'import sys, llama_cpp; sys.exit(b"AMX_INT8 = 1" not in llama_cpp.llama_print_system_info())' 2>/dev/null; then
+        echo "the installed llama-cpp-python has llama.cpp's AMX path (it crashes): rebuilding it without"
+        .venv/bin/pip uninstall -y -q llama-cpp-python
+      fi
+    fi
     echo "building llama-cpp-python[server] from source (cmake, C++; about 9 min on 2 cores) ..."
-    .venv/bin/pip install -r requirements-local-llm.txt
+    .venv/bin/pip install "${no_cache[@]}" -r requirements-local-llm.txt
     .venv/bin/python -c "from bot.config import load_config; from bot.modelfiles.local_llm import ensure_gguf; print('local LLM model (sha256 verified):', ensure_gguf(load_config()))"
     echo "local LLM ready: .venv/bin/python run_bot.py --llm local   (or llm.backend = \"local\" in config.toml)"
   fi
