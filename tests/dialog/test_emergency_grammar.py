@@ -141,6 +141,9 @@ def test_a_worry_that_ended_well_is_an_aside(rules: EmergencyRules) -> None:
     # The story is over (걱정했는데 ... 있었대요): only the request after it is read.
     verdict = rules.classify("딸이 학원 끝나고 연락이 안 돼서 걱정했는데 도서관에 있었대요 청소년 독서 프로그램 신청하려고요")
     assert verdict is None or not verdict.sure, verdict
+    # Found in a bad state is no happy ending: the turn is read whole.
+    verdict = rules.classify("할머니가 전화를 안 받으셔서 걱정했는데 가 보니 화장실에 쓰러져 있었어요 어떻게 해요")
+    assert verdict is not None and verdict.kind.name == "medical" and verdict.sure, verdict
     # A worry that goes on is still read whole.
     verdict = rules.classify("아들이 학원 끝나고 연락이 안 돼서 걱정했는데 아직도 전화기가 꺼져 있어요 밤 열 시예요")
     assert verdict is not None and verdict.kind.name == "missing_child" and verdict.sure, verdict
