@@ -9,7 +9,7 @@ spans blanked out before searching, because a complaint line reuses the same wor
 Beside it, when their files sit next to ``emergency.toml`` (issue 44, bot/dialog/emergency_grammar.py):
 a GRAMMAR over lemmas (``emergency_grammar.toml``: a symptom with a body part, a substance with a
 swallowing verb ...), which escalates like a regex hit; and the QUESTION CUES (danger cues per kind
-over the same lemmas, ``emergency_exemplars.toml``, bot/dialog/emergency_likeness.py), which only ever
+over the same lemmas, ``emergency_cues.toml``, bot/dialog/emergency_cues.py), which only ever
 ask the kind's clarifying question.
 """
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
+from bot.dialog.emergency_cues import CUES_PATH, QuestionCues
 from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse
-from bot.dialog.emergency_likeness import EXEMPLARS_PATH, Likeness
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
 
@@ -95,7 +95,7 @@ class EmergencyRules:
     def __init__(self, grammars: list[_Grammar], negative: tuple[re.Pattern[str], ...],
                  hedge: tuple[re.Pattern[str], ...], yes: tuple[re.Pattern[str], ...] = (),
                  no: tuple[re.Pattern[str], ...] = (), lemmas: Grammar | None = None,
-                 likeness: Likeness | None = None, aside: tuple[re.Pattern[str], ...] = ()):
+                 question_cues: QuestionCues | None = None, aside: tuple[re.Pattern[str], ...] = ()):
         self._grammars = grammars
         self._aside = aside
         self._negative = negative
@@ -103,7 +103,7 @@ class EmergencyRules:
         self._yes = yes
         self._no = no
         self.lemmas = lemmas
-        self.likeness = likeness
+        self.question_cues = question_cues
         self.kinds: dict[str, EmergencyKind] = {g.kind.name: g.kind for g in grammars}
 
     def classify(self, text: str) -> Verdict | None:
@@ -111,7 +111,7 @@ class EmergencyRules:
 
         The regex kinds are tried in file order, then the lemma grammar: a sure hit of either beats
         an unsure one. A hedge ("같기도", "인지 모르겠") anywhere makes a sure hit unsure: the caller
-        is asked first. With no hit, a turn like a known emergency (the likeness net) is asked too.
+        is asked first. With no hit, a turn with the danger cues of a kind (the question cues) is asked too.
         A regex hit of one kind and a grammar rule marked ``overrides`` of another: the grammar's kind
         (it read who and what: a child who swallowed pills is poisoned, not suicidal).
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
@@ -136,7 +136,7 @@ class EmergencyRules:
             if hit.sure or unsure is None:
                 return Verdict(self.kinds[hit.kind], hit.sure and not hedged, f"grammar:{hit.name}")
         said = self.lemmas.standard(text) if self.lemmas is not None else text
-        if unsure is None and self.likeness is not None and (kind := self.likeness.classify(said)):
+        if unsure is None and self.question_cues is not None and (kind := self.question_cues.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         return unsure
 
@@ -155,8 +155,8 @@ class EmergencyRules:
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_PATH, grammar: str | Path | None = None,
-             exemplars: str | Path | None = None, nets: bool = True) -> EmergencyRules:
-        """Read and compile ``emergency.toml``, and the grammar and exemplar files beside it (or given).
+             cues: str | Path | None = None, nets: bool = True) -> EmergencyRules:
+        """Read and compile ``emergency.toml``, and the grammar and question-cue files beside it (or given).
 
         With ``nets=False`` the regex net alone (the recogniser before issue 44, for comparison).
 
@@ -182,19 +182,19 @@ class EmergencyRules:
         grammars = [_kind(source, name, macros) for name in kinds]
         names = {g.kind.name for g in grammars}
         beside = Path(path).parent
-        lemmas = likeness = None
+        lemmas = question_cues = None
         try:
             if nets and (grammar or (beside / GRAMMAR_PATH.name).is_file()):
                 lemmas = Grammar.load(grammar or beside / GRAMMAR_PATH.name, names)
                 analyse("불이 났어요")  # build Kiwi now, not on a caller's first turn
-            if nets and (exemplars or (beside / EXEMPLARS_PATH.name).is_file()):
-                likeness = Likeness.load(exemplars or beside / EXEMPLARS_PATH.name, names)
+            if nets and (cues or (beside / CUES_PATH.name).is_file()):
+                question_cues = QuestionCues.load(cues or beside / CUES_PATH.name, names)
         except GrammarError as e:
             raise EmergencyDataError(str(e)) from e
         logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} question cues)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
-                     len(likeness.cues.cues) if likeness else 0)
-        return cls(grammars, negative, hedge, yes, no, lemmas, likeness, aside)
+                     len(question_cues.cues.cues) if question_cues else 0)
+        return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside)
 
 
 # --- loading -----------------------------------------------------------------------------------

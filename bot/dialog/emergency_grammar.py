@@ -8,7 +8,7 @@ text fall away; negation (안 쉬어요, 쉬지 못해요), the past perfect (�
 (넘어지면, 넘어질까 봐, 넘어졌을 때) are read from the endings. Every concept of a rule must be said
 within ``window`` content words of each other, anywhere in the turn, with no ``unless`` word near.
 
-The third net, the likeness to known emergencies, is in ``bot/dialog/emergency_likeness.py``.
+The third net, the question cues, is in ``bot/dialog/emergency_cues.py``.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def _analysed(text: str) -> tuple[Morph, ...]:
 
 
 class GrammarError(ValueError):
-    """An emergency grammar or exemplar file that cannot be used; the message names the key."""
+    """An emergency grammar or question-cue file that cannot be used; the message names the key."""
 
 
 @dataclass(frozen=True)

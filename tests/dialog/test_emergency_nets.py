@@ -1,6 +1,6 @@
-"""Issue 44: the emergency recogniser's grammar over lemmas, its likeness net, and the per-family evaluation
-(bot/dialog/emergency_grammar.py, bot/dialog/emergency_likeness.py, bot/data/emergency_grammar.toml,
-bot/data/emergency_exemplars.toml, bot/dialog/emergency_eval.py, scripts/eval_emergency.py --summary)."""
+"""Issue 44: the emergency recogniser's grammar over lemmas, its question cues, and the per-family evaluation
+(bot/dialog/emergency_grammar.py, bot/dialog/emergency_cues.py, bot/data/emergency_grammar.toml,
+bot/data/emergency_cues.toml, bot/dialog/emergency_eval.py, scripts/eval_emergency.py --summary)."""
 
 from __future__ import annotations
 
@@ -163,9 +163,9 @@ def test_the_decisive_fact_escalates_wherever_it_stands(rules) -> None:
         assert v is not None and v.kind.name == "medical" and v.sure, text
 
 
-def test_the_likeness_net_only_asks() -> None:
+def test_the_question_cues_only_ask() -> None:
     text = "식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요"  # no regex rule holds; it reads like an emergency
-    assert EmergencyRules.load(exemplars=None, nets=False).classify(text) is None
+    assert EmergencyRules.load(cues=None, nets=False).classify(text) is None
     cues_only = EmergencyRules.load()
     cues_only.lemmas = None  # the question path alone after the regex net, whatever the grammar learns
     v = cues_only.classify(text)

@@ -1,5 +1,5 @@
-"""Issue 44: the emergency recogniser's question path, the cue net (bot/dialog/emergency_likeness.py,
-bot/data/emergency_exemplars.toml): danger cues per kind over Kiwi lemmas that only ever ask."""
+"""Issue 44: the emergency recogniser's question path, the cue net (bot/dialog/emergency_cues.py,
+bot/data/emergency_cues.toml): danger cues per kind over Kiwi lemmas that only ever ask."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.dialog.emergency import EmergencyDataError, EmergencyRules
+from bot.dialog.emergency_cues import CUES_PATH, QuestionCues
 from bot.dialog.emergency_eval import load_cases
-from bot.dialog.emergency_likeness import EXEMPLARS_PATH, Likeness
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -25,9 +25,9 @@ def rules() -> EmergencyRules:
 
 
 @pytest.fixture(scope="module")
-def cues(rules) -> Likeness:
-    assert rules.likeness is not None
-    return rules.likeness
+def cues(rules) -> QuestionCues:
+    assert rules.question_cues is not None
+    return rules.question_cues
 
 
 def said(rules: EmergencyRules, text: str) -> str:
@@ -139,7 +139,7 @@ words = ["신청"]
 def test_a_cue_file_may_name_the_grammars_concepts(tmp_path: Path) -> None:
     path = tmp_path / "cues.toml"
     path.write_text(GOOD, encoding="utf-8")
-    net = Likeness.load(path, {"fire"}, grammar=EXEMPLARS_PATH.parent / "emergency_grammar.toml")
+    net = QuestionCues.load(path, {"fire"}, grammar=CUES_PATH.parent / "emergency_grammar.toml")
     assert net.classify("지금 시커먼 연기가 올라와요") == "fire"  # 시커멓 is one of the grammar's @smoke
     assert net.classify("시커먼 연기가 올라와요") is None  # 2 < 3
     assert net.classify("지금 시커먼 연기 신청") is None  # a service
@@ -157,4 +157,4 @@ def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message)
     path = tmp_path / "cues.toml"
     path.write_text(GOOD.replace(*change), encoding="utf-8")
     with pytest.raises(EmergencyDataError, match=message):
-        EmergencyRules.load(exemplars=path)
+        EmergencyRules.load(cues=path)

@@ -2,7 +2,7 @@
 
 A turn that neither the regex rules nor the grammar recognised gets a kind's clarifying question (an
 unsure verdict), never the model's ordinary answer, when it reads like that kind of emergency: the
-CUE NET (``bot/data/emergency_exemplars.toml``, its header describes the format) reads the turn
+CUE NET (``bot/data/emergency_cues.toml``, its header describes the format) reads the turn
 through Kiwi as the grammar does (``analyse``) and adds up danger cues per kind, each a concept list
 of lemmas (a symptom, a body part, a poison, a weapon, someone not back, a farewell, a blaze) said
 as real and now, with the shared cues (now, suddenly, someone of the family) and minus the cues of
@@ -33,7 +33,7 @@ from bot.dialog.emergency_grammar import (
     analyse,
 )
 
-EXEMPLARS_PATH = DATA / "emergency_exemplars.toml"
+CUES_PATH = DATA / "emergency_cues.toml"
 EVERY_KIND = "*"
 
 
@@ -111,8 +111,8 @@ class CueNet:
         return kind if scores[kind][1] >= self.threshold else None
 
 
-class Likeness:
-    """The question path: the cue net of ``emergency_exemplars.toml``."""
+class QuestionCues:
+    """The question path: the cue net of ``emergency_cues.toml``."""
 
     def __init__(self, cues: CueNet):
         self.cues = cues
@@ -123,9 +123,9 @@ class Likeness:
         return self.cues.classify(said)
 
     @classmethod
-    def load(cls, path: str | Path = EXEMPLARS_PATH, kinds: set[str] | None = None,
-             grammar: str | Path | None = None) -> Likeness:
-        """Read ``emergency_exemplars.toml``: threshold, turns, [concept] lists and [[cue]] groups; a
+    def load(cls, path: str | Path = CUES_PATH, kinds: set[str] | None = None,
+             grammar: str | Path | None = None) -> QuestionCues:
+        """Read ``emergency_cues.toml``: threshold, turns, [concept] lists and [[cue]] groups; a
         word may name a concept of the grammar file (``grammar``, by default the one beside ``path``).
 
         Raises:
