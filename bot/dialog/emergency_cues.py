@@ -21,16 +21,16 @@ from pathlib import Path
 
 from bot.core.datafile import DataFile
 from bot.dialog.emergency_grammar import (
-    _ITEM_SPEC,
     DATA,
     GRAMMAR_PATH,
     GrammarError,
     Item,
     Morph,
+    Words,
     _find,
     _index,
-    _Spec,
     analyse,
+    read_dialect,
 )
 
 CUES_PATH = DATA / "emergency_cues.toml"
@@ -139,44 +139,16 @@ class QuestionCues:
 def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> CueNet:
     """The cue net: threshold, turns, concept lists, and [[cue]] groups."""
     source.no_unknown((), {"threshold", "core", "turns", "dialect", "concept", "cue"})
-    dialect = []
-    for i, pair in enumerate(source.value(("dialect",), list, "a list of [regex, replacement] pairs", default=[])):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise source.error(("dialect", i), "expected [regex, replacement]")
-        try:
-            dialect.append((re.compile(pair[0]), pair[1]))
-        except re.error as e:
-            raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
+    dialect = read_dialect(source)
     threshold = source.value(("threshold",), (int, float), "a positive number", ok=lambda v: v > 0)
     core = source.value(("core",), (int, float), "a number", default=0)
     turns = source.value(("turns",), list, "a list of words", default=[],
                          ok=lambda v: all(isinstance(w, str) and w.strip() for w in v))
-    concepts: dict[str, list[str]] = {}
-    if grammar is not None:
-        theirs = DataFile.read(grammar, GrammarError, "emergency grammar")
-        concepts.update(theirs.table(("concept",), default={}))
-    for name in source.table(("concept",), default={}):
-        concepts[name] = source.value(("concept", name), list, "a list of words",
-                                      ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
-
-    def items(key: tuple[str | int, ...], words: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
-        out: list[Item] = []
-        for word in words:
-            if word.startswith("@"):
-                ref = word[1:]
-                if ref not in concepts or ref in seen:
-                    raise source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
-                out.extend(items(key, concepts[ref], (*seen, ref)))
-                continue
-            specs = []
-            for part in word.split():
-                m = _ITEM_SPEC.match(part)
-                if m is None:
-                    raise source.error(key, f"bad word {word!r}")
-                specs.append(_Spec(m.group(2), bool(m.group(3)), {"!": True, "?": None}.get(m.group(1), False),
-                                   m.group(4) or ""))
-            out.append(tuple(specs))
-        return tuple(out)
+    words = Words(source, {})
+    if grammar is not None:  # the grammar's concepts may be named too
+        words.concepts.update(DataFile.read(grammar, GrammarError, "emergency grammar").table(("concept",), default={}))
+    words.read_concepts()
+    items = words.items
 
     cues = []
     for i, _ in enumerate(source.tables(("cue",))):
@@ -192,4 +164,4 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
                              ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
         anywhere = source.value((*key, "anywhere"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere))
-    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core), tuple(dialect))
+    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)

@@ -175,6 +175,54 @@ class _Spec:
 
 
 Item = tuple[_Spec, ...]
+
+
+def read_dialect(source: DataFile) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """A data file's ``dialect``: [regex, replacement] pairs, applied in order before the analysis."""
+    dialect = []
+    for i, pair in enumerate(source.value(("dialect",), list, "a list of [regex, replacement] pairs", default=[])):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise source.error(("dialect", i), "expected [regex, replacement]")
+        try:
+            dialect.append((re.compile(pair[0]), pair[1]))
+        except re.error as e:
+            raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
+    return tuple(dialect)
+
+
+@dataclass
+class Words:
+    """Concept lists by name, and WORDs (see the grammar file's header) read into items; equal items
+    are one object, so one turn looks each up once. ``source``: the file whose keys errors name."""
+
+    source: DataFile
+    concepts: dict[str, list[str]]
+    same: dict[Item, Item] = field(default_factory=dict)
+
+    def read_concepts(self) -> None:
+        """The source's own [concept] lists (over any of the same name already known)."""
+        for name in self.source.table(("concept",), default={}):
+            self.concepts[name] = self.source.value(("concept", name), list, "a list of words",
+                                                    ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+
+    def items(self, key: tuple[str | int, ...], words: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
+        out: list[Item] = []
+        for word in words:
+            if word.startswith("@"):
+                ref = word[1:]
+                if ref not in self.concepts or ref in seen:
+                    raise self.source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
+                out.extend(self.items(("concept", ref), self.concepts[ref], (*seen, ref)))
+                continue
+            specs = []
+            for part in word.split():
+                m = _ITEM_SPEC.match(part)
+                if m is None:
+                    raise self.source.error(key, f"bad word {word!r}")
+                neg = {"!": True, "?": None}.get(m.group(1), False)
+                specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"))
+            out.append(self.same.setdefault(tuple(specs), tuple(specs)))
+        return tuple(out)
 Span = tuple[int, int, bool]  # first and last morpheme index, any of them unreal
 
 _GAP = 2  # content words allowed between two morphemes of one item ("목을 꽉 졸랐어요")
@@ -324,39 +372,11 @@ class Grammar:
         """
         source = DataFile.read(path, GrammarError, "emergency grammar")
         source.no_unknown((), {"concept", "rule", "context", "dialect"})
-        dialect = []
-        for i, pair in enumerate(source.value(("dialect",), list, "a list of [regex, replacement] pairs", default=[])):
-            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-                raise source.error(("dialect", i), "expected [regex, replacement]")
-            try:
-                dialect.append((re.compile(pair[0]), pair[1]))
-            except re.error as e:
-                raise source.error(("dialect", i), f"bad regex {pair[0]!r}: {e}") from e
-        raw = source.table(("concept",))
-        concepts: dict[str, list[str]] = {}
-        same: dict[Item, Item] = {}  # equal items as one object, so one turn looks each up once
-        for name in raw:
-            concepts[name] = source.value(("concept", name), list, "a list of words",
-                                          ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
-
-        def items(key: tuple[str | int, ...], names: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
-            out: list[Item] = []
-            for word in names:
-                if word.startswith("@"):
-                    ref = word[1:]
-                    if ref not in concepts or ref in seen:
-                        raise source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
-                    out.extend(items(("concept", ref), concepts[ref], (*seen, ref)))
-                    continue
-                specs = []
-                for part in word.split():
-                    m = _ITEM_SPEC.match(part)
-                    if m is None:
-                        raise source.error(key, f"bad word {word!r}")
-                    neg = {"!": True, "?": None}.get(m.group(1), False)
-                    specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"))
-                out.append(same.setdefault(tuple(specs), tuple(specs)))
-            return tuple(out)
+        dialect = read_dialect(source)
+        source.table(("concept",))  # required here
+        words = Words(source, {})
+        words.read_concepts()
+        items = words.items
 
         source.table(("context",), default={})
         source.no_unknown(("context",), {"unless", "reach", "anywhere"})
