@@ -16,7 +16,7 @@ ask the kind's clarifying question.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
@@ -88,23 +88,23 @@ def _first(patterns: tuple[tuple[str, re.Pattern[str]], ...], text: str) -> str 
     return next((rule for rule, regex in patterns if regex.search(text)), None)
 
 
+@dataclass(eq=False)  # compared and hashed as one object, as before
 class EmergencyRules:
     """The compiled nets; ``classify`` is pure (regex about 0.1 ms a turn, the grammar's Kiwi analysis
     about 1 ms: ``scripts/eval_emergency.py --summary`` prints it)."""
 
-    def __init__(self, grammars: list[_Grammar], negative: tuple[re.Pattern[str], ...],
-                 hedge: tuple[re.Pattern[str], ...], yes: tuple[re.Pattern[str], ...] = (),
-                 no: tuple[re.Pattern[str], ...] = (), lemmas: Grammar | None = None,
-                 question_cues: QuestionCues | None = None, aside: tuple[re.Pattern[str], ...] = ()):
-        self._grammars = grammars
-        self._aside = aside
-        self._negative = negative
-        self._hedge = hedge
-        self._yes = yes
-        self._no = no
-        self.lemmas = lemmas
-        self.question_cues = question_cues
-        self.kinds: dict[str, EmergencyKind] = {g.kind.name: g.kind for g in grammars}
+    grammars: list[_Grammar]
+    negative: tuple[re.Pattern[str], ...]
+    hedge: tuple[re.Pattern[str], ...]
+    yes: tuple[re.Pattern[str], ...] = ()
+    no: tuple[re.Pattern[str], ...] = ()
+    lemmas: Grammar | None = None
+    question_cues: QuestionCues | None = None
+    aside: tuple[re.Pattern[str], ...] = ()
+    kinds: dict[str, EmergencyKind] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kinds = {g.kind.name: g.kind for g in self.grammars}
 
     def classify(self, text: str) -> Verdict | None:
         """The emergency in one caller turn, or None (then the other rules and the model go on).
@@ -118,12 +118,12 @@ class EmergencyRules:
         what follows it is read.
         """
         text = self.after_aside(text)
-        norm = _blank(normalize(text), self._negative)
+        norm = _blank(normalize(text), self.negative)
         if not norm.strip(_BLANK):
             return None
-        hedged = any(h.search(norm) for h in self._hedge)
+        hedged = any(h.search(norm) for h in self.hedge)
         unsure: Verdict | None = None
-        for g in self._grammars:
+        for g in self.grammars:
             own = _blank(norm, g.negative)
             if rule := _first(g.sure, own):
                 if self.lemmas is not None and (hit := self.lemmas.classify(text, overriding=True)) is not None \
@@ -142,7 +142,7 @@ class EmergencyRules:
 
     def after_aside(self, text: str) -> str:
         """What follows the last topic change in the turn (all of it when there is none)."""
-        for regex in self._aside:
+        for regex in self.aside:
             for m in regex.finditer(text):
                 if m.end() < len(text):
                     text = text[m.end():]
@@ -151,7 +151,7 @@ class EmergencyRules:
     def affirms(self, text: str) -> bool:
         """A yes to a kind's question ([answer]): the raw turn opens with a yes and holds no no."""
         said = text.strip()
-        return any(r.match(said) for r in self._yes) and not any(r.search(said) for r in self._no)
+        return any(r.match(said) for r in self.yes) and not any(r.search(said) for r in self.no)
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_PATH, grammar: str | Path | None = None,
