@@ -99,7 +99,7 @@ async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, 
     """Each text as one caller turn to the model of ``config.llm``: its ``emergency`` field, into ``run``.
     A call that raises, times out, or answers without a valid flag is a failure, never a "none".
     ``warm_up``: one uncounted call first, as the bot's startup check makes (a CPU model evaluates the
-    ~2,000-token static prompt once, 20-40 s, and reuses it after)."""
+    ~2,000-token static prompt once, 20-40 s on 2 idle cores, 4-5 min on 2 busy ones, and reuses it after)."""
     from openai import AsyncOpenAI
 
     from bot.config import Secrets
@@ -135,7 +135,7 @@ async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, 
         if warm_up:
             start = time.perf_counter()
             try:
-                await client.with_options(timeout=max(180.0, config.llm.total_timeout_ms / 1000.0)).chat.completions.create(
+                await client.with_options(timeout=max(600.0, config.llm.total_timeout_ms / 1000.0)).chat.completions.create(
                     model=config.llm.model, max_tokens=config.llm.max_tokens, temperature=config.llm.temperature,
                     messages=[{"role": "system", "content": prompt}, {"role": "user", "content": "여보세요"}],
                     response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
@@ -148,20 +148,27 @@ async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, 
     return run
 
 
-def judged(llm: str, texts: list[str], kinds: set[str]) -> ModelRun:
+def judged(llm: str, texts: list[str], kinds: set[str], overrides: tuple[str, ...] = ()) -> ModelRun:
     """The model's flags from a server URL, or from ``local``: the laptop model (llama.cpp, started here
     as the bot starts it with ``llm.backend = "local"``; ``scripts/setup.sh --local-llm`` installs it)."""
     from bot.config import load_config
     from bot.modelfiles.local_llm import serving_llm
 
     if llm != "local":
-        config = load_config(overrides=[f"llm.base_url='{llm}'"])
-        return asyncio.run(model_flags(config, texts, kinds, ModelRun(f"{config.llm.model} at {llm}"), CONCURRENCY))
-    with serving_llm(load_config(overrides=["llm.backend='local'"])) as handle:
+        config = load_config(overrides=[*overrides, f"llm.base_url='{llm}'"])
+        run = ModelRun(f"{config.llm.model} at {llm}{settings(config, overrides)}")
+        return asyncio.run(model_flags(config, texts, kinds, run, CONCURRENCY))
+    with serving_llm(load_config(overrides=[*overrides, "llm.backend='local'"])) as handle:
         config = handle.ready()
         run = ModelRun(f"{config.llm.model} (llm.backend = \"local\": llama.cpp on {os.cpu_count()} CPU cores of "
-                       f"{platform.node()}, one call at a time)", plumbing=True)
+                       f"{platform.node()}, one call at a time){settings(config, overrides)}", plumbing=True)
         return asyncio.run(model_flags(config, texts, kinds, run, 1, warm_up=True))
+
+
+def settings(config, overrides: tuple[str, ...]) -> str:
+    """The call's limit, and the overrides the figures were measured with."""
+    return (f"; {config.llm.total_timeout_ms / 1000:.0f} s a call at most"
+            + (f"; --set {' --set '.join(overrides)}" if overrides else ""))
 
 
 def limited(cases: list[Case], limit: int) -> list[Case]:
@@ -225,9 +232,9 @@ def cost_per_turn(rules: EmergencyRules, texts: list[str]) -> str:
             f"max {times[-1]:.2f} ms ({len(times)} turns)")
 
 
-def summary(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
+def summary(rules: EmergencyRules, cases: list[Case], llm: str | None, overrides: tuple[str, ...] = ()) -> int:
     """Figures only: a held-out table's rows are never printed (not even a miss)."""
-    run = judged(llm, [c.text for c in cases], set(rules.kinds)) if llm else None
+    run = judged(llm, [c.text for c in cases], set(rules.kinds), overrides) if llm else None
     scores = family_scores(rules, cases)
     print("escalated: a sure verdict of the right kind (the rules alone); esc.|asked: or the kind's question;")
     print("held: near misses with no false escalation; quiet: nor a false question"
@@ -284,6 +291,9 @@ def main() -> int:
                              "rules + the model's flag")
     parser.add_argument("--summary", action="store_true",
                         help="per family and overall figures only, never a row (a held-out table)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a config override for the model's calls (as run_bot.py --set), e.g. "
+                             "llm.local_timeout_ms=120000; the output names each")
     parser.add_argument("--limit", type=int, metavar="N",
                         help="only the first N emergencies and the first N near misses (a slow model)")
     parser.add_argument("--ordinary", action="store_true",
@@ -314,14 +324,14 @@ def main() -> int:
     print(f"{len(cases)} cases: {len(cases) - none} emergencies, {none} near misses\n")
     try:
         if args.summary:
-            return summary(rules, cases, args.llm)
-        return report(rules, cases, args.llm)
+            return summary(rules, cases, args.llm, tuple(args.overrides))
+        return report(rules, cases, args.llm, tuple(args.overrides))
     except StartupError as e:  # the local model is not installed (or did not start): nothing was judged
         print(f"NOT JUDGED: {e}", file=sys.stderr)
         return 2
 
 
-def report(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
+def report(rules: EmergencyRules, cases: list[Case], llm: str | None, overrides: tuple[str, ...] = ()) -> int:
     """Every row: per kind, then each mismatch (for the shipped and training tables)."""
     scores = evaluate(rules, cases)
     print("rules alone (0 model calls):")
@@ -335,7 +345,7 @@ def report(rules: EmergencyRules, cases: list[Case], llm: str | None) -> int:
             print(f"  {case.text} | {want} -> {got}" + (f" [{verdict.rule}]" if verdict else ""))
     code = 0
     if llm:
-        run = judged(llm, [c.text for c in cases], set(rules.kinds))
+        run = judged(llm, [c.text for c in cases], set(rules.kinds), overrides)
         answered = [c for c in cases if c.text not in run.failed]
         part = f", on the {len(answered)} of {len(cases)} cases whose call answered" if run.failed else ""
         if run.failed:  # a failed call is no "none": both nets are figured on the answered cases only

@@ -32,8 +32,8 @@ def test_a_failed_call_is_left_out_of_the_two_nets_not_counted_as_none(tmp_path:
                      '[[case]]\ntext = "불이 났어요"\nexpect = "fire"\n\n'
                      '[[case]]\ntext = "가로등이 꺼졌어요"\nexpect = "none"\n', encoding="utf-8")
     with FakeLLM(responder=responder, first_token_delay=0.0, token_delay=0.0) as fake:
-        run = subprocess.run([*SCRIPT, "--table", str(table), "--llm", fake.base_url],
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run([*SCRIPT, "--table", str(table), "--llm", fake.base_url,
+                              "--set", "llm.total_timeout_ms=20000"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stdout
     both = run.stdout.split("rules + the model's flag (1 model answers")[1]
     assert "on the 1 of 3 cases whose call answered" in both
@@ -42,6 +42,7 @@ def test_a_failed_call_is_left_out_of_the_two_nets_not_counted_as_none(tmp_path:
     assert "calls failed: 2 of 3" in run.stdout and "crime 1, near misses 1" in run.stdout
     assert "seconds per call (answered, 4 at once): p50" in run.stdout
     assert "the model: " in run.stdout and "NOT JUDGED: 2 model calls failed" in run.stdout
+    assert "; 20 s a call at most; --set llm.total_timeout_ms=20000" in run.stdout  # the settings measured with
 
 
 def test_limit_takes_the_first_emergencies_and_near_misses(tmp_path: Path) -> None:
