@@ -193,7 +193,7 @@ class EmergencyRules:
             raise EmergencyDataError(str(e)) from e
         logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} question cues)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
-                     len(question_cues.cues.cues) if question_cues else 0)
+                     len(question_cues.cues) if question_cues else 0)
         return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside)
 
 

@@ -72,8 +72,8 @@ class Cue:
 
 
 @dataclass(frozen=True)
-class CueNet:
-    """Danger cues over Kiwi lemmas: the kind with the most weight of its own cues (cues that speak for
+class QuestionCues:
+    """The question path (``emergency_cues.toml``): danger cues over Kiwi lemmas: the kind with the most weight of its own cues (cues that speak for
     it alone) gets its question when all its cues (shared ones and penalties added) reach ``threshold``.
 
     A negative cue said before a turn of the talk (``turns``: 근데, 아니, 그리고, 지금) holds nothing back:
@@ -104,23 +104,13 @@ class CueNet:
                 for kind, weight in own.items()}
 
     def classify(self, text: str) -> str | None:
+        """The kind whose question the turn gets, or None (``text``: the turn, dialect endings made
+        standard as for the grammar)."""
         scores = self.scores(text)
         if not scores:
             return None
         kind = max(scores, key=lambda k: scores[k])
         return kind if scores[kind][1] >= self.threshold else None
-
-
-class QuestionCues:
-    """The question path: the cue net of ``emergency_cues.toml``."""
-
-    def __init__(self, cues: CueNet):
-        self.cues = cues
-
-    def classify(self, said: str) -> str | None:
-        """The kind whose question the turn gets, or None (``said``: the turn, dialect endings made
-        standard as for the grammar)."""
-        return self.cues.classify(said)
 
     @classmethod
     def load(cls, path: str | Path = CUES_PATH, kinds: set[str] | None = None,
@@ -133,10 +123,10 @@ class QuestionCues:
         """
         source = DataFile.read(path, GrammarError, "emergency question cues")
         beside = Path(path).parent / GRAMMAR_PATH.name
-        return cls(_load_cues(source, kinds, grammar or (beside if beside.is_file() else None)))
+        return _load_cues(source, kinds, grammar or (beside if beside.is_file() else None))
 
 
-def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> CueNet:
+def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> QuestionCues:
     """The cue net: threshold, turns, concept lists, and [[cue]] groups."""
     source.no_unknown((), {"threshold", "core", "turns", "dialect", "concept", "cue"})
     dialect = read_dialect(source)
@@ -164,4 +154,4 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
                              ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
         anywhere = source.value((*key, "anywhere"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere))
-    return CueNet(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)
+    return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)

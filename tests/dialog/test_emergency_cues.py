@@ -82,7 +82,7 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
 ])
 def test_jeju_endings_are_read_after_the_cues_own_rewrites(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
-    assert dataclasses.replace(cues.cues, dialect=()).classify(text) is None  # Kiwi alone: unknown nouns
+    assert dataclasses.replace(cues, dialect=()).classify(text) is None  # Kiwi alone: unknown nouns
 
 
 def test_a_request_said_before_the_danger_holds_nothing_back(rules, cues) -> None:
