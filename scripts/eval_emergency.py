@@ -113,14 +113,18 @@ async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, 
     gate = asyncio.Semaphore(concurrency)
     run.at_once = concurrency
 
+    def turn(text: str, timeout: float | None = None):
+        """One caller turn, as the line asks it (the line's prompt and schema)."""
+        return (client.with_options(timeout=timeout) if timeout else client).chat.completions.create(
+            model=config.llm.model, temperature=config.llm.temperature, max_tokens=config.llm.max_tokens,
+            messages=[{"role": "system", "content": prompt}, {"role": "user", "content": text}],
+            response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
+
     async def ask(text: str) -> None:
         async with gate:
             start = time.perf_counter()
             try:
-                answer = await client.chat.completions.create(
-                    model=config.llm.model, temperature=config.llm.temperature, max_tokens=config.llm.max_tokens,
-                    messages=[{"role": "system", "content": prompt}, {"role": "user", "content": text}],
-                    response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
+                answer = await turn(text)
                 flag = json.loads(answer.choices[0].message.content or "{}").get(EMERGENCY_FIELD)
             except Exception as e:  # noqa: BLE001 - counted and printed: a failed call is not a "none"
                 run.failed[text] = f"{type(e).__name__}: {e}"
@@ -135,10 +139,7 @@ async def model_flags(config, texts: list[str], kinds: set[str], run: ModelRun, 
         if warm_up:
             start = time.perf_counter()
             try:
-                await client.with_options(timeout=max(600.0, config.llm.total_timeout_ms / 1000.0)).chat.completions.create(
-                    model=config.llm.model, max_tokens=config.llm.max_tokens, temperature=config.llm.temperature,
-                    messages=[{"role": "system", "content": prompt}, {"role": "user", "content": "여보세요"}],
-                    response_format=domain.response_format(config.llm.dialect, config.llm.reply_max_chars))
+                await turn("여보세요", timeout=max(600.0, config.llm.total_timeout_ms / 1000.0))
                 run.warm_up = f"warm-up call (the static prompt, not counted): {time.perf_counter() - start:.1f} s\n"
             except Exception as e:  # noqa: BLE001 - the counted calls then show what the model does
                 run.warm_up = f"warm-up call failed after {time.perf_counter() - start:.1f} s: {type(e).__name__}\n"
@@ -300,15 +301,10 @@ def main() -> int:
                         help="the line's ordinary turns (routing tables): how many get an emergency verdict")
     args = parser.parse_args()
     tables = args.table or TABLES
-    if args.ordinary:
-        try:
-            return ordinary(EmergencyRules.load(args.rules))
-        except EmergencyDataError as e:
-            print(e, file=sys.stderr)
-            return 2
-
     try:
         rules = EmergencyRules.load(args.rules)
+        if args.ordinary:
+            return ordinary(rules)
         cases = [case for table in tables for case in load_cases(table, set(rules.kinds))]
     except EmergencyDataError as e:
         print(e, file=sys.stderr)
