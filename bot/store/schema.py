@@ -89,7 +89,7 @@ callbacks = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     # `run_bot.py callbacks --place`: calls placed so far, the latest one, and who answered it
     # (Twilio's AnsweredBy: human, machine_end_beep, fax, unknown, ...; "no-answer", "busy").
-    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("last_call_sid", sa.String(64), index=True),
     sa.Column("answered_by", sa.String(32)),
     # The call's latest ticket when the callback was asked for: the callback reads out its status.
@@ -111,7 +111,7 @@ outbox = sa.Table(
     sa.Column("call_sid", sa.String(64)),
     sa.Column("ticket_status", sa.String(16)),  # for kind "status": the new status
     sa.Column("status", sa.String(16), nullable=False, index=True),  # pending | sending | sent | failed
-    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=False, index=True),
     sa.Column("claimed_by", sa.String(64)),
     sa.Column("last_error", sa.Text),
@@ -178,8 +178,8 @@ staff = sa.Table(
     sa.Column("department", sa.String(32)),  # a directory.toml id; only for role "department"
     sa.Column("password_hash", sa.Text, nullable=False),  # argon2id (bot/desk/auth.py)
     sa.Column("api_token_hash", sa.String(64), unique=True),  # sha256 of the account's API token
-    sa.Column("active", sa.Boolean, nullable=False, default=True),
-    sa.Column("session_epoch", sa.Integer, nullable=False, default=0),
+    sa.Column("active", sa.Boolean, nullable=False, default=True, server_default=sa.true()),
+    sa.Column("session_epoch", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("last_login_at", sa.DateTime(timezone=True)),

@@ -1,13 +1,10 @@
-"""${message}
+"""${message}"""
+## The revision ids live in the two variables below, not in the docstring. Operations several
+## migrations share: bot/store/migrations/ops.py (frozen: add a function, never change one).
 
-Revision ID: ${up_revision}
-Revises: ${down_revision | comma,n}
-Create Date: ${create_date}
-"""
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 ${imports if imports else ""}
-
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 % if branch_labels:

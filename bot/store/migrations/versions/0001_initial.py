@@ -1,35 +1,32 @@
-"""calls, turns and tickets
+"""calls, turns and tickets"""
 
-Revision ID: 0001
-Revises:
-Create Date: 2026-12-03
-"""
 import sqlalchemy as sa
 from alembic import op
+
+from bot.store.migrations import ops
 
 revision = "0001"
 down_revision = None
 
 
 def upgrade() -> None:
-    op.create_table(
+    ops.create_table(
         "calls",
         sa.Column("call_sid", sa.String(64), primary_key=True),
         sa.Column("caller", sa.String(32)),
         sa.Column("worker", sa.String(64), nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("ended_at", sa.DateTime(timezone=True)),
+        ops.moment("started_at", nullable=False),
+        ops.moment("ended_at"),
         sa.Column("end_reason", sa.String(32)),
         sa.Column("qa", sa.Boolean, nullable=False),
+        indexed=["worker", "started_at"],
     )
-    op.create_index("ix_calls_worker", "calls", ["worker"])
-    op.create_index("ix_calls_started_at", "calls", ["started_at"])
-    op.create_table(
+    ops.create_table(
         "turns",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        ops.id_column(),
         sa.Column("call_sid", sa.String(64), nullable=False),
         sa.Column("idx", sa.Integer, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        ops.moment("created_at", nullable=False),
         sa.Column("route", sa.String(16)),
         sa.Column("intent", sa.String(32)),
         sa.Column("transcript", sa.Text),
@@ -38,12 +35,11 @@ def upgrade() -> None:
         sa.Column("voice_to_voice_ms", sa.Float),
         sa.Column("record", sa.JSON, nullable=False),
         sa.UniqueConstraint("call_sid", "idx", name="uq_turns_call_idx"),
+        indexed=["call_sid", "created_at"],
     )
-    op.create_index("ix_turns_call_sid", "turns", ["call_sid"])
-    op.create_index("ix_turns_created_at", "turns", ["created_at"])
-    op.create_table(
+    ops.create_table(
         "tickets",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        ops.id_column(),
         sa.Column("reception_no", sa.String(16), unique=True),
         sa.Column("call_sid", sa.String(64)),
         sa.Column("category", sa.String(32), nullable=False),
@@ -51,11 +47,10 @@ def upgrade() -> None:
         sa.Column("time", sa.Text),
         sa.Column("excerpt", sa.Text),
         sa.Column("status", sa.String(16), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        ops.moment("created_at", nullable=False),
+        ops.moment("updated_at", nullable=False),
+        indexed=["call_sid", "status"],
     )
-    op.create_index("ix_tickets_call_sid", "tickets", ["call_sid"])
-    op.create_index("ix_tickets_status", "tickets", ["status"])
 
 
 def downgrade() -> None:

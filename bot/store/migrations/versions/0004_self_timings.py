@@ -1,23 +1,21 @@
-"""self_timings: each start's stage figures on a fixed input, per host and config (bot/ops/selftime.py)
+"""self_timings: each start's stage figures on a fixed input, per host and config (bot/ops/selftime.py)"""
 
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-03
-"""
 import sqlalchemy as sa
 from alembic import op
+
+from bot.store.migrations import ops
 
 revision = "0004"
 down_revision = "0003"
 
 
 def upgrade() -> None:
-    op.create_table(
+    ops.create_table(
         "self_timings",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        ops.id_column(),
         sa.Column("host", sa.String(255), nullable=False),
         sa.Column("config_key", sa.String(32), nullable=False),
-        sa.Column("measured_at", sa.DateTime(timezone=True), nullable=False),
+        ops.moment("measured_at", nullable=False),
         sa.Column("figures", sa.JSON, nullable=False),
         sa.Column("good", sa.Boolean, nullable=False),
     )

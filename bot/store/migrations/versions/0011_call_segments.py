@@ -1,28 +1,26 @@
-"""Issue 46: a call's media streams (segments), so a call survives a dying worker and a rolling deploy
+"""Issue 46: a call's media streams (segments), so a call survives a dying worker and a rolling deploy"""
 
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-12-05
-"""
 import sqlalchemy as sa
 from alembic import op
+
+from bot.store.migrations import ops
 
 revision = "0011"
 down_revision = "0010"
 
 
 def upgrade() -> None:
-    op.create_table(
+    ops.create_table(
         "call_segments",
         sa.Column("call_sid", sa.String(64), primary_key=True),
         sa.Column("idx", sa.Integer, primary_key=True),
         sa.Column("worker", sa.String(64)),
-        sa.Column("started_at", sa.DateTime(timezone=True)),
-        sa.Column("ended_at", sa.DateTime(timezone=True)),
+        ops.moment("started_at"),
+        ops.moment("ended_at"),
         sa.Column("end_reason", sa.String(32)),
         sa.Column("bot_ended", sa.Boolean, nullable=False, server_default=sa.false()),
         sa.Column("then_twiml", sa.Text),
-        sa.Column("action_at", sa.DateTime(timezone=True)),
+        ops.moment("action_at"),
         sa.Column("recording_path", sa.String(255)),
     )
 
