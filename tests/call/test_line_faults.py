@@ -30,7 +30,10 @@ def rows(tmp_path_factory, whisper_dir, standin_tts_dir):
             pytest.fail("nginx is not installed (CI_REQUIRE_NGINX=1)")
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
     work = tmp_path_factory.mktemp("line-faults")
-    overrides = offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "unused")
+    # The stand-in voice at the product's fastest speed (tts.speed's top): a caller waits out every reply in
+    # real time, and what these rows bound (the resume's first audio, the silences) does not scale with it.
+    overrides = [*offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "unused"),
+                 "tts.speed=2.0"]
     with LineLab(None, overrides, work_dir=work, stt_delay_ms=400) as lab:
         result = asyncio.run(lab.run())
     for row in result:
