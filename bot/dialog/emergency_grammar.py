@@ -208,20 +208,27 @@ class Words:
     def items(self, key: tuple[str | int, ...], words: list[str], seen: tuple[str, ...] = ()) -> tuple[Item, ...]:
         out: list[Item] = []
         for word in words:
-            if word.startswith("@"):
+            if word.startswith("@") and " " not in word:
                 ref = word[1:]
                 if ref not in self.concepts or ref in seen:
                     raise self.source.error(key, f"concept {ref!r} is not defined (or refers to itself)")
                 out.extend(self.items(("concept", ref), self.concepts[ref], (*seen, ref)))
                 continue
-            specs = []
+            # A part "@name" inside a word stands for each word of that concept: "@limb !들" is a
+            # body part with a verb (팔을 못 들어요, 오른팔을 못 들어요, 양손을 못 들어요).
+            choices: list[tuple[Item, ...]] = []
             for part in word.split():
+                if part.startswith("@"):
+                    choices.append(self.items(key, [part], seen))
+                    continue
                 m = _ITEM_SPEC.match(part)
                 if m is None:
                     raise self.source.error(key, f"bad word {word!r}")
                 neg = {"!": True, "?": None}.get(m.group(1), False)
-                specs.append(_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"))
-            out.append(self.same.setdefault(tuple(specs), tuple(specs)))
+                choices.append(((_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"),),))
+            for parts in itertools.product(*choices):
+                specs = tuple(spec for part in parts for spec in part)
+                out.append(self.same.setdefault(specs, specs))
         return tuple(out)
 Span = tuple[int, int, bool]  # first and last morpheme index, any of them unreal
 
@@ -315,6 +322,8 @@ class GrammarRule:
                   if n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during)]
         for chosen in itertools.combinations(signs, self.least):
             for combo in itertools.product(*found, *chosen):
+                if len({s[:2] for s in combo[len(found):]}) < self.least:
+                    continue  # one phrase is one sign, however many pictures list it
                 lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
                 if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
                     return True

@@ -157,3 +157,51 @@ def test_a_worry_that_ended_well_is_an_aside(rules: EmergencyRules) -> None:
 def test_structures_said_in_new_words_escalate(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.kind.name == kind and verdict.sure, verdict
+
+
+# --- round 4: a body part with what it does wrong, as one word; one phrase is one sign -------------
+
+PARTS = """
+[concept]
+limb = ["팔", "왼팔", "오른손"]
+fails = ["!들", "툭 떨어지"]
+arm = ["@limb @fails"]
+face = ["입 처지"]
+drool = ["입 처지", "침 흘리"]
+
+[[rule]]
+kind = "medical"
+name = "arm"
+all = ["arm"]
+window = 4
+
+[[rule]]
+kind = "medical"
+name = "face_and_drool"
+some = ["face", "drool"]
+least = 2
+"""
+
+
+def test_a_concept_inside_a_word_stands_for_each_of_its_words(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, PARTS)
+    assert grammar.classify("왼팔을 못 들어요") is not None
+    assert grammar.classify("오른손이 툭 떨어져요") is not None
+    assert grammar.classify("왼팔을 들어요") is None  # not negated
+    assert grammar.classify("다리를 못 들어요") is None  # not a part of the concept
+
+
+def test_one_phrase_listed_under_two_signs_is_one_sign(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, PARTS)
+    assert grammar.classify("입이 처졌어요") is None  # in `face` and in `drool`: still one sign
+    assert grammar.classify("입이 처지고 침을 흘려요") is not None
+
+
+@pytest.mark.parametrize("text", [
+    "아버지가 가슴 한가운데를 누가 쥐어짜는 것처럼 아프대요 왼쪽 팔도 저리고 식은땀을 흘려요",  # chest x feeling + distress
+    "할아버지가 어디 가셨는지 몰라요 치매가 있으세요",  # whereabouts unknown
+    "우리 애가 놀이터에서 없어졌어요 벌써 사십 분째예요",  # gone a while
+])
+def test_round_four_structures_escalate(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure, text
