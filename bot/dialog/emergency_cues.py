@@ -49,6 +49,13 @@ class Cue:
     weight: float
     items: tuple[Item, ...]
     anywhere: bool = False
+    # A pair (a door and a forcing act, a person and being gone): the cue counts only where one of
+    # ``near`` stands within ``window`` content words of one of ``items``.
+    near: tuple[Item, ...] = ()
+    window: int = 6
+    # A negative cue (a request) said before the kind's first decisive cue holds nothing back: the
+    # caller began with the request and then told the danger, as before a turn of the talk.
+    lead: bool = False
     # The items by their first word (looked up by the turn's words, not tried one by one), and those
     # whose first word is a prefix ("떨*").
     _by_first: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -61,14 +68,18 @@ class Cue:
             else:
                 self._by_first.setdefault(item[0].form, []).append(item)
 
-    def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[int]:
-        """Where in the turn the cue was said (the last morpheme of each span). What the person was
-        doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
+    def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
+        """Where in the turn the cue was said (the first and last morpheme of each span). What the
+        person was doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
         items = [item for form in at for item in self._by_first.get(form, ())] + self._prefixed
-        spans = (s for item in items for s in _find(item, morphs, at))
+        spans = [s for item in items for s in _find(item, morphs, at)]
+        if self.near:
+            others = [o for item in self.near for o in _find(item, morphs, at) if not o[2]]
+            spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s in spans for o in others
+                     if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
         if self.weight > 0:
-            return [s[1] for s in spans if not s[2]]
-        return [s[1] for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
+            return [(s[0], s[1]) for s in spans if not s[2]]
+        return [(s[0], s[1]) for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
 
 
 @dataclass(frozen=True)
@@ -92,16 +103,30 @@ class QuestionCues:
         morphs = analyse(text)
         at = _index(morphs)
         turned = max((s[0] for item in self.turns for s in _find(item, morphs, at)), default=-1)
-        found = [cue for cue in self.cues
-                 if (ks := cue.where(morphs, at)) and (cue.weight > 0 or cue.anywhere or max(ks) > turned)]
+        said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at))}
+        # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
+        danger = [span for cue, spans in said.items() if cue.weight > 0 for span in spans]
+        for cue in [cue for cue in said if cue.weight < 0]:
+            said[cue] = [(a, b) for a, b in said[cue] if not any(c <= a and b <= d for c, d in danger)]
+            if not said[cue]:
+                del said[cue]
         own: dict[str, float] = {}
-        for cue in found:
+        first: dict[str, int] = {}  # where each kind's first decisive cue stands
+        for cue, spans in said.items():
             if cue.weight > 0 and len(cue.kinds) == 1 and cue.kinds != (EVERY_KIND,):
-                own[cue.kinds[0]] = own.get(cue.kinds[0], 0.0) + cue.weight
-        cored = {kind for cue in found for kind in cue.kinds if cue.weight >= self.core and len(cue.kinds) == 1}
-        own = {kind: weight for kind, weight in own.items() if kind in cored}
-        return {kind: (weight, sum(c.weight for c in found if c.kinds == (EVERY_KIND,) or kind in c.kinds))
-                for kind, weight in own.items()}
+                kind = cue.kinds[0]
+                own[kind] = own.get(kind, 0.0) + cue.weight
+                if cue.weight >= self.core:
+                    first[kind] = min(first.get(kind, len(morphs)), min(a for a, _ in spans))
+        out = {}
+        for kind, weight in own.items():
+            if kind not in first:
+                continue
+            out[kind] = (weight, sum(cue.weight for cue, spans in said.items()
+                                     if (cue.kinds == (EVERY_KIND,) or kind in cue.kinds)
+                                     and (cue.weight > 0 or cue.anywhere
+                                          or max(b for _, b in spans) > (max(turned, first[kind] - 1) if cue.lead else turned))))
+        return out
 
     def classify(self, text: str) -> str | None:
         """The kind whose question the turn gets, or None (``text``: the turn, dialect endings made
@@ -143,7 +168,7 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
     cues = []
     for i, _ in enumerate(source.tables(("cue",))):
         key: tuple[str | int, ...] = ("cue", i)
-        source.no_unknown(key, {"name", "kinds", "weight", "words", "anywhere"})
+        source.no_unknown(key, {"name", "kinds", "weight", "words", "anywhere", "near", "window", "lead"})
         name = source.value((*key, "name"), str, "a name")
         named = tuple(source.value((*key, "kinds"), list, 'a non-empty list of kind names (or ["*"])',
                                    ok=lambda v: bool(v) and all(isinstance(k, str) for k in v)))
@@ -153,5 +178,10 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
         words = source.value((*key, "words"), list, "a non-empty list of words",
                              ok=lambda v: bool(v) and all(isinstance(s, str) and s.strip() for s in v))
         anywhere = source.value((*key, "anywhere"), bool, "true or false", default=False)
-        cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere))
+        near = source.value((*key, "near"), list, "a list of words", default=[],
+                            ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
+        window = source.value((*key, "window"), int, "a positive whole number", default=6, ok=lambda v: v > 0)
+        lead = source.value((*key, "lead"), bool, "true or false", default=False)
+        cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere,
+                        items((*key, "near"), near) if near else (), window, lead))
     return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)
