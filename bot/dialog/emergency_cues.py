@@ -56,6 +56,8 @@ class Cue:
     # A negative cue (a request) said before the kind's first decisive cue holds nothing back: the
     # caller began with the request and then told the danger, as before a turn of the talk.
     lead: bool = False
+    # A thought said as a hypothetical counts too (뛰어내리면 다 끝날 것 같아요: what someone means to do).
+    unreal: bool = False
     # The items by their first word (looked up by the turn's words, not tried one by one), and those
     # whose first word is a prefix ("떨*").
     _by_first: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -78,7 +80,7 @@ class Cue:
             spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s in spans for o in others
                      if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
         if self.weight > 0:
-            return [(s[0], s[1]) for s in spans if not s[2]]
+            return [(s[0], s[1]) for s in spans if self.unreal or not s[2]]
         return [(s[0], s[1]) for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
 
 
@@ -168,7 +170,8 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
     cues = []
     for i, _ in enumerate(source.tables(("cue",))):
         key: tuple[str | int, ...] = ("cue", i)
-        source.no_unknown(key, {"name", "kinds", "weight", "words", "anywhere", "near", "window", "lead"})
+        source.no_unknown(key, {"name", "kinds", "weight", "words", "anywhere", "near", "window", "lead",
+                                "unreal"})
         name = source.value((*key, "name"), str, "a name")
         named = tuple(source.value((*key, "kinds"), list, 'a non-empty list of kind names (or ["*"])',
                                    ok=lambda v: bool(v) and all(isinstance(k, str) for k in v)))
@@ -182,6 +185,7 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
                             ok=lambda v: all(isinstance(s, str) and s.strip() for s in v))
         window = source.value((*key, "window"), int, "a positive whole number", default=6, ok=lambda v: v > 0)
         lead = source.value((*key, "lead"), bool, "true or false", default=False)
+        unreal = source.value((*key, "unreal"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere,
-                        items((*key, "near"), near) if near else (), window, lead))
+                        items((*key, "near"), near) if near else (), window, lead, unreal))
     return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)
