@@ -51,6 +51,12 @@ class PhoneLine:
         return {"TWILIO_AUTH_TOKEN": self.auth_token, "TWILIO_ACCOUNT_SID": self.account_sid}
 
 
+# The stand-in voice at the product's fastest speed (tts.speed's top, 2.0): a caller waits out every reply in
+# real time. For the tests whose bounds do not scale with a reply's length (never a barge-in over a reply, an
+# idle prompt held back over a long one, or a backchannel's timing).
+FAST_VOICE = "tts.speed=2.0"
+
+
 def offline_bot_overrides(whisper_dir: Path, standin_tts_dir: Path, llm_url: str, records_dir: Path) -> list[str]:
     """``--set`` items for a bot on the offline models and a fake LLM.
 

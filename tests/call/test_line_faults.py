@@ -17,6 +17,7 @@ import os
 import pytest
 
 from bot.testing.nginx import nginx_binary
+from bot.testing.phone import FAST_VOICE
 from bot.tools.line_faults import LIMIT_RESUME_S, LineLab
 from tests.conftest import offline_bot_overrides
 
@@ -30,10 +31,8 @@ def rows(tmp_path_factory, whisper_dir, standin_tts_dir):
             pytest.fail("nginx is not installed (CI_REQUIRE_NGINX=1)")
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
     work = tmp_path_factory.mktemp("line-faults")
-    # The stand-in voice at the product's fastest speed (tts.speed's top): a caller waits out every reply in
-    # real time, and what these rows bound (the resume's first audio, the silences) does not scale with it.
     overrides = [*offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "unused"),
-                 "tts.speed=2.0"]
+                 FAST_VOICE]  # the rows bound the resume's first audio and the silences, not a reply's length
     with LineLab(None, overrides, work_dir=work, stt_delay_ms=400) as lab:
         result = asyncio.run(lab.run())
     for row in result:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from bot.testing.phone import FAST_VOICE
 from bot.tools import baseline
 from bot.tools.bench import RunStats
 from tests.conftest import ROOT
@@ -344,7 +345,8 @@ def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str
         [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "3", "--turns", str(turns),
          "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
          "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
-         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}", *extra],
+         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}",
+         "--set", FAST_VOICE, *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
