@@ -184,3 +184,10 @@ def test_eval_script_measures_both_nets_with_a_model_server(tmp_path: Path) -> N
     assert "crime             1    0    0     100.0%  100.0%" in both
     dead = subprocess.run([*script, "--llm", "http://127.0.0.1:9/v1"], capture_output=True, text=True, timeout=120)
     assert dead.returncode == 1 and "NOT JUDGED: 3 model calls failed" in dead.stdout
+
+
+def test_what_comes_before_geuboda_is_an_aside() -> None:
+    """Issue 44 round 4: 그보다 / 그것보다 turns to what matters now; the request before it holds nothing back."""
+    rules = EmergencyRules.load()
+    verdict = rules.classify("수강 신청 문의인데요 그보다 아들이 학원 마치고 안 와요 전화도 안 받아요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "missing_child"
