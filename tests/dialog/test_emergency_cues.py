@@ -75,6 +75,111 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     assert cues.classify(said(rules, text)) is None, text
 
 
+# Round 4: concepts by meaning, each in words no table holds (the old cue net asked about none of them).
+@pytest.mark.parametrize(("text", "kind"), [
+    ("할아버지가 어디로 가셨는지 아무도 몰라요 치매가 있으세요 지금 밤이에요", "missing_child"),  # whereabouts
+    ("우리 애가 물약을 주스인 줄 알고 한 병 다 마셨어요", "medical"),  # swallowed by mistake
+    ("공구로 작업하다가 손가락을 깊게 베였어요 피가 안 멈춰요", "medical"),  # a wound on a body part
+    ("편의점에 누가 칼 들고 들어와서 돈 내놓으라고 해요", "crime"),  # money demanded
+    ("그냥 여기서 뛰어내리면 편할 것 같아요 지금 옥상이에요", "suicide"),  # a thought said as a hypothetical
+    ("노인 일자리 신청하려고 전화했는데 혀가 자꾸 꼬이고 왼팔에 힘이 안 들어가요", "medical"),  # the request came first
+    ("민원은 아니고요 지금 누가 현관 도어락을 계속 누르고 있어요 저 혼자예요", "crime"),  # a denied topic, a lock forced
+])
+def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
+
+
+@pytest.mark.parametrize("text", [
+    "택배 아직 안 왔는데 어디 있는지 모르겠어요",  # a thing, not someone, whereabouts unknown
+    "손목 보호대 어디서 사요",
+    "돈 내는 곳이 어디예요",
+    "아이가 없는 집도 지원 받을 수 있나요",
+    "죽으면 편할 것 같다는 노래 가사 제목이 뭐예요",
+])
+def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) is None, text
+
+
+STRUCTURE = """
+threshold = 4
+core = 2
+
+[[cue]]
+name = "whereabouts"
+kinds = ["missing_child"]
+weight = 2
+words = ["어디 가 모르"]
+
+[[cue]]
+name = "child"
+kinds = ["missing_child"]
+weight = 1
+words = ["아들"]
+
+[[cue]]
+name = "now"
+kinds = ["*"]
+weight = 1
+words = ["지금"]
+
+[[cue]]
+name = "request"
+kinds = ["*"]
+weight = -3
+lead = true
+words = ["신청", "어디"]
+
+[[cue]]
+name = "forced"
+kinds = ["crime"]
+weight = 3
+words = ["현관"]
+near = ["따/VV"]
+window = 3
+
+[[cue]]
+name = "thought"
+kinds = ["suicide"]
+weight = 4
+unreal = true
+words = ["뛰어내리 편하"]
+"""
+
+
+def structure(tmp_path: Path, text: str = STRUCTURE) -> QuestionCues:
+    path = tmp_path / "cues.toml"
+    path.write_text(text, encoding="utf-8")
+    return QuestionCues.load(path, {"missing_child", "crime", "suicide"})
+
+
+def test_a_word_of_the_danger_is_no_ordinary_word(tmp_path: Path) -> None:
+    # 어디 is a request word, but here it is part of "where he went, nobody knows" (without `lead`, so
+    # that only the containment can let it go).
+    unled = STRUCTURE.replace("lead = true\n", "")
+    assert structure(tmp_path, unled).classify("지금 아들이 어디 갔는지 몰라요") == "missing_child"
+    assert structure(tmp_path, unled.replace('"어디 가 모르"', '"가 모르"')).classify("지금 아들이 어디 갔는지 몰라요") is None
+
+
+def test_a_request_before_the_danger_holds_nothing_back_and_after_it_does(tmp_path: Path) -> None:
+    net = structure(tmp_path)
+    assert net.classify("신청하려고 했는데 지금 아들이 어디 갔는지 몰라요") == "missing_child"
+    assert net.classify("지금 아들이 어디 갔는지 몰라요 신청하려고요") is None
+    assert structure(tmp_path, STRUCTURE.replace("lead = true\n", "")).classify(
+        "신청하려고 했는데 지금 아들이 어디 갔는지 몰라요") is None
+
+
+def test_a_pair_cue_counts_only_with_its_partner_near(tmp_path: Path) -> None:
+    net = structure(tmp_path)
+    assert net.classify("지금 누가 현관을 따고 있어요") == "crime"
+    assert net.classify("지금 현관 앞 화분에 꽃이 예쁘게 피어서 사진 찍고 열매도 땄어요") is None  # too far apart
+    assert net.classify("지금 현관이 더러워요") is None  # no forcing act
+
+
+def test_a_thought_said_as_a_hypothetical_counts_only_where_the_cue_says_so(tmp_path: Path) -> None:
+    assert structure(tmp_path).classify("뛰어내리면 편할 것 같아요") == "suicide"
+    assert structure(tmp_path, STRUCTURE.replace("unreal = true\n", "")).classify("뛰어내리면 편할 것 같아요") is None
+
+
 @pytest.mark.parametrize(("text", "kind"), [
     ("누게가 우리 집 대문 자물쇠를 막 끊젠 햄수다 나 혼차 이수다", "crime"),
     ("우리 아시가 학교 끝낭 여태 안 왐수다 전화도 꺼졋수다", "missing_child"),
