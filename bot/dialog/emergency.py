@@ -24,6 +24,7 @@ from loguru import logger
 from bot.core.datafile import DataFile, Keys
 from bot.dialog.emergency_cues import CUES_PATH, QuestionCues
 from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse
+from bot.dialog.emergency_learned import LEARNED_PATH, LearnedNet, LearnedNetError
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
 
@@ -101,6 +102,7 @@ class EmergencyRules:
     lemmas: Grammar | None = None
     question_cues: QuestionCues | None = None
     aside: tuple[re.Pattern[str], ...] = ()
+    learned: LearnedNet | None = None
     kinds: dict[str, EmergencyKind] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,10 +137,16 @@ class EmergencyRules:
         if self.lemmas is not None and (hit := self.lemmas.classify(text)) is not None:
             if hit.sure or unsure is None:
                 return Verdict(self.kinds[hit.kind], hit.sure and not hedged, f"grammar:{hit.name}")
-        said = self.lemmas.standard(text) if self.lemmas is not None else text
+        said = self.standard(text)
         if unsure is None and self.question_cues is not None and (kind := self.question_cues.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
+        if unsure is None and self.learned is not None and (kind := self.learned.classify(said)):
+            unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
         return unsure
+
+    def standard(self, text: str) -> str:
+        """The turn as the lemma nets read it: dialect endings rewritten (``classify`` cuts the aside first)."""
+        return self.lemmas.standard(text) if self.lemmas is not None else text
 
     def after_aside(self, text: str) -> str:
         """What follows the last topic change in the turn (all of it when there is none)."""
@@ -182,19 +190,21 @@ class EmergencyRules:
         grammars = [_kind(source, name, macros) for name in kinds]
         names = {g.kind.name for g in grammars}
         beside = Path(path).parent
-        lemmas = question_cues = None
+        lemmas = question_cues = learned = None
         try:
             if nets and (grammar or (beside / GRAMMAR_PATH.name).is_file()):
                 lemmas = Grammar.load(grammar or beside / GRAMMAR_PATH.name, names)
                 analyse("불이 났어요")  # build Kiwi now, not on a caller's first turn
             if nets and (cues or (beside / CUES_PATH.name).is_file()):
                 question_cues = QuestionCues.load(cues or beside / CUES_PATH.name, names)
-        except GrammarError as e:
+            if nets and (beside / LEARNED_PATH.name).is_file():
+                learned = LearnedNet.load(beside / LEARNED_PATH.name, names)
+        except (GrammarError, LearnedNetError) as e:
             raise EmergencyDataError(str(e)) from e
         logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} question cues)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
                      len(question_cues.cues) if question_cues else 0)
-        return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside)
+        return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside, learned)
 
 
 # --- loading -----------------------------------------------------------------------------------

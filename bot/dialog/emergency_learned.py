@@ -1,0 +1,153 @@
+"""The emergency recogniser's fourth net (issue 44): a linear model that only ever asks.
+
+The regex rules, the grammar and the question cues are written by hand, and on words nobody here
+wrote they learn the wordings more than the meanings. This net is learned instead, from the training
+tables (``bench/emergency_training*.toml``, the read held-out tables) and the line's ordinary turns:
+a multinomial logistic regression over what the grammar reads in a turn (Kiwi lemmas with their
+negation, unreality and intent, lemma pairs) and the character pairs and triples of the turn with its
+spaces taken out (speech-to-text runs words together; a dialect respells them). A turn no hand-written
+net recognised gets the kind's clarifying question when the model's weight on "some emergency" reaches
+``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
+
+The weights are data (``bot/data/emergency_learned.npz``), made by ``scripts/train_emergency_net.py``
+from the tables named in the file, with their sha256: a test says when a table changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bot.dialog.emergency_grammar import DATA, analyse
+
+LEARNED_PATH = DATA / "emergency_learned.npz"
+NONE = "none"
+BIAS = "*"
+_SPACE = re.compile(r"\s+")
+_HANGUL = re.compile(r"[가-힣]")
+
+
+class LearnedNetError(ValueError):
+    """A weights file that cannot be used; the message names the file and what is wrong."""
+
+
+def features(text: str) -> set[str]:
+    """What the model reads in one turn (the text after the grammar's dialect rewrites)."""
+    morphs = analyse(text)
+    out = set()
+    words = []
+    for m in morphs:
+        word = m.form + ("!" if m.negated else "") + ("~" if m.unreal else "") + ("+" if m.will else "")
+        out.add("m:" + word)
+        words.append(word)
+    out.update(f"b:{a}_{b}" for a, b in zip(words, words[1:], strict=False))
+    out.add(BIAS)  # every turn: the prior that a turn is ordinary
+    run = _SPACE.sub("", text)
+    for n in (2, 3):
+        out.update(f"c{n}:{run[i:i + n]}" for i in range(len(run) - n + 1))
+    return out
+
+
+@dataclass(frozen=True)
+class LearnedNet:
+    """Weights per feature and class (``classes[0]`` is "none"); ``classify`` is pure."""
+
+    vocabulary: dict[str, int]
+    weights: np.ndarray  # float32 [features, classes]
+    classes: tuple[str, ...]
+    threshold: float
+    min_syllables: int  # a shorter turn ("아뇨", "뭐라고요") is left to the rules: too little to read
+    sources: tuple[tuple[str, str], ...] = ()  # (table, sha256) it was trained on
+
+    def scores(self, text: str) -> np.ndarray:
+        """The model's probability per class for one turn."""
+        rows = [i for f in features(text) if (i := self.vocabulary.get(f)) is not None]
+        logits = self.weights[rows].sum(axis=0) if rows else np.zeros(len(self.classes), np.float32)
+        e = np.exp(logits - logits.max())
+        return e / e.sum()
+
+    def classify(self, text: str) -> str | None:
+        """The kind to ask about, or None."""
+        if len(_HANGUL.findall(text)) < self.min_syllables:
+            return None
+        p = self.scores(text)
+        best = 1 + int(p[1:].argmax())
+        return self.classes[best] if p[best] >= self.threshold else None
+
+    def save(self, path: str | Path) -> None:
+        words = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
+        np.savez_compressed(path, features=np.array(words), weights=self.weights.astype(np.float16),
+                            classes=np.array(self.classes), threshold=np.float32(self.threshold),
+                            min_syllables=np.int32(self.min_syllables),
+                            sources=np.array([f"{name}\t{digest}" for name, digest in self.sources]))
+
+    @classmethod
+    def load(cls, path: str | Path = LEARNED_PATH, kinds: set[str] | None = None) -> LearnedNet:
+        """Read a weights file; ``kinds`` are the emergency file's kinds (each class must be one).
+
+        Raises:
+            LearnedNetError: a missing or unreadable file, a missing array, or an unknown kind.
+        """
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                words, weights, classes = z["features"], z["weights"], z["classes"]
+                threshold, min_syllables, sources = float(z["threshold"]), int(z["min_syllables"]), z["sources"]
+        except (OSError, ValueError, KeyError) as e:
+            raise LearnedNetError(f"{path}: not a weights file of the learned emergency net ({e})") from e
+        names = tuple(str(c) for c in classes)
+        if not names or names[0] != NONE or weights.shape != (len(words), len(names)):
+            raise LearnedNetError(f"{path}: classes {names} and weights {weights.shape} do not fit")
+        if kinds is not None and (unknown := set(names[1:]) - kinds):
+            raise LearnedNetError(f"{path}: classes {sorted(unknown)} are not kinds of the emergency file")
+        return cls({str(w): i for i, w in enumerate(words)}, weights.astype(np.float32), names, threshold,
+                   min_syllables, tuple(_source(str(s)) for s in sources))
+
+
+def _source(line: str) -> tuple[str, str]:
+    name, _, digest = line.partition("\t")
+    return name, digest
+
+
+def sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
+          epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0,
+          sources: Iterable[tuple[str, str]] = (), featurize: Callable[[str], set[str]] = features) -> LearnedNet:
+    """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
+    rows give the same weights). Features seen in one row only are left out (they name a row, not a
+    meaning)."""
+    read = [featurize(text) for text, _ in rows]
+    seen: dict[str, int] = {}
+    for fs in read:
+        for f in fs:
+            seen[f] = seen.get(f, 0) + 1
+    vocabulary = {f: i for i, f in enumerate(sorted(f for f, n in seen.items() if n >= 2))}
+    x = [np.array(sorted(vocabulary[f] for f in fs if f in vocabulary), np.int64) for fs in read]
+    y = [classes.index(kind) for _, kind in rows]
+    w = np.zeros((len(vocabulary), len(classes)), np.float32)
+    g2 = np.full_like(w, 1e-6)
+    order = list(range(len(rows)))
+    shuffle = random.Random(seed).shuffle
+    for _ in range(epochs):
+        shuffle(order)
+        for i in order:
+            if not len(x[i]):
+                continue
+            s = w[x[i]].sum(axis=0)
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            p[y[i]] -= 1.0
+            grad = p[None, :] + l2 * w[x[i]]
+            g2[x[i]] += grad * grad
+            w[x[i]] -= rate * grad / np.sqrt(g2[x[i]])
+    assert math.isfinite(float(w.sum()))
+    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, tuple(sources))
