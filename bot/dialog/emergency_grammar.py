@@ -133,8 +133,8 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
                 break
             j += 1
-        # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐) shares the reading of the verb it leads into.
-        if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아"}:
+        # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐, 못 하게 되면) shares the reading of the verb it leads into.
+        if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아", "게"}:
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
         # 어눌해도, 걱정하면: the ending after a derivational 하 says how the root before it is meant.
         if (t.tag in {"XSV", "XSA"} and out and i > 0 and tokens[i - 1].tag in {"XR", "NNG"}

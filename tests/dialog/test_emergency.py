@@ -191,3 +191,10 @@ def test_what_comes_before_geuboda_is_an_aside() -> None:
     rules = EmergencyRules.load()
     verdict = rules.classify("수강 신청 문의인데요 그보다 아들이 학원 마치고 안 와요 전화도 안 받아요")
     assert verdict is not None and verdict.sure and verdict.kind.name == "missing_child"
+
+
+def test_a_thing_described_as_like_something_is_no_hedge() -> None:
+    """번개탄 같은 게 says what a thing looks like; only 것 같은 게 guesses at what happens."""
+    rules = EmergencyRules.load()
+    verdict = rules.classify("창고 안에 삼촌이 있는데 번개탄 같은 게 피워져 있고 문이 잠겼어요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "suicide"

@@ -205,3 +205,8 @@ def test_one_phrase_listed_under_two_signs_is_one_sign(tmp_path: Path) -> None:
 def test_round_four_structures_escalate(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure, text
+
+
+def test_a_verb_leading_into_a_hypothetical_is_hypothetical(rules: EmergencyRules) -> None:
+    verdict = rules.classify("아빠가 갑자기 말을 못 하게 되면 어디로 연락해요")  # 못 하게 되면: if it ever happens
+    assert verdict is None or not verdict.sure
