@@ -97,6 +97,8 @@ class QuestionCues:
     turns: tuple[Item, ...] = ()
     core: float = 0.0  # a kind needs one own cue of at least this weight
     dialect: tuple[tuple[re.Pattern[str], str], ...] = ()  # rewrites after the grammar's own
+    # (a, b): where both kinds reach the threshold, a's question, not b's (the cause before its harm).
+    prefer: tuple[tuple[str, str], ...] = ()
 
     def scores(self, text: str) -> dict[str, tuple[float, float]]:
         """Each kind with an own positive cue in the turn: the weight of its own cues, and its score."""
@@ -137,7 +139,12 @@ class QuestionCues:
         if not scores:
             return None
         kind = max(scores, key=lambda k: scores[k])
-        return kind if scores[kind][1] >= self.threshold else None
+        if scores[kind][1] < self.threshold:
+            return None
+        for first, over in self.prefer:  # someone hitting her, and her injury: the question about who
+            if kind == over and first in scores and scores[first][1] >= self.threshold:
+                return first
+        return kind
 
     @classmethod
     def load(cls, path: str | Path = CUES_PATH, kinds: set[str] | None = None,
@@ -155,12 +162,17 @@ class QuestionCues:
 
 def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> QuestionCues:
     """The cue net: threshold, turns, concept lists, and [[cue]] groups."""
-    source.no_unknown((), {"threshold", "core", "turns", "dialect", "concept", "cue"})
+    source.no_unknown((), {"threshold", "core", "turns", "dialect", "prefer", "concept", "cue"})
     dialect = read_dialect(source)
     threshold = source.value(("threshold",), (int, float), "a positive number", ok=lambda v: v > 0)
     core = source.value(("core",), (int, float), "a number", default=0)
     turns = source.value(("turns",), list, "a list of words", default=[],
                          ok=lambda v: all(isinstance(w, str) and w.strip() for w in v))
+    prefer = source.value(("prefer",), list, "a list of [kind, kind] pairs", default=[],
+                          ok=lambda v: all(isinstance(p, list) and len(p) == 2 and all(isinstance(k, str) for k in p)
+                                           for p in v))
+    if kinds is not None and (bad := [k for pair in prefer for k in pair if k not in kinds]):
+        raise source.error(("prefer",), f"{bad[0]!r} is not a kind of emergency.toml")
     words = Words(source, {})
     if grammar is not None:  # the grammar's concepts may be named too
         words.concepts.update(DataFile.read(grammar, GrammarError, "emergency grammar").table(("concept",), default={}))
@@ -188,4 +200,5 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
         unreal = source.value((*key, "unreal"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere,
                         items((*key, "near"), near) if near else (), window, lead, unreal))
-    return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect)
+    return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect,
+                        tuple((a, b) for a, b in prefer))

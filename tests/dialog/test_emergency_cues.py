@@ -100,6 +100,15 @@ def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) is None, text
 
 
+@pytest.mark.parametrize("text", [
+    "다용도실에서 가스 냄새가 심하게 나는데 식구들이 다 머리가 아프고 애가 토해요",
+    "연탄 때는 방에서 자고 나니 둘 다 머리가 깨질 것 같고 어지러워서 못 일어나요",
+])
+def test_the_cause_is_asked_about_before_the_harm_it_did(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) == "gas", text
+    assert dataclasses.replace(cues, prefer=()).classify(said(rules, text)) == "medical"  # the ache weighs more
+
+
 STRUCTURE = """
 threshold = 4
 core = 2
@@ -257,6 +266,8 @@ def test_a_cue_file_may_name_the_grammars_concepts(tmp_path: Path) -> None:
     (('words = ["@blaze"]', 'words = ["@blazes"]'), "concept 'blazes' is not defined"),
     (("weight = 2", "weight = 0"), r"cue\[0\]\.weight"),
     (("core = 2", "core = 2\ndialect = [['(', 'x']]"), r"dialect\[0\]: bad regex"),
+    (("core = 2", 'core = 2\nprefer = [["fire", "flood"]]'), "'flood' is not a kind"),
+    (('weight = 2\nwords = ["@blaze"]', 'weight = 2\nwords = ["@blaze"]\nnear = "지금"'), r"cue\[0\]\.near"),
 ])
 def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message) -> None:
     path = tmp_path / "cues.toml"
