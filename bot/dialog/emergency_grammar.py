@@ -225,11 +225,30 @@ class Words:
                 if m is None:
                     raise self.source.error(key, f"bad word {word!r}")
                 neg = {"!": True, "?": None}.get(m.group(1), False)
-                choices.append(((_Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+"),),))
+                spec = _Spec(m.group(2), bool(m.group(3)), neg, m.group(4) or "", m.group(1) == "+")
+                choice: tuple[Item, ...] = ((spec,),)
+                if not (spec.prefix or spec.tag) and (split := _split_stem(spec.form)):
+                    # Kiwi reads 없어지다 as 없 + 지, 뛰어나오다 as 뛰 + 나오: the word as Kiwi will see it, too.
+                    choice += (tuple(_Spec(f, False, neg, tag, spec.will) for f, tag in split),)
+                choices.append(choice)
             for parts in itertools.product(*choices):
                 specs = tuple(spec for part in parts for spec in part)
                 out.append(self.same.setdefault(specs, specs))
         return tuple(out)
+
+
+@functools.cache
+def _split_stem(form: str) -> tuple[tuple[str, str], ...]:
+    """The two stems (and their tags) Kiwi reads a compound verb as (없어지 -> 없 지, 굴러떨어지 -> 구르 떨어지), or ()."""
+    if len(form) < 2 or form[-1] in "다고게러":
+        return ()
+    morphs = analyse(form + "다")
+    if (len(morphs) != 2 or not all(m.tag.startswith("V") for m in morphs) or morphs[0].form == form
+            or not (morphs[1].tag.startswith("VX") or len(form) >= 4)):
+        return ()
+    return tuple((m.form, m.tag[:2]) for m in morphs)
+
+
 Span = tuple[int, int, bool]  # first and last morpheme index, any of them unreal
 
 _GAP = 2  # content words allowed between two morphemes of one item ("목을 꽉 졸랐어요")

@@ -210,3 +210,19 @@ def test_round_four_structures_escalate(rules: EmergencyRules, text: str) -> Non
 def test_a_verb_leading_into_a_hypothetical_is_hypothetical(rules: EmergencyRules) -> None:
     verdict = rules.classify("아빠가 갑자기 말을 못 하게 되면 어디로 연락해요")  # 못 하게 되면: if it ever happens
     assert verdict is None or not verdict.sure
+
+
+def test_a_compound_verb_matches_as_kiwi_splits_it(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, """
+[concept]
+gone = ["없어지"]
+who = ["아이"]
+
+[[rule]]
+kind = "missing_child"
+name = "gone"
+all = ["who", "gone"]
+window = 4
+""")
+    assert grammar.classify("아이가 없어졌어요") is not None  # Kiwi: 없 + 지
+    assert grammar.classify("아이 문제없는지 물어봐요") is None  # 지 here is no auxiliary verb
