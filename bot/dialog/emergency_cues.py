@@ -37,7 +37,7 @@ CUES_PATH = DATA / "emergency_cues.toml"
 EVERY_KIND = "*"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: a turn's cues are keyed by it
 class Cue:
     """One group of words, and what finding it says: ``weight`` toward each of ``kinds`` (``*``: every
     kind). A positive cue counts only where said as real and now (not past perfect, not hypothetical);
@@ -62,6 +62,8 @@ class Cue:
     # whose first word is a prefix ("떨*").
     _by_first: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _prefixed: list[Item] = field(default_factory=list, init=False, repr=False, compare=False)
+    _near_by_first: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _near_prefixed: list[Item] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for item in self.items:
@@ -69,14 +71,20 @@ class Cue:
                 self._prefixed.append(item)
             else:
                 self._by_first.setdefault(item[0].form, []).append(item)
+        for item in self.near:
+            if item[0].prefix:
+                self._near_prefixed.append(item)
+            else:
+                self._near_by_first.setdefault(item[0].form, []).append(item)
 
     def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
         """Where in the turn the cue was said (the first and last morpheme of each span). What the
         person was doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
         items = [item for form in at for item in self._by_first.get(form, ())] + self._prefixed
         spans = [s for item in items for s in _find(item, morphs, at)]
-        if self.near:
-            others = [o for item in self.near for o in _find(item, morphs, at) if not o[2]]
+        if self.near and spans:
+            near = [item for form in at for item in self._near_by_first.get(form, ())] + self._near_prefixed
+            others = [o for item in near for o in _find(item, morphs, at) if not o[2]]
             spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s in spans for o in others
                      if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
         if self.weight > 0:
