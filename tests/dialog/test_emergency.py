@@ -198,3 +198,14 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
     rules = EmergencyRules.load()
     verdict = rules.classify("창고 안에 삼촌이 있는데 번개탄 같은 게 피워져 있고 문이 잠겼어요")
     assert verdict is not None and verdict.sure and verdict.kind.name == "suicide"
+
+
+@pytest.mark.parametrize("text", [
+    "공원 안내판이 바람에 쓰러져 있어요 치워 주세요",  # a thing fell over
+    "시험 망쳐서 죽고 싶을 만큼 속상했어요 재시험 신청은 어디서 해요",  # hyperbole
+    "축구 시합에서 관중이 죽여버리겠다고 소리치던데 응원 소음 민원 되나요",  # sports talk
+    "흉기 소지 검문 언제 하는지 뉴스에서 봤는데 우리 동네도 해요",  # a weapon in the news
+])
+def test_round_four_near_misses_are_not_escalated(text: str) -> None:
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is None or not verdict.sure, text
