@@ -84,6 +84,11 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     ("그냥 여기서 뛰어내리면 편할 것 같아요 지금 옥상이에요", "suicide"),  # a thought said as a hypothetical
     ("노인 일자리 신청하려고 전화했는데 혀가 자꾸 꼬이고 왼팔에 힘이 안 들어가요", "medical"),  # the request came first
     ("민원은 아니고요 지금 누가 현관 도어락을 계속 누르고 있어요 저 혼자예요", "crime"),  # a denied topic, a lock forced
+    ("지하 주차장에 물이 무릎까지 들어찼어요 차 문이 안 열려요", "rescue"),  # rising water, no way out
+    ("창고 벽이 무너져서 형이 밑에 깔렸어요", "rescue"),  # buried
+    ("엘리베이터에 갇혔어요", "rescue"),  # shut in
+    ("놀이터 그네 사이에 애 머리가 껴서 안 빠져요", "rescue"),  # a body part caught
+    ("엄마가 미안하다는 쪽지를 두고 나갔는데 전화가 꺼져 있어요", "suicide"),  # a farewell, then gone
 ])
 def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
@@ -95,6 +100,8 @@ def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
     "돈 내는 곳이 어디예요",
     "아이가 없는 집도 지원 받을 수 있나요",
     "죽으면 편할 것 같다는 노래 가사 제목이 뭐예요",
+    "방탈출 카페에 갇혀 있는 게임 예약하려고요",
+    "아파트 담벼락이 무너질 것 같은데 보수 신청 어디에 해요",
 ])
 def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) is None, text
