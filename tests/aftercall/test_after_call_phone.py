@@ -29,7 +29,7 @@ from bot.languages.ko.normalize import read_digits
 from bot.store.db import Store
 from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
-from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, phone_bot
+from bot.testing.phone import FAST_VOICE, PhoneLine, offline_bot_overrides, open_call, phone_bot
 from bot.testing.process import ROOT, BotProcess, FakeTwilioAPI
 from bot.testing.twilio_sim import TwilioCallSimulator, new_sid, parse_twiml_stream
 from tests.conftest import FIXTURES
@@ -68,7 +68,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio):
                           f"call.transfer_number='{DESK}'", 'line.hours=["24/7"]', "line.breaks=[]",
                           "sms.enabled=true", f"sms.from_number='{FROM}'", "sms.quiet_hours=''",
                           "sms.backoff_secs=0.2", "sms.backoff_max_secs=1.0", "sms.poll_secs=0.2",
-                          "callbacks.max_attempts=2", "callbacks.retry_after_secs=3600"],
+                          "callbacks.max_attempts=2", "callbacks.retry_after_secs=3600", FAST_VOICE],
                    log_path=tmp / "bot.log",
                    entry=("-m", "bot.testing.lab_server", "--stt-text", HEARD, "--stt-delay-ms", "200")) as proc:
         proc.records_url = f"sqlite:///{tmp / 'records' / 'calls.db'}"

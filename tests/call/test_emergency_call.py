@@ -12,6 +12,7 @@ import asyncio
 import httpx
 import pytest
 
+from bot.testing.phone import FAST_VOICE
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     CallClosed,
@@ -44,6 +45,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, twilio_api):
             f"call.emergency_transfer={{ fire = '{FIRE_LINE}' }}",
             f"call.recording_notice='{NOTICE}'",
             "recording.enabled=true", f"recording.dir='{tmp / 'recordings'}'",  # the notice must be true
+            FAST_VOICE,
         ],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": ACCOUNT_SID},
         log_path=tmp / "bot.log",

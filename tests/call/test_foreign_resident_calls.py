@@ -19,6 +19,7 @@ import pytest
 from bot import languages
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.phone import FAST_VOICE
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -58,7 +59,7 @@ def _line(tmp, whisper_dir, standin_tts_dir, stt_language: str | None = None):
         if stt_language:
             overrides = [*(o for o in overrides if not o.startswith("stt.language")), f"stt.language='{stt_language}'"]
         bot = BotProcess([*overrides, "line.languages=['ko','en','vi','ru']", "line.language_keys={ vi = '7', ru = '6' }",
-                          f"server.public_host='{PUBLIC_HOST}'"],
+                          f"server.public_host='{PUBLIC_HOST}'", FAST_VOICE],
                          env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None}, log_path=tmp / "bot.log",
                          entry=("-m", "bot.testing.lab_server", "--stt-text", "hello", "--stt-delay-ms", "200"))
         store = Store(f"sqlite:///{tmp / 'records' / 'calls.db'}")

@@ -29,7 +29,7 @@ from bot.languages.en.normalize import read_digits_en
 from bot.store.db import Store
 from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
-from bot.testing.phone import PhoneLine, offline_bot_overrides, open_call, start_phone_bot
+from bot.testing.phone import FAST_VOICE, PhoneLine, offline_bot_overrides, open_call, start_phone_bot
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import TwilioCallSimulator
 from tests.conftest import FIXTURES
@@ -53,7 +53,7 @@ def start_bot(tmp, whisper_dir, standin_tts_dir, fake_llm, url: str, worker: str
     overrides = [o for o in overrides if not o.startswith(("records.url", "stt.language"))]
     return start_phone_bot(
         LINE, [*overrides, "stt.language='auto'", "line.languages=['ko','en']", f"records.url='{url}'",
-               f"records.worker='{worker}'"],
+               f"records.worker='{worker}'", FAST_VOICE],
         env={"TWILIO_ACCOUNT_SID": None},
         log_path=tmp / f"bot-{time.monotonic_ns()}.log",
     )

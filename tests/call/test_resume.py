@@ -27,6 +27,7 @@ from bot.store.db import Store
 from bot.store.segments import list_segments
 from bot.testing.call_steps import call_row, model_turn, say, wait_for
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.phone import FAST_VOICE
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import TwilioCall
 from tests.conftest import FIXTURES, offline_bot_overrides
@@ -51,7 +52,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm):
     tmp = tmp_path_factory.mktemp("resume")
     proc = BotProcess(
         [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-         f"server.public_host='{PUBLIC_HOST}'", "call.idle_prompt_secs=0"],
+         f"server.public_host='{PUBLIC_HOST}'", "call.idle_prompt_secs=0", FAST_VOICE],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None, "STREAM_TOKEN_KEY": "r" * 32},
         log_path=tmp / "bot.log",
         entry=("-m", "bot.testing.lab_server", "--stt-text", HEARD, "--stt-delay-ms", "200"),

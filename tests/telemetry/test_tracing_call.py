@@ -18,7 +18,7 @@ import pytest
 
 from bot.telemetry.tracing import trace_id_for
 from bot.testing.otlp_receiver import OTLPReceiver, render_tree
-from bot.testing.phone import PhoneLine, open_call, phone_bot
+from bot.testing.phone import FAST_VOICE, PhoneLine, open_call, phone_bot
 from tests.conftest import FIXTURES, offline_bot_overrides
 
 pytestmark = pytest.mark.slow  # a real bot process over real sockets
@@ -38,7 +38,7 @@ def collector():
 def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm, collector):
     tmp = tmp_path_factory.mktemp("bot")
     with phone_bot(LINE, [*offline_bot_overrides(whisper_dir, standin_tts_dir, fake_llm.base_url, tmp / "records"),
-                          f"telemetry.otlp_endpoint='{collector.endpoint}'"],
+                          f"telemetry.otlp_endpoint='{collector.endpoint}'", FAST_VOICE],
                    log_path=tmp / "bot.log",
                    entry=("-m", "bot.testing.lab_server", "--stt-text", SAID, "--stt-delay-ms", "200")) as proc:
         yield proc

@@ -14,6 +14,7 @@ import pytest
 
 from bot.config import LatencyConfig
 from bot.telemetry.latency import TurnRecord
+from bot.testing.phone import FAST_VOICE
 from bot.tools.bench import (
     DEFAULT_TURNS,
     BenchError,
@@ -192,7 +193,8 @@ def test_bench_places_concurrent_calls_and_writes_the_report(tmp_path, whisper_d
         [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "2", "--turns", str(turns), "--out", str(out),
          "--no-progress", "--answer-timeout", "60",
          "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
-         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}"],
+         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}",
+         "--set", FAST_VOICE],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

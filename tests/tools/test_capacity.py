@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from bot.testing.phone import FAST_VOICE
 from bot.tools.bench.capacity import (
     LevelFigures,
     find_capacity,
@@ -106,7 +107,8 @@ def test_find_capacity_stops_and_prints_calls_per_worker(tmp_path, whisper_dir, 
         [sys.executable, str(ROOT / "run_bot.py"), "bench", "--find-capacity", "--capacity-max", "2",
          "--capacity-min-turns", "2", "--turns", str(turns), "--out", str(out), "--no-progress",
          "--answer-timeout", "60", "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
-         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}"],
+         "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}",
+         "--set", FAST_VOICE],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
