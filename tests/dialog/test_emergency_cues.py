@@ -89,6 +89,9 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     ("엘리베이터에 갇혔어요", "rescue"),  # shut in
     ("놀이터 그네 사이에 애 머리가 껴서 안 빠져요", "rescue"),  # a body part caught
     ("엄마가 미안하다는 쪽지를 두고 나갔는데 전화가 꺼져 있어요", "suicide"),  # a farewell, then gone
+    ("윗집에서 우당탕 소리랑 여자가 살려 달라는 비명이 계속 들려요", "crime"),  # screams heard
+    ("누가 우리 집 다용도실 창문으로 기어 올라오고 있어요", "crime"),  # a stranger coming in
+    ("중학생 아들이 학원 끝날 시간이 한참 지났는데 휴대폰이 꺼져 있어요", "missing_child"),  # out of contact
 ])
 def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
@@ -101,6 +104,8 @@ def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
     "아이가 없는 집도 지원 받을 수 있나요",
     "죽으면 편할 것 같다는 노래 가사 제목이 뭐예요",
     "방탈출 카페에 갇혀 있는 게임 예약하려고요",
+    "직원이 전화를 안 받아요",  # out of contact, but no one of the family
+    "공포 영화에서 비명 지르는 장면 촬영 허가 받아야 하나요",
     "아파트 담벼락이 무너질 것 같은데 보수 신청 어디에 해요",
 ])
 def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
