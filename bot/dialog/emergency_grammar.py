@@ -35,7 +35,7 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
-_KEPT_PARTICLES = {"마다", "처럼"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness)
+_KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
 # 려고, ᆯ래, ᆯ게, ᆯ라고: what the speaker means to do (죽을래요, 먹을라고, 끝낼게요); its 요 aside.
 _WILL_ENDING = {"려고", "으려고", "려구", "으려구", "려", "으려", "ᆯ래", "을래", "ᆯ게", "을게", "ᆯ께", "을께", "ᆯ라고", "을라고",

@@ -226,3 +226,19 @@ window = 4
 """)
     assert grammar.classify("아이가 없어졌어요") is not None  # Kiwi: 없 + 지
     assert grammar.classify("아이 문제없는지 물어봐요") is None  # 지 here is no auxiliary verb
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("친구가 카톡으로 그동안 고마웠어 잘 지내 하고 프로필을 다 지웠어요", "suicide"),  # 고마웠 read as Kiwi's 고맙
+    ("창밖 가스관 타고 누가 올라오고 있어요 저 혼자 자취해요", "crime"),
+    ("딸이 방에서 손목을 그었어요 피가 나요", "suicide"),
+    ("새벽인데 누가 현관문 손잡이를 계속 돌려요 집에 저랑 애기밖에 없어요", "crime"),  # 밖에: only, not 집에 없어요
+])
+def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, text
+
+
+def test_a_kitchen_cut_is_no_self_harm(rules: EmergencyRules) -> None:
+    verdict = rules.classify("칼질하다 손목을 베었는데 피가 나요")
+    assert verdict is None or verdict.kind.name != "suicide"
