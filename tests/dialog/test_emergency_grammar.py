@@ -233,6 +233,8 @@ window = 4
     ("창밖 가스관 타고 누가 올라오고 있어요 저 혼자 자취해요", "crime"),
     ("딸이 방에서 손목을 그었어요 피가 나요", "suicide"),
     ("새벽인데 누가 현관문 손잡이를 계속 돌려요 집에 저랑 애기밖에 없어요", "crime"),  # 밖에: only, not 집에 없어요
+    ("삼촌이 차 배기관에 호스를 연결해서 창문으로 넣어 놨어요", "suicide"),
+    ("바닷가 바위에서 놀다가 물이 들어와서 고립됐어요 물이 가슴까지 와요", "rescue"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
