@@ -106,6 +106,8 @@ def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
     "방탈출 카페에 갇혀 있는 게임 예약하려고요",
     "직원이 전화를 안 받아요",  # out of contact, but no one of the family
     "공포 영화에서 비명 지르는 장면 촬영 허가 받아야 하나요",
+    "딸이 학교에서 체육복을 잃어버렸대요 분실물 보관하는 데 있어요",  # a thing lost, no one missing
+    "화가 나서 속에서 불이 나요 공사가 석 달째예요",  # a figure of speech
     "아파트 담벼락이 무너질 것 같은데 보수 신청 어디에 해요",
 ])
 def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
