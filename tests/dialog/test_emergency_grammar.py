@@ -244,3 +244,13 @@ def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text:
 def test_a_kitchen_cut_is_no_self_harm(rules: EmergencyRules) -> None:
     verdict = rules.classify("칼질하다 손목을 베었는데 피가 나요")
     assert verdict is None or verdict.kind.name != "suicide"
+
+
+@pytest.mark.parametrize(("said", "read"), [
+    ("하르방이 떨어졍 피 남수다", "할아버지이 떨어져서 피 나요"),  # Jeju
+    ("오른짝이 안 움직여라", "오른쪽이 안 움직여라"),  # Jeolla
+    ("터질 것 맹키로 아프다꼬예", "터질 것 처럼 아프다고예"),  # Gyeongsang, Jeolla
+    ("눈이 도라가써요 바께서", "눈이 돌아가써요 밖에서"),  # the STT's spelling of what it heard
+])
+def test_dialect_and_heard_spellings_are_read_as_standard(rules: EmergencyRules, said: str, read: str) -> None:
+    assert rules.lemmas is not None and rules.lemmas.standard(said) == read
