@@ -35,6 +35,7 @@ import pytest
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.nginx import free_port_run, wait_workers_ready
+from bot.testing.phone import FAST_VOICE
 from bot.testing.process import BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -107,7 +108,7 @@ async def test_two_workers_behind_nginx_survive_a_killed_worker(
         sup = BotProcess(
             [*overrides, f"records.url='{url}'", "records.worker='scale'", f"server.public_host='{PUBLIC_HOST}'",
              "server.max_calls=4", "server.line_max_calls=9", "stt.cpu_threads=1", "server.qa_page=false",
-             "call.idle_prompt_secs=0"],  # callers wait in silence while the others speak
+             "call.idle_prompt_secs=0", FAST_VOICE],  # callers wait in silence while the others speak
             # No STREAM_TOKEN_KEY: the supervisor makes one for both workers.
             env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None, "STREAM_TOKEN_KEY": None},
             log_path=tmp_path / "workers.log",

@@ -27,6 +27,7 @@ import pytest
 
 from bot.store.db import Store
 from bot.testing.fake_llm import FakeLLM
+from bot.testing.phone import FAST_VOICE
 from bot.testing.process import ROOT, BotProcess
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
@@ -85,7 +86,7 @@ def bot(tmp_path_factory, whisper_dir, standin_tts_dir, fake_llm):
         # No speculative answers: a speculative request withdrawn when "Hello?" turns out to go on would
         # take the next scripted answer (the fake answers in queue order, not by what was said).
         [*overrides, f"records.url='{db_url}'", f"server.public_host='{PUBLIC_HOST}'", "desk.cookie_secure=false",
-         "turn.speculative_reply=false"],
+         "turn.speculative_reply=false", FAST_VOICE],
         env={"TWILIO_AUTH_TOKEN": AUTH_TOKEN, "TWILIO_ACCOUNT_SID": None, "DESK_SECRET_KEY": DESK_KEY},
         log_path=tmp / "bot.log",
     )
