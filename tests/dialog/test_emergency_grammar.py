@@ -235,6 +235,9 @@ window = 4
     ("새벽인데 누가 현관문 손잡이를 계속 돌려요 집에 저랑 애기밖에 없어요", "crime"),  # 밖에: only, not 집에 없어요
     ("삼촌이 차 배기관에 호스를 연결해서 창문으로 넣어 놨어요", "suicide"),
     ("바닷가 바위에서 놀다가 물이 들어와서 고립됐어요 물이 가슴까지 와요", "rescue"),
+    ("산에서 내려오다 늪에 발이 빠졌는데 점점 가라앉아요", "rescue"),
+    ("폭설에 축사가 주저앉았는데 남편이 안에 있었어요", "rescue"),
+    ("폭우로 계곡 건너 캠핑장 손님들이 고립됐어요", "rescue"),  # 계곡 stays 계곡; 손님 as Kiwi splits it
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
