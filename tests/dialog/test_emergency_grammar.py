@@ -238,6 +238,8 @@ window = 4
     ("산에서 내려오다 늪에 발이 빠졌는데 점점 가라앉아요", "rescue"),
     ("폭설에 축사가 주저앉았는데 남편이 안에 있었어요", "rescue"),
     ("폭우로 계곡 건너 캠핑장 손님들이 고립됐어요", "rescue"),  # 계곡 stays 계곡; 손님 as Kiwi splits it
+    ("동생이 오토바이 타다 넘어졌는데 머리에서 피가 나고 정신을 못 차려요", "medical"),  # 타: riding, not burning
+    ("애가 디퓨저 병 뚜껑 열어서 그 안에 있던 걸 조금 마셨어요", "medical"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
