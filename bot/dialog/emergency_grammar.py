@@ -136,6 +136,10 @@ def _analysed(text: str) -> tuple[Morph, ...]:
         # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐, 못 하게 되면) shares the reading of the verb it leads into.
         if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아", "게"}:
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
+        # 경기를 하면, 신고를 할 때: a light verb's hypothetical is its noun's too.
+        if (unreal and t.form == "하" and t.tag == "VV" and out and out[-1].tag.startswith("N") and i > 0
+                and tokens[i - 1].tag.startswith("J")):
+            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True, out[-1].during)
         # 어눌해도, 걱정하면: the ending after a derivational 하 says how the root before it is meant.
         if (t.tag in {"XSV", "XSA"} and out and i > 0 and tokens[i - 1].tag in {"XR", "NNG"}
                 and tokens[i - 1].start + tokens[i - 1].len == t.start and (negated or unreal)):

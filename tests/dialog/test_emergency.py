@@ -206,6 +206,7 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
     "축구 시합에서 관중이 죽여버리겠다고 소리치던데 응원 소음 민원 되나요",  # sports talk
     "흉기 소지 검문 언제 하는지 뉴스에서 봤는데 우리 동네도 해요",  # a weapon in the news
     "응급처치 강좌 듣고 싶어요 길에 쓰러진 사람 도울 수 있게요",  # a purpose, not an event
+    "아들이 학원 끝나고 연락이 안 돼서 놀랐는데 친구랑 라면 먹고 있었대요 학원 버스 시간표 알려 주세요",  # ended well
 ])
 def test_round_four_near_misses_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)

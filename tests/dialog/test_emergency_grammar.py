@@ -259,3 +259,8 @@ def test_a_kitchen_cut_is_no_self_harm(rules: EmergencyRules) -> None:
 ])
 def test_dialect_and_heard_spellings_are_read_as_standard(rules: EmergencyRules, said: str, read: str) -> None:
     assert rules.lemmas is not None and rules.lemmas.standard(said) == read
+
+
+def test_a_light_verbs_hypothetical_is_its_nouns(rules: EmergencyRules) -> None:
+    verdict = rules.classify("혹시 애가 열이 나면서 경기를 하면 어디로 가야 해요")  # 경기를 하면: if it ever does
+    assert verdict is None or not verdict.sure
