@@ -117,9 +117,11 @@ class QuestionCues:
         turned = max((s[0] for item in self.turns for s in _find(item, morphs, at)), default=-1)
         said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at))}
         # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
-        danger = [span for cue, spans in said.items() if cue.weight > 0 for span in spans]
+        # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
+        # both; a pair's span holds the words between its two, which are not its own.)
+        danger = [span for cue, spans in said.items() if cue.weight > 0 and not cue.near for span in spans]
         for cue in [cue for cue in said if cue.weight < 0]:
-            said[cue] = [(a, b) for a, b in said[cue] if not any(c <= a and b <= d for c, d in danger)]
+            said[cue] = [(a, b) for a, b in said[cue] if not any(c <= a and b <= d and d - c > b - a for c, d in danger)]
             if not said[cue]:
                 del said[cue]
         own: dict[str, float] = {}
