@@ -207,6 +207,11 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
     "흉기 소지 검문 언제 하는지 뉴스에서 봤는데 우리 동네도 해요",  # a weapon in the news
     "응급처치 강좌 듣고 싶어요 길에 쓰러진 사람 도울 수 있게요",  # a purpose, not an event
     "아들이 학원 끝나고 연락이 안 돼서 놀랐는데 친구랑 라면 먹고 있었대요 학원 버스 시간표 알려 주세요",  # ended well
+    "아빠 심장이 두근거려서 병원 다녀왔는데 부정맥은 아니래요 진료비 영수증 어디 내요",  # a visit done
+    "가슴이 답답하고 숨이 좀 차요 황사 마스크 나눠 주는 데 있나요",  # dust, a mask handed out
+    "친구가 단톡에 먼저 간다고 남기고 학원 갔어요 학원 셔틀 노선이요",  # left for class
+    "할머니가 고향 가신다고 버스 타고 나가셨어요 경로 할인 되나요",  # a trip
+    "치매 할머니 요양보호사 선생님이 오늘 안 오셨어요 센터 번호요",  # the carer did not come
 ])
 def test_round_four_near_misses_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
