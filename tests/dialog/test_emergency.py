@@ -212,6 +212,12 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
     "친구가 단톡에 먼저 간다고 남기고 학원 갔어요 학원 셔틀 노선이요",  # left for class
     "할머니가 고향 가신다고 버스 타고 나가셨어요 경로 할인 되나요",  # a trip
     "치매 할머니 요양보호사 선생님이 오늘 안 오셨어요 센터 번호요",  # the carer did not come
+    "팀장님이 늦으면 죽인다고 농담하셨어요 근로 상담 되나요",  # a joke, as told
+    "할머니가 어디 가셨는지 몰라서 전화드렸는데 복지관에 계시대요 복지관 프로그램 알려 주세요",  # found
+    "아이가 안 보여서 찾았는데 놀이터 그네 위에 있었어요 놀이터 그늘막 설치해 주세요",  # found
+    "모르는 사람이 주는 건 먹지 말라고 가르치는 유괴 예방 수업 있나요",  # a rule taught
+    "고등학생 아들 폰이 꺼져 있는데 학교에서 폰 걷는대요 담임 선생님 연락처요",  # a known reason
+    "화장실 문이 밖에서 잠기는 구조라 위험해요 고쳐 주세요",  # a repair
 ])
 def test_round_four_near_misses_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
