@@ -92,6 +92,8 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     ("윗집에서 우당탕 소리랑 여자가 살려 달라는 비명이 계속 들려요", "crime"),  # screams heard
     ("누가 우리 집 다용도실 창문으로 기어 올라오고 있어요", "crime"),  # a stranger coming in
     ("중학생 아들이 학원 끝날 시간이 한참 지났는데 휴대폰이 꺼져 있어요", "missing_child"),  # out of contact
+    ("누나가 가족 단톡방에 그동안 고마웠다는 글을 남기고 휴대폰을 껐어요", "suicide"),  # a farewell left, a phone off
+    ("캠핑카 안에서 번개탄을 피워 놓고 사람이 누워 있어요", "suicide"),  # a means lit, someone inside
 ])
 def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
@@ -108,6 +110,7 @@ def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
     "공포 영화에서 비명 지르는 장면 촬영 허가 받아야 하나요",
     "딸이 학교에서 체육복을 잃어버렸대요 분실물 보관하는 데 있어요",  # a thing lost, no one missing
     "화가 나서 속에서 불이 나요 공사가 석 달째예요",  # a figure of speech
+    "친구가 오늘 생일이라 고마웠다고 카톡 보냈어요",  # thanks for an occasion
     "아파트 담벼락이 무너질 것 같은데 보수 신청 어디에 해요",
 ])
 def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
