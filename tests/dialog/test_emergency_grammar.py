@@ -240,6 +240,9 @@ window = 4
     ("폭우로 계곡 건너 캠핑장 손님들이 고립됐어요", "rescue"),  # 계곡 stays 계곡; 손님 as Kiwi splits it
     ("동생이 오토바이 타다 넘어졌는데 머리에서 피가 나고 정신을 못 차려요", "medical"),  # 타: riding, not burning
     ("애가 디퓨저 병 뚜껑 열어서 그 안에 있던 걸 조금 마셨어요", "medical"),
+    ("모르는 아저씨가 동생한테 과자 사 준다고 차에 타라고 해요 공원 앞이에요", "crime"),  # a lure, not a car on fire
+    ("아내가 내가 없어지면 다들 편할 거라고 하고 나갔어요 연락이 안 돼요", "suicide"),  # a burden, gone
+    ("창고 가스통에서 쉬쉬 소리가 나고 냄새가 지독해요", "gas"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
