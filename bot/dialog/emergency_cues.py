@@ -26,6 +26,7 @@ from bot.dialog.emergency_grammar import (
     GrammarError,
     Item,
     Morph,
+    Span,
     Words,
     _find,
     _index,
@@ -77,16 +78,29 @@ class Cue:
             else:
                 self._near_by_first.setdefault(item[0].form, []).append(item)
 
+    def _items(self, morphs: list[Morph], at: dict[str, list[int]], near: bool = False) -> list[Item]:
+        """The items (or the partner words) whose first word the turn holds."""
+        by_first, prefixed = (self._near_by_first, self._near_prefixed) if near else (self._by_first, self._prefixed)
+        return [item for form in at for item in by_first.get(form, ())] + prefixed
+
+    def _pairs(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[Span, Span]]:
+        """A pair cue's word and partner, each where said, within ``window`` of each other."""
+        spans = [s for item in self._items(morphs, at) for s in _find(item, morphs, at)]
+        if not spans:
+            return []
+        others = [o for item in self._items(morphs, at, near=True) for o in _find(item, morphs, at) if not o[2]]
+        return [(s, o) for s in spans for o in others
+                if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
+
+    def parts(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
+        """A pair cue's own words where said together (not the words between them)."""
+        return [(x[0], x[1]) for s, o in self._pairs(morphs, at) if self.unreal or not s[2] for x in (s, o)]
+
     def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
         """Where in the turn the cue was said (the first and last morpheme of each span). What the
         person was doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
-        items = [item for form in at for item in self._by_first.get(form, ())] + self._prefixed
-        spans = [s for item in items for s in _find(item, morphs, at)]
-        if self.near and spans:
-            near = [item for form in at for item in self._near_by_first.get(form, ())] + self._near_prefixed
-            others = [o for item in near for o in _find(item, morphs, at) if not o[2]]
-            spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s in spans for o in others
-                     if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
+        spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s, o in self._pairs(morphs, at)] if self.near else \
+            [s for item in self._items(morphs, at) for s in _find(item, morphs, at)]
         if self.weight > 0:
             return [(s[0], s[1]) for s in spans if self.unreal or not s[2]]
         return [(s[0], s[1]) for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
@@ -119,9 +133,12 @@ class QuestionCues:
         # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
         # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
         # both; a pair's span holds the words between its two, which are not its own.)
+        # A pair's own two words hold it too (줄 알 in 설탕인 줄 알고 잡쉈어요, 담배 in 담배를 먹었어요).
         danger = [span for cue, spans in said.items() if cue.weight > 0 and not cue.near for span in spans]
+        own_words = {part for cue in said if cue.weight > 0 and cue.near for part in cue.parts(morphs, at)}
         for cue in [cue for cue in said if cue.weight < 0]:
-            said[cue] = [(a, b) for a, b in said[cue] if not any(c <= a and b <= d and d - c > b - a for c, d in danger)]
+            said[cue] = [(a, b) for a, b in said[cue] if (a, b) not in own_words
+                         and not any(c <= a and b <= d and d - c > b - a for c, d in danger)]
             if not said[cue]:
                 del said[cue]
         own: dict[str, float] = {}

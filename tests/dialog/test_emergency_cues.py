@@ -94,6 +94,8 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     ("중학생 아들이 학원 끝날 시간이 한참 지났는데 휴대폰이 꺼져 있어요", "missing_child"),  # out of contact
     ("누나가 가족 단톡방에 그동안 고마웠다는 글을 남기고 휴대폰을 껐어요", "suicide"),  # a farewell left, a phone off
     ("캠핑카 안에서 번개탄을 피워 놓고 사람이 누워 있어요", "suicide"),  # a means lit, someone inside
+    ("냄비에 끓던 물을 동생이 엎어서 팔에 물집이 잡히고 껍질이 벗겨졌어요", "medical"),  # a burn
+    ("손주가 할머니 혈압약을 사탕인 줄 알고 몇 알 먹었어요", "medical"),  # 줄 알 is the pair's own word here
 ])
 def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
