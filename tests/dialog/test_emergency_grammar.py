@@ -243,6 +243,8 @@ window = 4
     ("모르는 아저씨가 동생한테 과자 사 준다고 차에 타라고 해요 공원 앞이에요", "crime"),  # a lure, not a car on fire
     ("아내가 내가 없어지면 다들 편할 거라고 하고 나갔어요 연락이 안 돼요", "suicide"),  # a burden, gone
     ("창고 가스통에서 쉬쉬 소리가 나고 냄새가 지독해요", "gas"),
+    ("택배 수거 문의하려는데요 지금 수거 트럭에 할머니가 치이셨어요 안 움직이세요", "medical"),  # 수거: the truck, not a topic
+    ("저 지금 혼자 집에 있는데 왼쪽 팔다리가 저릿하더니 힘이 빠져요 그리고 글씨가 겹쳐 보이고 한쪽 눈이 뿌옇게 흐려요", "medical"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
