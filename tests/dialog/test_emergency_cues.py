@@ -120,12 +120,20 @@ def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "부엌에서 불이 나서 연기가 가득한데 엄마가 숨을 못 쉬고 쓰러졌어요",
+    "안방에서 불길이 올라오는데 할아버지가 다리를 다쳐서 못 걸으세요",
+])
+def test_the_cause_is_asked_about_before_the_harm_it_did(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) == "fire", text
+    assert dataclasses.replace(cues, prefer=()).classify(said(rules, text)) == "medical"  # the harm weighs more
+
+
+@pytest.mark.parametrize("text", [
     "다용도실에서 가스 냄새가 심하게 나는데 식구들이 다 머리가 아프고 애가 토해요",
     "연탄 때는 방에서 자고 나니 둘 다 머리가 깨질 것 같고 어지러워서 못 일어나요",
 ])
-def test_the_cause_is_asked_about_before_the_harm_it_did(rules, cues, text) -> None:
+def test_a_gas_with_people_falling_ill_gets_the_gas_question(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) == "gas", text
-    assert dataclasses.replace(cues, prefer=()).classify(said(rules, text)) == "medical"  # the ache weighs more
 
 
 STRUCTURE = """
