@@ -244,6 +244,9 @@ window = 4
     ("아내가 내가 없어지면 다들 편할 거라고 하고 나갔어요 연락이 안 돼요", "suicide"),  # a burden, gone
     ("창고 가스통에서 쉬쉬 소리가 나고 냄새가 지독해요", "gas"),
     ("택배 수거 문의하려는데요 지금 수거 트럭에 할머니가 치이셨어요 안 움직이세요", "medical"),  # 수거: the truck, not a topic
+    ("현관앞에서누가비번을자꾸눌러요혼자있어요", "crime"),  # 비번 split as 비 + 번 is no rain
+    ("애가 경기를 하는데 멈추질 않아요 벌써 삼 분 넘었어요", "medical"),
+    ("아버님이 마당에서 쓰러지셨는데 숨을 안 쉬세요", "medical"),
     ("저 지금 혼자 집에 있는데 왼쪽 팔다리가 저릿하더니 힘이 빠져요 그리고 글씨가 겹쳐 보이고 한쪽 눈이 뿌옇게 흐려요", "medical"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
