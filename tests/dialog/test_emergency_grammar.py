@@ -247,6 +247,8 @@ window = 4
     ("현관앞에서누가비번을자꾸눌러요혼자있어요", "crime"),  # 비번 split as 비 + 번 is no rain
     ("애가 경기를 하는데 멈추질 않아요 벌써 삼 분 넘었어요", "medical"),
     ("아버님이 마당에서 쓰러지셨는데 숨을 안 쉬세요", "medical"),
+    ("공사하던 아저씨가 전봇대에서 미끄러져서 지금 한 손으로 매달려 있어요", "rescue"),
+    ("아파트 앞 배관에서 가스가 허옇게 뿜어져 나와요 쉬익 소리가 커요", "gas"),  # Kiwi: 쉬 + 익
     ("저 지금 혼자 집에 있는데 왼쪽 팔다리가 저릿하더니 힘이 빠져요 그리고 글씨가 겹쳐 보이고 한쪽 눈이 뿌옇게 흐려요", "medical"),
 ])
 def test_round_four_concepts_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
