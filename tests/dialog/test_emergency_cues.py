@@ -96,6 +96,7 @@ def test_an_ordinary_turn_with_danger_words_is_not_asked(rules, cues, text) -> N
     ("캠핑카 안에서 번개탄을 피워 놓고 사람이 누워 있어요", "suicide"),  # a means lit, someone inside
     ("냄비에 끓던 물을 동생이 엎어서 팔에 물집이 잡히고 껍질이 벗겨졌어요", "medical"),  # a burn
     ("손주가 할머니 혈압약을 사탕인 줄 알고 몇 알 먹었어요", "medical"),  # 줄 알 is the pair's own word here
+    ("시장 골목에서 외할아버지를 놓쳤는데 사람이 많아서 안 보여요 치매가 있으세요", "missing_child"),  # lost in a crowd
 ])
 def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
@@ -113,6 +114,7 @@ def test_round_4_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
     "딸이 학교에서 체육복을 잃어버렸대요 분실물 보관하는 데 있어요",  # a thing lost, no one missing
     "화가 나서 속에서 불이 나요 공사가 석 달째예요",  # a figure of speech
     "친구가 오늘 생일이라 고마웠다고 카톡 보냈어요",  # thanks for an occasion
+    "우리 애가 학교에 안 가려고 해요",  # a refusal, no one missing
     "아파트 담벼락이 무너질 것 같은데 보수 신청 어디에 해요",
 ])
 def test_round_4_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
