@@ -274,3 +274,14 @@ def test_dialect_and_heard_spellings_are_read_as_standard(rules: EmergencyRules,
 def test_a_light_verbs_hypothetical_is_its_nouns(rules: EmergencyRules) -> None:
     verdict = rules.classify("혹시 애가 열이 나면서 경기를 하면 어디로 가야 해요")  # 경기를 하면: if it ever does
     assert verdict is None or not verdict.sure
+
+
+@pytest.mark.parametrize("text", [
+    "도서관 지금 문 열었어요",  # is the library open now: a door opened is no door forced
+    "주민센터 지금 문 열었어요",
+    "구청 민원실 지금 문 열었어요",
+    "지금 문 열었나요",
+])
+def test_a_place_open_now_is_no_door_forced(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
