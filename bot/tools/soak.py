@@ -76,9 +76,9 @@ class SoakResult:
         if self.baseline is None:
             self.problems.append("no baseline sample")
             return
-        for s in self.samples:
-            if s is self.baseline or s.phase.startswith("warm-up"):
-                continue
+        # Only what comes after the baseline is held to it: the start sample (what earlier calls of the
+        # process left, e.g. a fault run's last task still closing) and the warm-up come before it.
+        for s in self.samples[self.samples.index(self.baseline) + 1:]:
             growth = self.rss_growth_pct(s)
             if growth > RSS_GROWTH_LIMIT_PCT:
                 self.problems.append(f"{s.phase}: RSS {s.rss_mb:.0f} MB, +{growth:.1f} % over the baseline")

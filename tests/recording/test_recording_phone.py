@@ -82,12 +82,13 @@ async def test_a_phone_call_is_recorded_caller_left_and_bot_as_sent_right(bot):
     assert corr > MATCH, corr  # the caller's channel holds what the caller sent
     assert xcorr(audio[:, 1], sent)[0] < 0.5  # and the bot's channel does not
 
-    # The greeting's first half second, from the call's first second. Not more: the caller's copy is
-    # the payloads run together, while the recording keeps the line's time, so a pause in the bot's
-    # audio (the next sentence not yet synthesized, on a loaded machine) is silence in the recording
-    # only (a CI run under stress-ng: 0.64 over the first 2 s).
-    corr, lag = xcorr(audio[:, 1], greeting[: 8000 // 2])
-    assert corr > MATCH and lag < 8000, (corr, lag)
+    # The greeting by half seconds, found in the recording's first four seconds. Not in one piece: the
+    # caller's copy is the payloads run together, while the recording keeps the line's time, so a pause
+    # in the bot's audio (the next sentence not yet synthesized, on a loaded machine) is silence in the
+    # recording only (a CI run under stress-ng: 0.64 over the first 2 s; the suite's own load: 0.83 over
+    # the first half second). A half second the pause falls in matches less; the others match whole.
+    found = [xcorr(audio[: 4 * 8000, 1], greeting[k * 4000:(k + 1) * 4000]) for k in range(4)]
+    assert max(corr for corr, _ in found) > MATCH, found
     turns = await wait_for(lambda: [t for t in bot.turns() if t["call_id"] == call.call_sid], what="the call's turns")
     assert "recording_notice" in turns[0]["heard"]  # recording on: the notice was said
     store.close()

@@ -215,7 +215,7 @@ async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fa
     # The flag is the first field (the schema's order): nothing of the reply is spoken.
     fake.script({"emergency": "crime"} | model("무슨 일인지 조금 더 말씀해 주시겠어요?", intent="other", category="none"))
     stage = make_stage(llm_url)
-    down = await run(stage, said("그 사람이 오늘 밤에 또 온다고 했어요"))
+    down = await run(stage, said("그 사람이 밤에 또 온대요"))
     assert fake.calls == 1
     (turn,) = answered(down)
     assert turn.route == "emergency" and turn.escalation == "112"
