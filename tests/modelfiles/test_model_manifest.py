@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_config
+from bot.core.digest import sha256_file
 from bot.core.errors import ModelIntegrityError, ModelMissingError, StartupError
 from bot.modelfiles import manifest as models
 from bot.ops import preflight as check
@@ -184,7 +185,7 @@ def test_a_damaged_tts_file_fails_verify_check_and_serve_naming_the_file_and_dig
     line = next(x for x in out.splitlines() if x.startswith("FAIL"))
     assert str(target) in line and want in line
     if damage != "delete":
-        assert models._sha256(target) in line
+        assert sha256_file(target) in line
     # check
     report = check.CheckReport()
     check.model_rows(report, cfg)
@@ -403,7 +404,7 @@ def pinned_home(tmp_path, standin_tts_dir):
     tts_json.write_text(tts_json.read_text().replace('"standin": true', '"standin": false'))
     shutil.copy(ROOT / "config.toml", tmp_path / "config.toml")
     shutil.copy(ROOT / "models.toml", tmp_path / "models.toml")
-    digests = {str(p.relative_to(real)): models._sha256(p) for p in real.rglob("*") if p.is_file()}
+    digests = {str(p.relative_to(real)): sha256_file(p) for p in real.rglob("*") if p.is_file()}
     models.pin_manifest(tmp_path / "models.toml", ["supertonic-3"], digests_for=lambda r, p: (COMMIT, digests))
     return tmp_path, real
 
@@ -440,7 +441,7 @@ def test_the_whisper_download_asks_for_the_pinned_commit(tmp_path, monkeypatch, 
     import faster_whisper.utils
 
     shutil.copy(ROOT / "models.toml", tmp_path / "models.toml")
-    files = {f: models._sha256(whisper_dir / f) for f in ("config.json", "model.bin", "tokenizer.json",
+    files = {f: sha256_file(whisper_dir / f) for f in ("config.json", "model.bin", "tokenizer.json",
                                                            "vocabulary.json")}  # fmt: skip
     models.pin_manifest(tmp_path / "models.toml", ["whisper-base"], digests_for=lambda r, p: (COMMIT, files))
     asked = []
@@ -467,7 +468,7 @@ def test_verify_checks_the_llm_where_vllm_reads_it_at_the_pinned_commit(tmp_path
     snap.mkdir(parents=True)
     (snap / "config.json").write_text('{"model_type": "qwen3_5_moe"}')
     (snap / "model.safetensors").write_bytes(b"\x00" * 4096)
-    files = {f.name: models._sha256(f) for f in snap.iterdir()}
+    files = {f.name: sha256_file(f) for f in snap.iterdir()}
     models.pin_manifest(tmp_path / "models.toml", ["qwen3.5-35b-a3b-fp8"], digests_for=lambda r, p: (COMMIT, files))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     cfg = load_config(tmp_path / "config.gpu.toml")
