@@ -110,7 +110,7 @@ def test_a_local_model_directory_is_read_instead_of_the_declared_keys(tmp_path):
     cfg = load_config(overrides=[f"llm.model='{model}'", "llm.total_params_b=999"])
     size = check.llm_size(cfg)
     assert size.dtype == "fp8" and size.weight_bytes == 1_004_000 and not size.problems
-    assert (size.kv_layers, size.kv_heads, size.head_dim) == (2, 2, 256)
+    assert size.kv == (2, 2, 256)
     assert size.state_bytes_per_seq == 6 * 32 * 128 * 128 * 4
     assert "config.json" in size.source
 
@@ -271,7 +271,7 @@ def test_a_hub_model_already_in_the_hugging_face_cache_is_read_from_there(tmp_pa
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     size = check.llm_size(load_config(overrides=["llm.model='Org/Dense-1B'"]))
     assert size.dtype == "bf16" and size.weight_bytes == 1_000_000 and size.total_params == 500_000
-    assert (size.kv_layers, size.kv_heads, size.head_dim) == (4, 8, 64) and str(snap) in size.source
+    assert size.kv == (4, 8, 64) and str(snap) in size.source
 
 
 def _vllm_row(config, cmdline):

@@ -42,6 +42,7 @@ from bot.ops.preflight.gpu import (
     VLLM_RUNTIME_BYTES,
     WHISPER_PARAMS,
     WHISPER_WORK_BYTES,
+    KVGeometry,
     LLMSize,
     budget_rows,
     card_memory,
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BOT_CONTEXT_BYTES", "BYTES_PER_PARAM", "FAIL", "GB", "HATCH", "KV_BYTES", "NO_GPU", "OK", "PROBE_CALLER_LINE",
     "SKIP", "VLLM_IMAGE", "VLLM_RUNTIME_BYTES", "VLLM_VENV", "VLLM_VERSION", "WARN", "WHISPER_PARAMS",
-    "WHISPER_WORK_BYTES", "CheckReport", "LLMSize", "Probe", "Row", "access_rows", "budget_rows", "card_memory",
+    "WHISPER_WORK_BYTES", "CheckReport", "KVGeometry", "LLMSize", "Probe", "Row", "access_rows", "budget_rows", "card_memory",
     "cmd_check", "ctranslate2_row", "hf_snapshot", "installed_onnxruntime_wheels", "installed_vllm", "kv_cache_bytes",
     "line_rows", "llm_command", "llm_command_line", "llm_rows", "llm_size", "model_rows", "needs_gpu", "probe_llm", "provider_rows",
     "run_check", "safetensors_bytes", "startup_check", "timing_row", "tts_gpu_bytes", "vllm_cmdlines", "vllm_launch",

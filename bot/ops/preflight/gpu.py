@@ -8,7 +8,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.config import Config, LLMConfig
 from bot.ops.preflight.report import FAIL, NO_GPU, OK, SKIP, CheckReport
@@ -45,6 +45,15 @@ def kv_cache_bytes(tokens: int, kv_layers: int, kv_heads: int, head_dim: int, by
     return 2.0 * kv_layers * kv_heads * head_dim * bytes_per_value * tokens
 
 
+class KVGeometry(NamedTuple):
+    """The shape of a model's KV cache, ``kv_cache_bytes``'s three numbers (0: unknown): the layers that hold
+    one (a hybrid model's full-attention layers only), KV heads, head dimension."""
+
+    layers: int = 0
+    heads: int = 0
+    head_dim: int = 0
+
+
 @dataclass
 class LLMSize:
     """What the LLM needs on the card; ``problems`` says what is unknown."""
@@ -53,16 +62,14 @@ class LLMSize:
     total_params: float = 0.0
     dtype: str = ""
     source: str = ""
-    kv_layers: int = 0
-    kv_heads: int = 0
-    head_dim: int = 0
+    kv: KVGeometry = KVGeometry()
     #: Recurrent state per sequence of a hybrid model's linear-attention layers (fixed size).
     state_bytes_per_seq: float = 0.0
     problems: list[str] = field(default_factory=list)
 
     def kv_bytes(self, llm: LLMConfig) -> float:
         tokens = llm.max_model_len * llm.max_num_seqs
-        return kv_cache_bytes(tokens, self.kv_layers, self.kv_heads, self.head_dim, KV_BYTES[llm.kv_cache_dtype])
+        return kv_cache_bytes(tokens, *self.kv, KV_BYTES[llm.kv_cache_dtype])
 
     def state_bytes(self, llm: LLMConfig) -> float:
         return self.state_bytes_per_seq * llm.max_num_seqs
@@ -130,7 +137,7 @@ def llm_size(config: Config) -> LLMSize:
     cached = hf_snapshot(llm.model)
     if cached is not None:
         return _size_from_dir(cached, llm)
-    size = LLMSize(kv_layers=llm.kv_layers, kv_heads=llm.kv_heads, head_dim=llm.head_dim,
+    size = LLMSize(kv=KVGeometry(llm.kv_layers, llm.kv_heads, llm.head_dim),
                    source="declared: llm.total_params_b, llm.weight_dtype")  # fmt: skip
     if llm.total_params_b > 0 and llm.weight_dtype:
         size.dtype = llm.weight_dtype
@@ -139,7 +146,7 @@ def llm_size(config: Config) -> LLMSize:
     else:
         size.problems.append(f"{llm.model!r} is not a local directory: declare llm.total_params_b (MoE: total) "
                              "and llm.weight_dtype")  # fmt: skip
-    if not (llm.kv_layers and llm.kv_heads and llm.head_dim):
+    if not all(size.kv):
         size.problems.append("declare llm.kv_layers, llm.kv_heads and llm.head_dim for the KV cache")
     return size
 
@@ -164,22 +171,23 @@ def _size_from_dir(model_dir: Path, llm: LLMConfig) -> LLMSize:
         size.problems.append(f"{model_dir} has no safetensors files: declare llm.total_params_b and llm.weight_dtype")
     layers = int(cfg.get("num_hidden_layers") or 0)
     heads = int(cfg.get("num_attention_heads") or 0)
-    size.kv_heads = int(cfg.get("num_key_value_heads") or heads)
-    size.head_dim = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // heads if heads else 0))
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // heads if heads else 0))
     types = cfg.get("layer_types")
     if isinstance(types, list) and types:
-        size.kv_layers = sum(1 for t in types if "attention" in str(t) and "linear" not in str(t))
+        kv_layers = sum(1 for t in types if "attention" in str(t) and "linear" not in str(t))
         linear = sum(1 for t in types if "linear" in str(t))
     elif cfg.get("full_attention_interval"):
-        size.kv_layers = layers // int(cfg["full_attention_interval"])
-        linear = layers - size.kv_layers
+        kv_layers = layers // int(cfg["full_attention_interval"])
+        linear = layers - kv_layers
     else:
-        size.kv_layers, linear = layers, 0
+        kv_layers, linear = layers, 0
+    size.kv = KVGeometry(kv_layers, kv_heads, head_dim)
     if linear:  # gated-delta-net state: value heads x key dim x value dim, fp32 (conservative)
         vh = int(cfg.get("linear_num_value_heads") or 0)
         kd, vd = int(cfg.get("linear_key_head_dim") or 0), int(cfg.get("linear_value_head_dim") or 0)
         size.state_bytes_per_seq = linear * vh * kd * vd * 4.0
-    if not (size.kv_layers and size.kv_heads and size.head_dim):
+    if not all(size.kv):
         size.problems.append(f"{model_dir}/config.json lacks layers/KV heads/head dim")
     return size
 
@@ -280,7 +288,7 @@ def budget_rows(report: CheckReport, config: Config, card: tuple[str, float] | s
             need = size.weight_bytes + kv + state + VLLM_RUNTIME_BYTES
             share = None if total is None else llm.gpu_memory_utilization * total
             status, tail = verdict(need, share)
-            per_token = kv_cache_bytes(1, size.kv_layers, size.kv_heads, size.head_dim, KV_BYTES[llm.kv_cache_dtype])
+            per_token = kv_cache_bytes(1, *size.kv, KV_BYTES[llm.kv_cache_dtype])
             parts = [f"weights {_gb(size.weight_bytes)} ({size.total_params / 1e9:.1f}B params x "
                      f"{BYTES_PER_PARAM.get(size.dtype, 0):g} B {size.dtype}; {size.source})",
                      f"KV {_gb(kv)} ({llm.max_model_len} tok x {llm.max_num_seqs} seqs x {per_token / 1024:.0f} KB)"]
