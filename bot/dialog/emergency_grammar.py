@@ -35,6 +35,7 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
+_PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
 # 려고, ᆯ래, ᆯ게, ᆯ라고: what the speaker means to do (죽을래요, 먹을라고, 끝낼게요); its 요 aside.
@@ -128,8 +129,15 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                                                                                                 "다음"}:
                 unreal = True  # 갇힌 적이 있어서, 쓰러지신 뒤로: what happened before, not now
             elif (u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
-                  and tokens[j + 2].tag in {"JX", "JKS"} and tokens[j + 2].form in {"ᆫ", "은", "는", "이", "가"}):
+                  and tokens[j + 2].tag in {"JX", "JKS"} and tokens[j + 2].form in {"ᆫ", "은", "는", "이", "가"}
+                  and not (j + 3 < n and tokens[j + 3].form in _PERCEIVE)):
                 unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
+                # (목 졸리고 있는 게 보여요: what the caller sees happen is an event)
+            elif u.tag == "ETM" and j + 2 < n and tokens[j + 1].form == "줄" and tokens[j + 2].form == "알":
+                unreal = True  # 먹은 줄 알았는데, 갇힌 줄 알고: what was believed, not what happened
+            elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
+                  and tokens[j + 2].form == "같이"):
+                unreal = True  # 불날 것 같이 바빠요: a likeness, not an event
             elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
                 break
             j += 1

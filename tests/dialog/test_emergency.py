@@ -222,3 +222,13 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
 def test_round_four_near_misses_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
     assert verdict is None or not verdict.sure, text
+
+
+@pytest.mark.parametrize("text", [
+    "옆집 개가 밤새 짖는데 무서워서 숨도 못 쉬겠어요 소음 민원 넣을게요",  # fear said as breath
+    "우리 딸은 열성경련 병력이 있어서 유치원에 알려야 하는데 양식이 있나요",  # a history of fits
+    "손주가 용돈 받고 발작 일으킬 정도로 좋아했어요 용돈 통장 만드는 법 알려 주세요",  # a measure of joy
+])
+def test_round_five_fits_and_breath_said_in_passing_are_not_escalated(text: str) -> None:
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)

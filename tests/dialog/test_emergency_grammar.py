@@ -285,3 +285,50 @@ def test_a_light_verbs_hypothetical_is_its_nouns(rules: EmergencyRules) -> None:
 def test_a_place_open_now_is_no_door_forced(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+# Round 5: who is in which state, which act; the decisive fact's kind over a side word.
+
+@pytest.mark.parametrize("text", [
+    "화장실에 애가 갇힌 줄 알았는데 문이 그냥 열렸어요 문고리 수리 신청하려고요",  # believed, then found false
+    "정신없이 불날 것 같이 바빠서 그러는데 서류 팩스로 보내도 되나요",  # a likeness
+])
+def test_a_belief_or_a_likeness_is_no_event(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+def test_what_the_caller_sees_happen_is_an_event() -> None:
+    seen = {m.form: m for m in analyse("옆집 남자가 여자 목을 조르고 있는 게 보여요")}
+    talked_about = {m.form: m for m in analyse("목을 조르는 게 무슨 죄인가요")}
+    assert not seen["조르"].unreal
+    assert talked_about["조르"].unreal
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # the caller opening the door found a patient: no door forced
+    ("친정엄마 집에 가서 문을 열었더니 엄마가 가슴을 부여잡고 엎드려 계세요 숨을 겨우 쉬세요", "medical"),
+    # a sting, a swelling and a closing throat: an allergy, not a strangling
+    ("꿀벌에 쏘인 남편이 입술이 퉁퉁 붓더니 목이 조인다고 해요", "medical"),
+    # a heater burned while people slept: carbon monoxide, not a suicide
+    ("할머니 방에 연탄 피우고 주무셨는데 아침에 못 일어나세요 저도 어질어질해요", "gas"),
+    # a disability is who the missing child is, not a symptom
+    ("자폐가 있는 딸이 마트에서 혼자 나가 버렸어요 말로 대답을 잘 못 해요", "missing_child"),
+    # a tool that hurt its user at work: an injury, not an assault
+    ("우리 영감이 장작 패다가 도끼에 정강이를 찍었어요 피가 철철 나요", "medical"),
+    # a machine that caught someone: a rescue, not an abduction
+    ("백화점 에스컬레이터에 할아버지 바짓단이 말려 들어가서 끌려가요", "rescue"),
+    # stuck below an edge the callers cannot reach: a rescue, not a fall's injury
+    ("등산하다 친구가 벼랑 아래로 미끄러져서 나무에 걸려 있어요 못 올라와요", "rescue"),
+    ("정화조 청소하던 인부가 안에 들어갔는데 안 나와요 불러도 대답이 없어요", "rescue"),
+    # a farewell, then silence: a suicide, not a missing child
+    ("동생이 그동안 고마웠다 나 없어도 잘 살라고 보내고 전화를 안 받아요", "suicide"),
+])
+def test_round_five_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+def test_writhing_in_pain_is_no_fall_from_a_cliff(rules: EmergencyRules) -> None:
+    verdict = rules.classify("산에서 딴 버섯을 먹은 애가 배가 아프다고 데굴데굴 굴러요")
+    assert verdict is None or verdict.kind.name != "rescue", verdict.rule
