@@ -16,6 +16,7 @@ n-grams; it asked about almost nothing the rules had missed: commit 436cf1a has 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from bot.dialog.emergency_grammar import (
 
 CUES_PATH = DATA / "emergency_cues.toml"
 EVERY_KIND = "*"
+Keep = Callable[[Span], bool] | None  # which of a cue's spans count
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a turn's cues are keyed by it
@@ -83,12 +85,13 @@ class Cue:
         by_first, prefixed = (self._near_by_first, self._near_prefixed) if near else (self._by_first, self._prefixed)
         return [item for form in at for item in by_first.get(form, ())] + prefixed
 
-    def _pairs(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[Span, Span]]:
+    def _pairs(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None) -> list[tuple[Span, Span]]:
         """A pair cue's word and partner, each where said, within ``window`` of each other."""
-        spans = [s for item in self._items(morphs, at) for s in _find(item, morphs, at)]
+        spans = [s for item in self._items(morphs, at) for s in _find(item, morphs, at) if keep is None or keep(s)]
         if not spans:
             return []
-        others = [o for item in self._items(morphs, at, near=True) for o in _find(item, morphs, at) if not o[2]]
+        others = [o for item in self._items(morphs, at, near=True) for o in _find(item, morphs, at)
+                  if not o[2] and (keep is None or keep(o))]
         return [(s, o) for s in spans for o in others
                 if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
 
@@ -96,11 +99,12 @@ class Cue:
         """A pair cue's own words where said together (not the words between them)."""
         return [(x[0], x[1]) for s, o in self._pairs(morphs, at) if self.unreal or not s[2] for x in (s, o)]
 
-    def where(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
-        """Where in the turn the cue was said (the first and last morpheme of each span). What the
-        person was doing when it happened (급식 먹다가, 산책 중에) is no ordinary topic."""
-        spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s, o in self._pairs(morphs, at)] if self.near else \
-            [s for item in self._items(morphs, at) for s in _find(item, morphs, at)]
+    def where(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None) -> list[tuple[int, int]]:
+        """Where in the turn the cue was said (the first and last morpheme of each span; ``keep``: which
+        of its words count). What the person was doing when it happened (급식 먹다가, 산책 중에) is no
+        ordinary topic."""
+        spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s, o in self._pairs(morphs, at, keep)] if self.near \
+            else [s for item in self._items(morphs, at) for s in _find(item, morphs, at) if keep is None or keep(s)]
         if self.weight > 0:
             return [(s[0], s[1]) for s in spans if self.unreal or not s[2]]
         return [(s[0], s[1]) for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
@@ -134,11 +138,27 @@ class QuestionCues:
         # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
         # both; a pair's span holds the words between its two, which are not its own.)
         # A pair's own two words hold it too (줄 알 in 설탕인 줄 알고 잡쉈어요, 담배 in 담배를 먹었어요).
-        danger = [span for cue, spans in said.items() if cue.weight > 0 and not cue.near for span in spans]
+        danger = [(span, cue.kinds) for cue, spans in said.items() if cue.weight > 0 and not cue.near for span in spans]
+        # Nor a word of another kind: 불 in 애가 불덩이예요 (a fever), 병 in 농약 한 병 (a poison, not a
+        # weapon), 떨어지 in 구멍으로 떨어졌어요 (a pair's own word: someone in a pit, not a fall): the longer
+        # phrase is the decisive fact, the word inside it a side word.
+        pairs = [((min(p[0], o[0]), max(p[1], o[1])), cue.kinds, {(p[0], p[1]), (o[0], o[1])})
+                 for cue in said if cue.weight > 0 and cue.near for p, o in cue._pairs(morphs, at)]
+        for cue in [cue for cue in said if cue.weight > 0 and cue.kinds != (EVERY_KIND,)]:
+            def keep(s: Span, kinds: tuple[str, ...] = cue.kinds) -> bool:
+                def inside(c: int, d: int, k: tuple[str, ...]) -> bool:
+                    return c <= s[0] and s[1] <= d and d - c > s[1] - s[0] and not set(kinds) & set(k) and k != (EVERY_KIND,)
+                return not any(inside(c, d, k) for (c, d), k in danger) and \
+                    not any(inside(c, d, k) and (s[0], s[1]) in parts for (c, d), k, parts in pairs)
+            if not (spans := cue.where(morphs, at, keep)):
+                del said[cue]
+            else:
+                said[cue] = spans
+        danger_spans = [span for span, _ in danger]
         own_words = {part for cue in said if cue.weight > 0 and cue.near for part in cue.parts(morphs, at)}
         for cue in [cue for cue in said if cue.weight < 0]:
             said[cue] = [(a, b) for a, b in said[cue] if (a, b) not in own_words
-                         and not any(c <= a and b <= d and d - c > b - a for c, d in danger)]
+                         and not any(c <= a and b <= d and d - c > b - a for c, d in danger_spans)]
             if not said[cue]:
                 del said[cue]
         own: dict[str, float] = {}
