@@ -239,7 +239,8 @@ def test_the_question_path_never_escalates(rules) -> None:
     cases = [c for t in ("t3", "t4") for c in load_cases(ROOT / "bench" / f"emergency_training_{t}.toml", set(rules.kinds))]
     verdicts = [rules.classify(c.text) for c in cases]
     asked = [v for v in verdicts if v is not None and v.rule.startswith("like:")]
-    assert asked and not any(v.sure for v in asked)
+    # Only where the learned net reads the same kind (two nets that share no rule) is the question skipped.
+    assert asked and not any(v.sure for v in asked if not v.rule.endswith("+learned"))
 
 
 def test_the_lines_ordinary_turns_get_no_emergency_question(rules) -> None:
@@ -303,3 +304,71 @@ def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message)
     path.write_text(GOOD.replace(*change), encoding="utf-8")
     with pytest.raises(EmergencyDataError, match=message):
         EmergencyRules.load(cues=path)
+
+
+# Round 5: the decisive fact's kind. A word that is part of another kind's longer danger phrase, or one of
+# a pair's own two words, counts not for its own kind.
+SIDE_WORD = """
+threshold = 3
+
+[[cue]]
+name = "weapon"
+kinds = ["crime"]
+weight = 4
+words = ["병"]
+
+[[cue]]
+name = "poison_bottle"
+kinds = ["suicide"]
+weight = 3
+words = ["농약 병"]
+
+[[cue]]
+name = "fall"
+kinds = ["crime"]
+weight = 4
+words = ["떨어지/VV"]
+
+[[cue]]
+name = "pit"
+kinds = ["missing_child"]
+weight = 3
+words = ["구멍"]
+near = ["떨어지/VV"]
+window = 3
+"""
+
+
+def test_a_word_inside_another_kinds_danger_phrase_is_a_side_word(tmp_path: Path) -> None:
+    net = structure(tmp_path, SIDE_WORD)
+    assert net.classify("농약 병을 들고 나갔어요") == "suicide"  # not a bottle as a weapon
+    assert net.classify("병을 들고 나갔어요") == "crime"  # said alone, the word keeps its kind
+    assert net.classify("아들이 구멍으로 떨어졌어요") == "missing_child"  # one of the pair's own words
+    assert net.classify("아들이 계단에서 떨어졌어요") == "crime"
+
+
+# Round 5 concepts, in words no table holds (the round-4 cue net asked none of them, or another kind's question).
+@pytest.mark.parametrize(("text", "kind"), [
+    ("아가가 불덩이인데 갑자기 몸을 뒤로 젖혀요", "medical"),  # a fever, not a fire
+    ("아버지가 농약 한 병 들고 밭에 나가시면서 이제 간다고 하셨어요", "suicide"),  # a poison's bottle, not a weapon
+    ("조카가 공사장 구덩이로 떨어졌는데 밑에서 부르는 소리가 나요", "rescue"),  # in a pit, not a fall
+    ("냉동창고 문이 닫혀서 직원 한 명이 안에 있어요", "rescue"),  # shut in
+    ("아버지가 형제들한테 인사 전화 다 돌리시고 약을 모아 놓으셨어요", "suicide"),  # the last acts
+    ("언니가 다음 생에 보자고 카톡 남겼어요 요즘 우울증 치료 중이에요", "suicide"),  # a low mood is no background
+    ("할아버지가 밤 따러 갔다가 말벌 떼한테 쏘였어 온몸이 벌겋고 숨을 몰아쉬어", "medical"),  # stung
+    ("현관 체인 걸어 놨는데 틈으로 손이 쑥 들어와서 체인을 풀려고 해요", "crime"),  # a hand through the gap
+    ("할머니 문자에 손주 경기함 빨리 와 라고만 있어요", "medical"),  # a child's fit, texted
+])
+def test_round_5_concepts_get_the_kinds_question(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
+
+
+@pytest.mark.parametrize("text", [
+    "엘리베이터 정기 점검 날짜가 언제예요",
+    "차가 물웅덩이에 빠져서 세차비 보상 받을 수 있어요",
+    "공사장에서 해머 소리가 밤까지 나요",
+    "애가 축구 경기 하는데 경기장 주차 되나요",  # a game the child plays, not a fit
+    "보도 턱이 높아서 할머니들이 넘어지실까 걱정이에요 낮춰 주세요",  # a fall worried about
+])
+def test_round_5_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) is None, text
