@@ -35,6 +35,7 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도"}
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
+_FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  # X어 죽겠다 (adjectives: any)
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
@@ -90,6 +91,12 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             continue
         negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
         unreal = during = will = False
+        if (t.form == "죽" and t.tag.startswith("V") and i >= 2 and tokens[i - 1].tag == "EC"
+                and tokens[i - 1].form in {"어", "아", "여"}
+                and (tokens[i - 2].tag.startswith("VA") or tokens[i - 2].tag == "XSA" or tokens[i - 2].form in _FEELING)):
+            unreal = True  # 떨려 죽겠대요, 심심해 죽겠어: a feeling's hyperbole (Kiwi reads this 죽 as a verb)
+            if out and out[-1].tag.startswith("V"):
+                out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
         if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.

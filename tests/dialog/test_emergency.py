@@ -232,3 +232,14 @@ def test_round_four_near_misses_are_not_escalated(text: str) -> None:
 def test_round_five_fits_and_breath_said_in_passing_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
     assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    # it turned out harmless: asked at most
+    "밤에 누가 현관문을 따는 소리가 나서 나가 봤더니 남편이 열쇠를 잃어버린 거였어요 도어락 교체 지원 되나요",
+    "팀장이 죽여버린다는 말을 입에 달고 살아요 노동 상담 어디서 해요",  # a threat said all the time
+    "동생이 잠꼬대로 살려 달라고 소리를 질러요 수면 상담 받을 수 있나요",  # in one's sleep
+])
+def test_round_five_what_turned_out_harmless_is_not_escalated(text: str) -> None:
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)

@@ -332,3 +332,10 @@ def test_round_five_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text
 def test_writhing_in_pain_is_no_fall_from_a_cliff(rules: EmergencyRules) -> None:
     verdict = rules.classify("산에서 딴 버섯을 먹은 애가 배가 아프다고 데굴데굴 굴러요")
     assert verdict is None or verdict.kind.name != "rescue", verdict.rule
+
+
+def test_a_feelings_hyperbole_is_no_intent_to_die() -> None:
+    said = analyse("오늘 운동회 때문에 애들이 떨려 죽겠대요 운동장 개방 시간이 어떻게 돼요")
+    assert all(m.unreal for m in said if m.form == "죽")  # so nervous, not a plan (here Kiwi reads 죽 as a verb)
+    plan = next(m for m in analyse("저 뛰어내려 죽을 거예요") if m.form == "죽")
+    assert not plan.unreal and plan.will
