@@ -132,7 +132,7 @@ class QuestionCues:
             text = pattern.sub(replacement, text)
         morphs = analyse(text)
         at = _index(morphs)
-        turned = max((s[0] for item in self.turns for s in _find(item, morphs, at)), default=-1)
+        turns = [s[0] for item in self.turns for s in _find(item, morphs, at)]
         said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at))}
         # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
         # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
@@ -163,16 +163,21 @@ class QuestionCues:
                 del said[cue]
         own: dict[str, float] = {}
         first: dict[str, int] = {}  # where each kind's first decisive cue stands
+        last: dict[str, int] = {}  # and its last
         for cue, spans in said.items():
             if cue.weight > 0 and len(cue.kinds) == 1 and cue.kinds != (EVERY_KIND,):
                 kind = cue.kinds[0]
                 own[kind] = own.get(kind, 0.0) + cue.weight
                 if cue.weight >= self.core:
                     first[kind] = min(first.get(kind, len(morphs)), min(a for a, _ in spans))
+                    last[kind] = max(last.get(kind, -1), max(a for a, _ in spans))
         out = {}
         for kind, weight in own.items():
             if kind not in first:
                 continue
+            # A turn of the talk turns toward the danger only where the danger follows it (지금 물어봐도
+            # 되나요 after a story is no turn: the talk went back to the request).
+            turned = max((t for t in turns if t < last[kind]), default=-1)
             out[kind] = (weight, sum(cue.weight for cue, spans in said.items()
                                      if (cue.kinds == (EVERY_KIND,) or kind in cue.kinds)
                                      and (cue.weight > 0 or cue.anywhere

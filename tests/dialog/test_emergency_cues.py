@@ -372,3 +372,24 @@ def test_round_5_concepts_get_the_kinds_question(rules, cues, text, kind) -> Non
 ])
 def test_round_5_concepts_leave_ordinary_turns_alone(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) is None, text
+
+
+# Round 5: ordinary turns the round-4 cue net asked about, in words no table holds.
+@pytest.mark.parametrize("text", [
+    # 지금 after the story turns back to the request, not toward a danger (no danger follows it)
+    "재작년에 아들이 락스를 삼켜서 병원 갔었는데 그때 보험 청구 서류 지금 떼도 되나요",
+    "현관 번호키가 고장 나서 문이 안 열려요 수리 기사님 번호 좀 주세요 저 지금 밖에 있어요",  # locked out
+    "할아버지가 길을 자꾸 잃으셔서 배회 감지기 신청하려고요",  # a habit
+    "손주가 잠깐 안 보였는데 금방 찾았어요 놀이터 CCTV 설치 건의해요",  # found again
+    "이민 가는 언니가 마지막 인사라며 편지를 남기고 갔어요 허전하네요",  # a parting of ordinary life
+    "아들이 입대하면서 엄마 잘 지내라고 편지를 남겼어요",
+])
+def test_round_5_a_story_a_habit_or_a_parting_is_not_asked(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) is None, text
+
+
+def test_a_turn_of_the_talk_turns_only_toward_a_danger_after_it(tmp_path: Path) -> None:
+    net = structure(tmp_path, 'turns = ["지금"]\n' + STRUCTURE.replace("lead = true\n", ""))
+    assert net.classify("신청하려고 했는데 지금 아들이 어디 갔는지 몰라요") == "missing_child"
+    # the danger before the turn word and none after it: the talk went back to the request
+    assert net.classify("아들이 어디 갔는지 몰라서 신청하는데 지금 물어봐도 돼요") is None
