@@ -145,6 +145,8 @@ class QuestionCues:
         pairs = [((min(p[0], o[0]), max(p[1], o[1])), cue.kinds, {(p[0], p[1]), (o[0], o[1])})
                  for cue in said if cue.weight > 0 and cue.near for p, o in cue._pairs(morphs, at)]
         for cue in [cue for cue in said if cue.weight > 0 and cue.kinds != (EVERY_KIND,)]:
+            if all(set(cue.kinds) & set(k) or k == (EVERY_KIND,) for _, k, *_ in [*danger, *pairs]):
+                continue  # no other kind's phrase to stand inside
             def keep(s: Span, kinds: tuple[str, ...] = cue.kinds) -> bool:
                 def inside(c: int, d: int, k: tuple[str, ...]) -> bool:
                     return c <= s[0] and s[1] <= d and d - c > s[1] - s[0] and not set(kinds) & set(k) and k != (EVERY_KIND,)
