@@ -339,3 +339,20 @@ def test_a_feelings_hyperbole_is_no_intent_to_die() -> None:
     assert all(m.unreal for m in said if m.form == "죽")  # so nervous, not a plan (here Kiwi reads 죽 as a verb)
     plan = next(m for m in analyse("저 뛰어내려 죽을 거예요") if m.form == "죽")
     assert not plan.unreal and plan.will
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("편의점인데 어떤 할아버지가 집 주소를 모르시고 자꾸 아내 찾으러 간다고 하세요", "missing_child"),  # found, lost
+    ("베란다 청소하면서 락스랑 세제를 섞어 뿌렸는데 남편이 토하고 숨이 차대요", "medical"),  # fumes breathed
+    ("산길에서 발을 헛디뎌서 비탈 중간 나무에 걸려 있어요 못 올라가요 해가 지고 있어요", "rescue"),  # the caller, stranded
+    ("물류창고에서 철제 선반이 쓰러져서 삼촌이 밑에 깔렸어요 둘이 들어도 안 들려요 못 빼요", "rescue"),  # cannot be freed
+])
+def test_round_five_states_said_without_the_usual_words(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+def test_a_need_is_no_event(rules: EmergencyRules) -> None:
+    verdict = rules.classify("열쇠를 잃어버려서 현관 자물쇠를 잘라야 할 것 같은데 열쇠 업체 번호 있나요")  # 잘라야: must, not did
+    assert verdict is None or not verdict.sure, verdict.rule
+    assert next(m for m in analyse("자물쇠를 잘라야 해요") if m.form == "자르").unreal
