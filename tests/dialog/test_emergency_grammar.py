@@ -356,3 +356,19 @@ def test_a_need_is_no_event(rules: EmergencyRules) -> None:
     verdict = rules.classify("열쇠를 잃어버려서 현관 자물쇠를 잘라야 할 것 같은데 열쇠 업체 번호 있나요")  # 잘라야: must, not did
     assert verdict is None or not verdict.sure, verdict.rule
     assert next(m for m in analyse("자물쇠를 잘라야 해요") if m.form == "자르").unreal
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # shut in by the one who beats her: a crime, not a rescue from a stuck door
+    ("남자친구가 또 때린다고 동생이 화장실에 갇혀 있대요 문자로 왔어요", "crime"),
+    # sleepers who do not wake in a room that smells: carbon monoxide
+    ("펜션 방에서 자고 일어났는데 남편이 안 일어나요 방에 이상한 냄새가 나요", "gas"),
+])
+def test_round_five_who_shut_them_in_and_why_they_do_not_wake(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+def test_a_smell_after_sleep_alone_is_no_gas_escalation(rules: EmergencyRules) -> None:
+    verdict = rules.classify("어젯밤에 자고 일어났더니 방에서 이상한 냄새가 나요 환기구 점검 신청이요")
+    assert verdict is None or not verdict.sure, verdict.rule
