@@ -123,11 +123,16 @@ class QuestionCues:
     turns: tuple[Item, ...] = ()
     core: float = 0.0  # a kind needs one own cue of at least this weight
     dialect: tuple[tuple[re.Pattern[str], str], ...] = ()  # rewrites after the grammar's own
-    # (a, b): where both kinds reach the threshold, a's question, not b's (the cause before its harm).
-    prefer: tuple[tuple[str, str], ...] = ()
+    # (a, b, cue): where both kinds reach the threshold, a's question, not b's (the cause before its
+    # harm); with a cue name, only where that cue was found (someone hitting her, not a fall).
+    prefer: tuple[tuple[str, str, str], ...] = ()
 
     def scores(self, text: str) -> dict[str, tuple[float, float]]:
         """Each kind with an own positive cue in the turn: the weight of its own cues, and its score."""
+        return self._read(text)[0]
+
+    def _read(self, text: str) -> tuple[dict[str, tuple[float, float]], set[str]]:
+        """The scores, and the names of the cues found."""
         for pattern, replacement in self.dialect:
             text = pattern.sub(replacement, text)
         morphs = analyse(text)
@@ -184,19 +189,19 @@ class QuestionCues:
                                      if (cue.kinds == (EVERY_KIND,) or kind in cue.kinds)
                                      and (cue.weight > 0 or cue.anywhere
                                           or max(b for _, b in spans) > (max(turned, first[kind] - 1) if cue.lead else turned))))
-        return out
+        return out, {cue.name for cue in said}
 
     def classify(self, text: str) -> str | None:
         """The kind whose question the turn gets, or None (``text``: the turn, dialect endings made
         standard as for the grammar)."""
-        scores = self.scores(text)
+        scores, found = self._read(text)
         if not scores:
             return None
         kind = max(scores, key=lambda k: scores[k])
         if scores[kind][1] < self.threshold:
             return None
-        for first, over in self.prefer:  # someone hitting her, and her injury: the question about who
-            if kind == over and first in scores and scores[first][1] >= self.threshold:
+        for first, over, cue in self.prefer:  # someone hitting her, and her injury: the question about who
+            if kind == over and first in scores and scores[first][1] >= self.threshold and (not cue or cue in found):
                 return first
         return kind
 
@@ -222,10 +227,10 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
     core = source.value(("core",), (int, float), "a number", default=0)
     turns = source.value(("turns",), list, "a list of words", default=[],
                          ok=lambda v: all(isinstance(w, str) and w.strip() for w in v))
-    prefer = source.value(("prefer",), list, "a list of [kind, kind] pairs", default=[],
-                          ok=lambda v: all(isinstance(p, list) and len(p) == 2 and all(isinstance(k, str) for k in p)
+    prefer = source.value(("prefer",), list, "a list of [kind, kind] or [kind, kind, cue name] lists", default=[],
+                          ok=lambda v: all(isinstance(p, list) and len(p) in (2, 3) and all(isinstance(k, str) for k in p)
                                            for p in v))
-    if kinds is not None and (bad := [k for pair in prefer for k in pair if k not in kinds]):
+    if kinds is not None and (bad := [k for pair in prefer for k in pair[:2] if k not in kinds]):
         raise source.error(("prefer",), f"{bad[0]!r} is not a kind of emergency.toml")
     words = Words(source, {})
     if grammar is not None:  # the grammar's concepts may be named too
@@ -254,5 +259,7 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
         unreal = source.value((*key, "unreal"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere,
                         items((*key, "near"), near) if near else (), window, lead, unreal))
+    if bad := [p[2] for p in prefer if len(p) == 3 and p[2] not in {cue.name for cue in cues}]:
+        raise source.error(("prefer",), f"{bad[0]!r} is not the name of a [[cue]]")
     return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect,
-                        tuple((a, b) for a, b in prefer))
+                        tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in prefer))
