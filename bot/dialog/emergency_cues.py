@@ -191,6 +191,12 @@ class QuestionCues:
                                           or max(b for _, b in spans) > (max(turned, first[kind] - 1) if cue.lead else turned))))
         return out, {cue.name for cue in said}
 
+    def doubted(self, text: str, kind: str) -> bool:
+        """A negative group counted against ``kind`` in the turn (a story, a figure of speech, a
+        request after the danger): the question stands, but no other net may turn it into an escalation."""
+        weight, score = self.scores(text).get(kind, (0.0, 0.0))
+        return score < weight
+
     def classify(self, text: str) -> str | None:
         """The kind whose question the turn gets, or None (``text``: the turn, dialect endings made
         standard as for the grammar)."""
@@ -232,6 +238,9 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
                                            for p in v))
     if kinds is not None and (bad := [k for pair in prefer for k in pair[:2] if k not in kinds]):
         raise source.error(("prefer",), f"{bad[0]!r} is not a kind of emergency.toml")
+    names = {cue.get("name") for cue in source.tables(("cue",))}
+    if bad := [p[2] for p in prefer if len(p) == 3 and p[2] not in names]:
+        raise source.error(("prefer",), f"{bad[0]!r} is not the name of a [[cue]]")
     words = Words(source, {})
     if grammar is not None:  # the grammar's concepts may be named too
         words.concepts.update(DataFile.read(grammar, GrammarError, "emergency grammar").table(("concept",), default={}))
@@ -259,7 +268,5 @@ def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | N
         unreal = source.value((*key, "unreal"), bool, "true or false", default=False)
         cues.append(Cue(name, named, float(weight), items((*key, "words"), words), anywhere,
                         items((*key, "near"), near) if near else (), window, lead, unreal))
-    if bad := [p[2] for p in prefer if len(p) == 3 and p[2] not in {cue.name for cue in cues}]:
-        raise source.error(("prefer",), f"{bad[0]!r} is not the name of a [[cue]]")
     return QuestionCues(tuple(cues), float(threshold), items(("turns",), turns), float(core), dialect,
                         tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in prefer))

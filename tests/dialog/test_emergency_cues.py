@@ -297,6 +297,7 @@ def test_a_cue_file_may_name_the_grammars_concepts(tmp_path: Path) -> None:
     (("weight = 2", "weight = 0"), r"cue\[0\]\.weight"),
     (("core = 2", "core = 2\ndialect = [['(', 'x']]"), r"dialect\[0\]: bad regex"),
     (("core = 2", 'core = 2\nprefer = [["fire", "flood"]]'), "'flood' is not a kind"),
+    (("core = 2", 'core = 2\nprefer = [["fire", "gas", "flames"]]'), "'flames' is not the name of a"),
     (('weight = 2\nwords = ["@blaze"]', 'weight = 2\nwords = ["@blaze"]\nnear = "지금"'), r"cue\[0\]\.near"),
 ])
 def test_a_bad_cue_file_is_refused_with_its_key(tmp_path: Path, change, message) -> None:
@@ -393,3 +394,46 @@ def test_a_turn_of_the_talk_turns_only_toward_a_danger_after_it(tmp_path: Path) 
     assert net.classify("신청하려고 했는데 지금 아들이 어디 갔는지 몰라요") == "missing_child"
     # the danger before the turn word and none after it: the talk went back to the request
     assert net.classify("아들이 어디 갔는지 몰라서 신청하는데 지금 물어봐도 돼요") is None
+
+
+PREFER = """
+threshold = 3
+prefer = [["crime", "missing_child", "assault"]]
+
+[[cue]]
+name = "hurt"
+kinds = ["missing_child"]
+weight = 4
+words = ["피 나"]
+
+[[cue]]
+name = "assault"
+kinds = ["crime"]
+weight = 3
+words = ["남편"]
+near = ["때리"]
+window = 3
+
+[[cue]]
+name = "fight_sound"
+kinds = ["crime"]
+weight = 3
+words = ["싸우 소리"]
+"""
+
+
+def test_a_preference_may_hang_on_one_cue(tmp_path: Path) -> None:
+    net = structure(tmp_path, PREFER)
+    assert net.classify("남편이 때려서 피 나요") == "crime"  # the attacker named: the question about who
+    assert net.classify("싸우는 소리 나고 피 나요") == "missing_child"  # the crime cue alone: no preference
+    assert structure(tmp_path, PREFER.replace(', "assault"]]', "]]")).classify("싸우는 소리 나고 피 나요") == "crime"
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("형부가 언니를 발로 차고 있어요 언니가 바닥에 쓰러져서 숨을 헐떡여요", "crime"),  # the attacker, then the harm
+    ("바다에서 조카가 탄 튜브가 자꾸 멀어져요 안 보여요", "rescue"),  # in the water, then not seen
+    ("언니가 수면제를 잔뜩 모아 놨대요 오늘 밤에 다 먹을 거래요", "suicide"),  # the means gathered to be taken
+    ("우리 얼라 열이 나가 몸이 뻣뻣해지고 눈이 뒤집혀예", "medical"),  # 열이 나가: a fever, not gone out
+])
+def test_round_5_the_decisive_facts_kind_is_asked(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
