@@ -36,6 +36,7 @@ _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지
                 "더라도", "라도", "어야", "아야", "여야"}  # 잘라야 해요: a need, not an event
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
 _FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  # X어 죽겠다 (adjectives: any)
+_FINE = {"괜찮", "멀쩡", "멀쩡하"}  # 괜찮았는데, 멀쩡하더니: how it was before
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
@@ -123,6 +124,8 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                 unreal = True
             elif u.tag == "EC" and u.form == "다가":
                 during = True
+            elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
+                unreal = True  # 처음엔 괜찮다더니 지금 헛소리해요: fine before, not now
             elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
                 unreal = True
             elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form == "수":
@@ -356,8 +359,10 @@ class GrammarRule:
         if self._spans(self.anywhere, morphs, where, memo):
             return False
         # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
+        # Nor does a "fine" that was only before (괜찮다더니 지금 ...).
         blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where, memo)
-                  if n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during)]
+                  if (n >= self.topical or not (morphs[s[0]].during or morphs[s[1]].during))
+                  and not (s[2] and morphs[s[0]].form in _FINE)]
         for chosen in itertools.combinations(signs, self.least):
             for combo in itertools.product(*found, *chosen):
                 if len({s[:2] for s in combo[len(found):]}) < self.least:

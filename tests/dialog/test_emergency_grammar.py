@@ -372,3 +372,11 @@ def test_round_five_who_shut_them_in_and_why_they_do_not_wake(rules: EmergencyRu
 def test_a_smell_after_sleep_alone_is_no_gas_escalation(rules: EmergencyRules) -> None:
     verdict = rules.classify("어젯밤에 자고 일어났더니 방에서 이상한 냄새가 나요 환기구 점검 신청이요")
     assert verdict is None or not verdict.sure, verdict.rule
+
+
+def test_fine_before_is_no_fine_now(rules: EmergencyRules) -> None:
+    """괜찮다더니 지금 ...: a "fine" that was only before holds nothing back (괜찮아요 now still does)."""
+    verdict = rules.classify("야구공에 머리를 맞은 아들이 처음엔 괜찮다더니 지금 헛소리를 하고 눈동자가 이상해요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
+    verdict = rules.classify("아이가 넘어져서 머리를 부딪혔는데 지금은 괜찮아요 병원 가야 하나요")
+    assert verdict is None or not verdict.sure, verdict.rule
