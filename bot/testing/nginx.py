@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.testing.process import free_port
+from bot.testing.process import free_port, local_http
 
 
 class NginxUnavailable(RuntimeError):
@@ -203,9 +203,9 @@ def wait_workers_ready(proc, ports: list[int], timeout: float = 180.0) -> dict[i
                 continue
             admin = f"http://127.0.0.1:{proc.admin_port + i}"
             try:
-                resp = httpx.get(f"{admin}/readyz", timeout=2)
+                resp = local_http().get(f"{admin}/readyz", timeout=2)
                 if resp.status_code == 200:
-                    ready[port] = {**resp.json(), **httpx.get(f"{admin}/healthz", timeout=2).json(),
+                    ready[port] = {**resp.json(), **local_http().get(f"{admin}/healthz", timeout=2).json(),
                                    "admin_url": admin}
             except httpx.HTTPError:
                 pass

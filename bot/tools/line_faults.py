@@ -49,7 +49,7 @@ from bot.testing.fake_llm import FakeLLM
 from bot.testing.fault_rows import Row
 from bot.testing.lab import Lab
 from bot.testing.nginx import NginxProxy, free_port_run, wait_workers_ready
-from bot.testing.process import BotProcess
+from bot.testing.process import BotProcess, local_http
 from bot.testing.twilio_sim import CallClosed, TwilioCall, TwilioCallSimulator
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -101,13 +101,13 @@ class LineLab(Lab):
 
     def _health(self, i: int) -> dict:
         try:
-            return httpx.get(f"http://127.0.0.1:{self.proc.admin_port + i}/healthz", timeout=2).json()
+            return local_http().get(f"http://127.0.0.1:{self.proc.admin_port + i}/healthz", timeout=2).json()
         except (httpx.HTTPError, ValueError):
             return {}
 
     def _ready(self, i: int) -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{self.proc.admin_port + i}/readyz", timeout=2).status_code == 200
+            return local_http().get(f"http://127.0.0.1:{self.proc.admin_port + i}/readyz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
