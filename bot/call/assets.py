@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from bot.config import Config
 from bot.dialog.abusive import AbuseRules
 from bot.dialog.calendar import LineCalendar
 from bot.dialog.domain import Domain, DomainError, load_domain
+from bot.dialog.emergency import DEFAULT_PATH as EMERGENCY_PATH
 from bot.dialog.emergency import EmergencyRules
 from bot.dialog.intake import Intake
 from bot.dialog.language_packs import LanguagePack, load_language, unserved_notice
@@ -113,7 +115,7 @@ def language_menu(config: Config, assets: DialogAssets) -> list[tuple[str, str, 
 
 
 def _emergency_rules(config: Config, domain: Domain) -> EmergencyRules:
-    emergency = EmergencyRules.load()
+    emergency = _shipped_emergency_rules()
     unknown = [c.name for c in domain.emergencies if c.name not in emergency.kinds]
     if unknown:  # the model would flag a kind the policy cannot escalate
         raise DomainError(f"{config.llm.domain_file}: [[emergencies]] {unknown} are not kinds of "
@@ -135,3 +137,18 @@ def _knowledge(faq: Path, directory: Path, categories: tuple[str, ...]) -> Knowl
 
 
 _KNOWLEDGE: dict[tuple, Knowledge] = {}
+
+
+def _shipped_emergency_rules() -> EmergencyRules:
+    """The shipped emergency rules, read and compiled once per version of their files (the grammar's
+    ~2,400 Kiwi analyses cost ~0.4 s of CPU a load). Each caller gets its own shallow copy, so one
+    that swaps out a net changes no other's rules."""
+    files = sorted(EMERGENCY_PATH.parent.glob("emergency*"))
+    key = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    if key not in _EMERGENCY:
+        _EMERGENCY.clear()
+        _EMERGENCY[key] = EmergencyRules.load()
+    return copy.copy(_EMERGENCY[key])
+
+
+_EMERGENCY: dict[tuple, EmergencyRules] = {}
