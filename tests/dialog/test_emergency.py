@@ -243,3 +243,12 @@ def test_round_five_fits_and_breath_said_in_passing_are_not_escalated(text: str)
 def test_round_five_what_turned_out_harmless_is_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
     assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+def test_round_five_a_service_asked_at_the_end_is_asked_about_first() -> None:
+    """The point of the call is the service at its end and nothing is said as happening now: a question, not 119."""
+    rules = EmergencyRules.load()
+    verdict = rules.classify("헬스장에서 회원이 가슴 아파서 쓰러진 적 있어서요 제세동기 배치 신청하려고요")
+    assert verdict is None or not verdict.sure, verdict.rule
+    verdict = rules.classify("수도 요금 문의하려는데요 지금 옆집 할아버지가 쓰러져서 숨을 안 쉬세요")  # the danger after it
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical"
