@@ -9,9 +9,10 @@ The rows are the shipped tables and the training tables below (emergencies and n
 a table joins TRAINING only once it has been read as held-out.
 
 ``--check`` trains once per table without that table and reads it as fresh: of its emergencies the
-hand-written nets neither escalate nor ask, how many the net asks about; of its near misses, how many
-get a false question from the net; and, five folds over the ordinary turns, how many ordinary turns
-the net asks about. It exits 1 when a figure misses its bound (below), 2 when it could not judge.
+hand-written nets neither escalate nor ask, how many the net asks about, and how many of their
+questions its second opinion turns into an escalation of the right kind; of its near misses, how many
+get a false question from the net, and how many a false escalation; and, five folds over the ordinary
+turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound (below), 2 when it could not judge.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from eval_emergency import ORDINARY, ordinary_turns  # noqa: E402
 
 from bot.core.digest import sha256_file  # noqa: E402
-from bot.dialog.emergency import EmergencyRules  # noqa: E402
+from bot.dialog.emergency import EmergencyRules, Verdict  # noqa: E402
 from bot.dialog.emergency_eval import load_cases  # noqa: E402
 from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
 
@@ -39,13 +40,18 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_table.toml", "emergency_families.toml", "emergency_training.toml", "emergency_training_t1.toml", "emergency_training_t2.toml",
     "emergency_training_t3.toml", "emergency_training_t4.toml", "emergency_training_t5.toml",
     "emergency_training_t6.toml", "emergency_heldout_a.toml", "emergency_heldout_b.toml",
-    "emergency_heldout_c.toml", "emergency_heldout_d.toml", "emergency_heldout_e.toml")]
+    "emergency_heldout_c.toml", "emergency_heldout_d.toml", "emergency_heldout_e.toml", "emergency_heldout_f.toml",
+    "emergency_heldout_g.toml", "emergency_training_t7.toml", "emergency_training_t8.toml")]
 THRESHOLD = 0.9
 L2 = 1e-3  # leave-one-table-out: 1e-4 asked 2 of 764 ordinary turns, 1e-2 found a third fewer emergencies
 MIN_SYLLABLES = 6
+# A grammar or cue question this net reads as the same kind escalates at this weight: leave-one-table-out
+# at 0.9 escalated 73 more emergencies and 4 of 4,306 near misses, at 0.99 62 and 2.
+CONFIRM = 0.99
 # --check's bounds: ordinary turns asked about (five folds), near misses newly asked about per table.
 MAX_ORDINARY_SHARE = 0.01
 MAX_NEAR_SHARE = 0.03
+MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the second opinion escalates, all tables together
 
 
 def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
@@ -53,7 +59,8 @@ def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
 
 
 def fit(rows: list[tuple[str, str]], kinds: list[str], sources=()) -> LearnedNet:
-    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, l2=L2, sources=sources,
+    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM, l2=L2,
+                 sources=sources,
                  featurize=_features)
 
 
@@ -65,10 +72,19 @@ def read(rules: EmergencyRules, text: str) -> str:
     return rules.standard(rules.after_aside(text))
 
 
+def seconded(rules: EmergencyRules, net: LearnedNet, text: str) -> Verdict | None:
+    """A sure verdict the net's second opinion gives where the hand-written nets only asked."""
+    before = rules.classify(text)
+    after = dataclasses.replace(rules, learned=net).classify(text)
+    return after if after is not None and after.sure and not (before is not None and before.sure) else None
+
+
 def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
     """Leave one table out; print what the net adds on each and exit 1 past a bound."""
     failures = []
-    print(f"{'left out':30} {'emerg':>5} {'esc|asked':>10} {'+ net':>6} {'near':>5} {'net asks':>8}")
+    print(f"{'left out':30} {'emerg':>5} {'esc|asked':>10} {'+ net':>6} {'+ esc':>6} {'near':>5} {'net asks':>8} "
+          f"{'net esc':>7}")
+    totals = [0, 0, 0]
     for held in TRAINING:
         net = fit(rows_of(rules, [t for t in TRAINING if t != held]) + [(read(rules, t), NONE) for t in ordinary], kinds)
         cases = load_cases(held, set(kinds))
@@ -77,22 +93,37 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         missed = [c for c in emergencies if rules.classify(c.text) is None]
         added = [c for c in missed if net.classify(read(rules, c.text))]
         false = [c for c in near if rules.classify(c.text) is None and net.classify(read(rules, c.text))]
-        print(f"{held.name:30} {len(emergencies):5} {len(emergencies) - len(missed):10} {len(added):+6} {len(near):5} {len(false):8}")
+        escalated = [c for c in emergencies if (v := seconded(rules, net, c.text)) and c.right(v.kind.name)]
+        false_escalated = [c for c in near if seconded(rules, net, c.text)]
+        print(f"{held.name:30} {len(emergencies):5} {len(emergencies) - len(missed):10} {len(added):+6} "
+              f"{len(escalated):+6} {len(near):5} {len(false):8} {len(false_escalated):7}")
+        totals = [totals[0] + len(escalated), totals[1] + len(false_escalated), totals[2] + len(near)]
         if len(false) > MAX_NEAR_SHARE * len(near):
             failures.append(f"{held.name}: {len(false)} near misses asked")
+    print(f"second opinion, all tables left out in turn: {totals[0]} emergencies escalated, "
+          f"{totals[1]} of {totals[2]} near misses escalated")
+    if totals[1] > MAX_NEAR_ESCALATED_SHARE * totals[2]:
+        failures.append(f"second opinion: {totals[1]} near misses escalated")
     folds = 5
     shuffled = ordinary[:]
     random.Random(0).shuffle(shuffled)
-    asked = []
+    asked: list[str] = []
+    escalated_turns: list[str] = []
     base = rows_of(rules, TRAINING)
     for k in range(folds):
         test = shuffled[k::folds]
         rest = [t for i, t in enumerate(shuffled) if i % folds != k]
         net = fit(base + [(read(rules, t), NONE) for t in rest], kinds)
         asked += [t for t in test if rules.classify(t) is None and net.classify(read(rules, t))]
-    print(f"ordinary turns, five folds: {len(asked)} of {len(ordinary)} asked")
+        escalated_turns += [t for t in test if seconded(rules, net, t)]
+    print(f"ordinary turns, five folds: {len(asked)} of {len(ordinary)} asked, {len(escalated_turns)} escalated "
+          "by the second opinion")
     for text in asked:
         print(f"  asked: {text}")
+    for text in escalated_turns:
+        print(f"  escalated: {text}")
+    if escalated_turns:
+        failures.append(f"ordinary: {len(escalated_turns)} escalated")
     if len(asked) > MAX_ORDINARY_SHARE * len(ordinary):
         failures.append(f"ordinary: {len(asked)} asked")
     if failures:
@@ -106,8 +137,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="leave one table out and print what the net adds")
     parser.add_argument("--out", default=str(LEARNED_PATH), help="where the weights go (default: %(default)s)")
     args = parser.parse_args()
-    rules = EmergencyRules.load()
-    rules = dataclasses.replace(rules, learned=None)  # the hand-written nets alone
+    rules = EmergencyRules.load(learned_net=False)  # the hand-written nets alone
     kinds = list(rules.kinds)
     ordinary = ordinary_turns()
     if not ordinary:

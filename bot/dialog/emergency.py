@@ -142,7 +142,20 @@ class EmergencyRules:
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         if unsure is None and self.learned is not None and (kind := self.learned.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
+        elif self._confirmed(unsure, said, hedged):
+            return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
+
+    def _confirmed(self, unsure: Verdict | None, said: str, hedged: bool) -> bool:
+        """A question of the grammar or the cues that the learned net reads as the same kind: two nets
+        that share no rule agree, so the caller hears the number now. The regex net's own questions stay
+        questions: they are written for turns too vague to act on ("타는 냄새가 나요")."""
+        if unsure is None or hedged or self.learned is None or not unsure.rule.startswith(("grammar:", "like:")):
+            return False
+        if unsure.rule.startswith("like:") and self.question_cues is not None \
+                and self.question_cues.doubted(said, unsure.kind.name):
+            return False  # the cue net asked despite a story or a figure of speech it read
+        return self.learned.confirms(said, unsure.kind.name)
 
     def standard(self, text: str) -> str:
         """The turn as the lemma nets read it: dialect endings rewritten (``classify`` cuts the aside first)."""
@@ -163,10 +176,11 @@ class EmergencyRules:
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_PATH, grammar: str | Path | None = None,
-             cues: str | Path | None = None, nets: bool = True) -> EmergencyRules:
+             cues: str | Path | None = None, nets: bool = True, learned_net: bool = True) -> EmergencyRules:
         """Read and compile ``emergency.toml``, and the grammar and question-cue files beside it (or given).
 
-        With ``nets=False`` the regex net alone (the recogniser before issue 44, for comparison).
+        With ``nets=False`` the regex net alone (the recogniser before issue 44, for comparison); with
+        ``learned_net=False`` every net but the learned one (what its trainer reads beside it).
 
         Raises:
             EmergencyDataError: a missing file, invalid TOML, a missing or unknown key, or a pattern
@@ -197,7 +211,7 @@ class EmergencyRules:
                 analyse("불이 났어요")  # build Kiwi now, not on a caller's first turn
             if nets and (cues or (beside / CUES_PATH.name).is_file()):
                 question_cues = QuestionCues.load(cues or beside / CUES_PATH.name, names)
-            if nets and (beside / LEARNED_PATH.name).is_file():
+            if nets and learned_net and (beside / LEARNED_PATH.name).is_file():
                 learned = LearnedNet.load(beside / LEARNED_PATH.name, names)
         except (GrammarError, LearnedNetError) as e:
             raise EmergencyDataError(str(e)) from e

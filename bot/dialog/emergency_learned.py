@@ -1,4 +1,4 @@
-"""The emergency recogniser's fourth net (issue 44): a linear model that only ever asks.
+"""The emergency recogniser's fourth net (issue 44): a linear model that asks, or seconds another net.
 
 The regex rules, the grammar and the question cues are written by hand, and on words nobody here
 wrote they learn the wordings more than the meanings. This net is learned instead, from the training
@@ -8,6 +8,8 @@ negation, unreality and intent, lemma pairs) and the character pairs and triples
 spaces taken out (speech-to-text runs words together; a dialect respells them). A turn no hand-written
 net recognised gets the kind's clarifying question when the model's weight on "some emergency" reaches
 ``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
+When the grammar or the cue net asks about a kind and this net reads the same kind at ``threshold``,
+at ``confirm``, two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``).
 
 The weights are data (``bot/data/emergency_learned.npz``), made by ``scripts/train_emergency_net.py``
 from the tables named in the file, with their sha256: a test says when a table changed since.
@@ -63,6 +65,7 @@ class LearnedNet:
     classes: tuple[str, ...]
     threshold: float
     min_syllables: int  # a shorter turn ("아뇨", "뭐라고요") is left to the rules: too little to read
+    confirm: float  # the weight on another net's kind that turns its question into an escalation
     sources: tuple[tuple[str, str], ...] = ()  # (table, sha256) it was trained on
 
     def scores(self, text: str) -> np.ndarray:
@@ -80,11 +83,17 @@ class LearnedNet:
         best = 1 + int(p[1:].argmax())
         return self.classes[best] if p[best] >= self.threshold else None
 
+    def confirms(self, text: str, kind: str) -> bool:
+        """Another net's question of ``kind`` that this net reads as that kind too (at ``confirm``)."""
+        if len(_HANGUL.findall(text)) < self.min_syllables or kind not in self.classes:
+            return False
+        return bool(self.scores(text)[self.classes.index(kind)] >= self.confirm)
+
     def save(self, path: str | Path) -> None:
         words = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
         np.savez_compressed(path, features=np.array(words), weights=self.weights.astype(np.float16),
                             classes=np.array(self.classes), threshold=np.float32(self.threshold),
-                            min_syllables=np.int32(self.min_syllables),
+                            min_syllables=np.int32(self.min_syllables), confirm=np.float32(self.confirm),
                             sources=np.array([f"{name}\t{digest}" for name, digest in self.sources]))
 
     @classmethod
@@ -98,6 +107,7 @@ class LearnedNet:
             with np.load(path, allow_pickle=False) as z:
                 words, weights, classes = z["features"], z["weights"], z["classes"]
                 threshold, min_syllables, sources = float(z["threshold"]), int(z["min_syllables"]), z["sources"]
+                confirm = float(z["confirm"])
         except (OSError, ValueError, KeyError) as e:
             raise LearnedNetError(f"{path}: not a weights file of the learned emergency net ({e})") from e
         names = tuple(str(c) for c in classes)
@@ -106,7 +116,7 @@ class LearnedNet:
         if kinds is not None and (unknown := set(names[1:]) - kinds):
             raise LearnedNetError(f"{path}: classes {sorted(unknown)} are not kinds of the emergency file")
         return cls({str(w): i for i, w in enumerate(words)}, weights.astype(np.float32), names, threshold,
-                   min_syllables, tuple(_source(str(s)) for s in sources))
+                   min_syllables, confirm, tuple(_source(str(s)) for s in sources))
 
 
 def _source(line: str) -> tuple[str, str]:
@@ -115,7 +125,7 @@ def _source(line: str) -> tuple[str, str]:
 
 
 def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
-          epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0,
+          confirm: float = 1.0, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0,
           sources: Iterable[tuple[str, str]] = (), featurize: Callable[[str], set[str]] = features) -> LearnedNet:
     """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
     rows give the same weights). Features seen in one row only are left out (they name a row, not a
@@ -145,4 +155,4 @@ def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold:
             g2[x[i]] += grad * grad
             w[x[i]] -= rate * grad / np.sqrt(g2[x[i]])
     assert math.isfinite(float(w.sum()))
-    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, tuple(sources))
+    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources))

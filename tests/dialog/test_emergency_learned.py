@@ -4,6 +4,7 @@ grammar reads, and its weights are the ones the script makes from today's tables
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -60,11 +61,11 @@ def test_a_short_turn_is_left_to_the_rules():
 
 
 def test_weights_round_trip_and_bad_files_name_the_file(tmp_path):
-    net = fit(sources=[("bench/x.toml", "ab" * 32)])
+    net = fit(sources=[("bench/x.toml", "ab" * 32)], confirm=0.75)
     path = tmp_path / "net.npz"
     net.save(path)
     back = LearnedNet.load(path, {"medical", "missing_child"})
-    assert back.classes == net.classes and back.sources == net.sources
+    assert back.classes == net.classes and back.sources == net.sources and back.confirm == 0.75
     assert back.classify("어머니가 가슴을 부여잡고 식은땀을 흘리고 계세요") == "medical"
     with pytest.raises(LearnedNetError, match="are not kinds"):
         LearnedNet.load(path, {"medical"})
@@ -100,4 +101,63 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_f" in n or "heldout_g" in n for n in expected)  # read once, never trained on
+    assert not any("heldout_h" in n or "heldout_i" in n for n in expected)  # the held-out tables of the round
+
+
+# Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
+SECOND = [
+    ("주방에서 가스 냄새가 진동하고 어지러워요", "gas"),
+    ("보일러실에서 가스 새는 냄새가 나고 머리가 아파요", "gas"),
+    ("가스 밸브 쪽에서 냄새가 심하고 속이 메스꺼워요", "gas"),
+    ("부엌에 가스 냄새가 꽉 찼는데 머리가 띵해요", "gas"),
+    ("베란다에서 시커먼 연기가 올라와요 타는 냄새가 나요", "fire"),
+    ("옆 건물 창문에서 연기가 나고 타는 냄새가 심해요", "fire"),
+    ("지하 주차장에 연기가 차고 타는 냄새가 나요", "fire"),
+    *[(text, NONE) for text, kind in ROWS if kind == NONE],
+    ("가스 요금 고지서가 안 왔어요", NONE),
+    ("도시가스 점검 날짜가 언제예요", NONE),
+]
+
+
+def second_opinion(shipped: EmergencyRules) -> EmergencyRules:
+    net = train(SECOND, [NONE, "gas", "fire"], threshold=0.6, min_syllables=6, confirm=0.6)
+    return dataclasses.replace(shipped, learned=net)
+
+
+def test_a_cue_question_the_net_reads_the_same_escalates():
+    """Two nets that share no rule agree on the kind: the caller hears the number, not a question."""
+    shipped = EmergencyRules.load()
+    text = "가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요"
+    alone = dataclasses.replace(shipped, learned=None).classify(text)
+    assert alone is not None and not alone.sure and alone.rule == "like:gas"
+    verdict = second_opinion(shipped).classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == "gas"
+    assert verdict.rule == "like:gas+learned"
+
+
+def test_the_second_opinion_never_upgrades_a_regex_question_a_hedge_or_another_kind():
+    shipped = EmergencyRules.load()
+    rules = second_opinion(shipped)
+    vague = rules.classify("타는 냄새가 나요")  # the regex net's question for a vague turn stays one
+    assert vague is not None and vague.kind.name == "fire" and not vague.sure
+    hedged = rules.classify("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거리는 것 같기도 하고요")
+    assert hedged is None or not hedged.sure
+    other = train([(t, "fire" if k == "gas" else k) for t, k in SECOND], [NONE, "gas", "fire"], threshold=0.6,
+                  min_syllables=6, confirm=0.6)  # a net that reads the gas turns as fire does not second a gas question
+    verdict = dataclasses.replace(shipped, learned=other).classify("가스레인지 쪽에서 냄새가 심하게 나고 머리가 지끈거려요")
+    assert verdict is not None and not verdict.sure and verdict.kind.name == "gas"
+
+
+def test_a_cue_question_asked_despite_a_story_is_not_seconded():
+    """The cue net read a drama and asked anyway (its own cues outweighed the story): a net that reads
+    the words as a crime does not turn that doubt into a dispatcher."""
+    shipped = EmergencyRules.load()
+    screams = [("밖에서 누가 살려 달라고 소리쳐요", "crime"), ("골목에서 여자가 살려 달라고 비명을 질러요", "crime"),
+               ("옆집에서 살려 달라는 소리가 계속 나요", "crime"), *[(t, k) for t, k in SECOND if k == NONE]]
+    net = train(screams, [NONE, "crime"], threshold=0.6, min_syllables=6, confirm=0.6)
+    text = "드라마에서 누가 살려 달라고 소리치는 장면이 무서웠어요"
+    said = shipped.standard(text)
+    assert shipped.question_cues is not None and shipped.question_cues.doubted(said, "crime")
+    assert net.confirms(said, "crime")
+    verdict = dataclasses.replace(shipped, learned=net).classify(text)
+    assert verdict is None or not verdict.sure

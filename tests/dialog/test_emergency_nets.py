@@ -168,6 +168,7 @@ def test_the_question_cues_only_ask() -> None:
     assert EmergencyRules.load(cues=None, nets=False).classify(text) is None
     cues_only = EmergencyRules.load()
     cues_only.lemmas = None  # the question path alone after the regex net, whatever the grammar learns
+    cues_only.learned = None  # ... and no second opinion that would escalate it
     v = cues_only.classify(text)
     assert v is not None and v.kind.name == "crime" and not v.sure and v.rule == "like:crime"
 
@@ -179,6 +180,7 @@ def test_a_turn_like_an_emergency_gets_the_question_not_the_model(rules) -> None
     assets = DialogAssets.load(load_config())  # the shipped policy, with the shipped rules
     assert assets.emergency is not None
     assets.emergency.lemmas = None  # the question path answers, whatever the grammar learns
+    assets.emergency.learned = None  # ... with no second opinion
     p = DialogPolicy(shortcuts=assets.shortcuts, canned=assets.canned, intake=assets.intake, can_transfer=True,
                      emergency=assets.emergency)
     said = p.decide("식당 앞에서 어떤 남자가 낫을 들고 손님들 쪽으로 걸어가요", DialogState())
