@@ -46,6 +46,7 @@ from twilio.request_validator import RequestValidator
 from websockets.asyncio.client import ClientConnection
 
 from bot.core.wav import read_wav
+from bot.testing.process import tls_context
 
 __all__ = [
     "CallClosed",
@@ -173,7 +174,7 @@ async def post_voice_webhook(
         headers["X-Twilio-Signature"] = sign_twilio_request(public_url or url, fields, auth_token)
     if client is not None:
         return await client.post(url, data=fields, headers=headers, timeout=timeout)
-    async with httpx.AsyncClient(timeout=timeout) as own:
+    async with httpx.AsyncClient(timeout=timeout, verify=tls_context()) as own:
         return await own.post(url, data=fields, headers=headers)
 
 
@@ -995,7 +996,7 @@ class TwilioCall:
         if self._http is not None:
             resp = await self._http.post(url, data=dict(params), headers=headers, timeout=15.0)
         else:
-            async with httpx.AsyncClient(timeout=15.0) as client:  # Twilio's 15 s limit (error 11205)
+            async with httpx.AsyncClient(timeout=15.0, verify=tls_context()) as client:  # Twilio's 15 s limit (11205)
                 resp = await client.post(url, data=dict(params), headers=headers)
         if resp.status_code != 200:
             raise CallClosed(f"{public_url.split('?')[0]} answered HTTP {resp.status_code}: {resp.text[:120]}")

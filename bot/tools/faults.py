@@ -58,7 +58,7 @@ from bot.dialog.state import CannedReplies
 from bot.testing.fake_llm import FakeLLM
 from bot.testing.fault_rows import Row
 from bot.testing.lab import Lab
-from bot.testing.process import BotProcess, FakeTwilioAPI
+from bot.testing.process import BotProcess, FakeTwilioAPI, tls_context
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
     new_sid,
@@ -188,7 +188,7 @@ class Bot:
     async def records(self, call_sid: str, *, timeout: float = 15.0) -> list[dict]:
         """The call's turn records once it has ended (from ``/api/turns``, i.e. the records database)."""
         deadline = time.monotonic() + timeout
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             while True:
                 data = (await client.get(f"{self.proc.base_url}/api/turns", headers=self.proc.records_headers)).json()
                 recs = [t for t in data.get("turns", []) if t.get("call_id") == call_sid]
@@ -197,15 +197,15 @@ class Bot:
                 await asyncio.sleep(0.25)
 
     async def loop_lag(self, since_wall: float) -> dict:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             return (await client.get(f"{self.proc.admin_url}/api/loop_lag", params={"since": since_wall})).json()
 
     async def metrics(self) -> str:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             return (await client.get(f"{self.proc.admin_url}/metrics")).text
 
     async def healthz(self) -> httpx.Response:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             return await client.get(f"{self.proc.admin_url}/healthz")
 
 
@@ -502,7 +502,7 @@ class FaultLab(Lab):
         metrics_before = await bot.metrics()
         base, url = bot.proc.base_url, bot.public_url
         codes: dict[str, int] = {}
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             params = voice_webhook_params(new_sid("CA"), account_sid=ACCOUNT_SID)
             sig = sign_twilio_request(url, params, AUTH_TOKEN)
             headers = {"X-Twilio-Signature": sig}
