@@ -252,3 +252,9 @@ def test_round_five_a_service_asked_at_the_end_is_asked_about_first() -> None:
     assert verdict is None or not verdict.sure, verdict.rule
     verdict = rules.classify("수도 요금 문의하려는데요 지금 옆집 할아버지가 쓰러져서 숨을 안 쉬세요")  # the danger after it
     assert verdict is not None and verdict.sure and verdict.kind.name == "medical"
+
+
+def test_round_five_an_inquiry_in_dialect_after_a_blanked_word_is_asked_first() -> None:
+    """The service hedge reads the turn after the negatives blanked a word (열경기 하는 아: a trait)."""
+    verdict = EmergencyRules.load().classify("열경기 하는 아 있는 집은 예방접종 따로 해야 되는지 물어볼라고예")
+    assert verdict is None or not verdict.sure, verdict.rule

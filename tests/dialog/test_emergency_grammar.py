@@ -380,3 +380,9 @@ def test_fine_before_is_no_fine_now(rules: EmergencyRules) -> None:
     assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
     verdict = rules.classify("아이가 넘어져서 머리를 부딪혔는데 지금은 괜찮아요 병원 가야 하나요")
     assert verdict is None or not verdict.sure, verdict.rule
+
+
+def test_jeju_mistaken_medicine_escalates(rules: EmergencyRules) -> None:
+    """잘못 as one word (Kiwi: 잘못/MAG) with a swallowing verb, in Jeju (드셔신디, 없수다)."""
+    verdict = rules.classify("하르방이 약을 잘못 드셔신디 토햄수다 정신이 없수다")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
