@@ -99,6 +99,21 @@ class Cue:
         """A pair cue's own words where said together (not the words between them)."""
         return [(x[0], x[1]) for s, o in self._pairs(morphs, at) if self.unreal or not s[2] for x in (s, o)]
 
+    def own(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[frozenset[int]]:
+        """Where a positive cue's phrases were said: the places of each phrase's own words (not the words
+        said between them: 병 들고 마신 입에 락스 holds 마시 and 입, which are no part of 병 들 락스)."""
+        out = []
+        for item in self._items(morphs, at):
+            for s in _find(item, morphs, at):
+                if s[2] and not self.unreal:
+                    continue
+                places, k = [s[0]], s[0]
+                for spec in item[1:]:  # _find's own walk: each next word the nearest that fits
+                    k = next(j for j in range(k + 1, s[1] + 1) if spec.matches(morphs[j]))
+                    places.append(k)
+                out.append(frozenset(places))
+        return out
+
     def where(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None) -> list[tuple[int, int]]:
         """Where in the turn the cue was said (the first and last morpheme of each span; ``keep``: which
         of its words count). What the person was doing when it happened (급식 먹다가, 산책 중에) is no
@@ -147,15 +162,20 @@ class QuestionCues:
         # Nor a word of another kind: 불 in 애가 불덩이예요 (a fever), 병 in 농약 한 병 (a poison, not a
         # weapon), 떨어지 in 구멍으로 떨어졌어요 (a pair's own word: someone in a pit, not a fall): the longer
         # phrase is the decisive fact, the word inside it a side word.
+        phrases = [(places, cue.kinds) for cue in said if cue.weight > 0 and not cue.near
+                   for places in cue.own(morphs, at) if len(places) > 1]
         pairs = [((min(p[0], o[0]), max(p[1], o[1])), cue.kinds, {(p[0], p[1]), (o[0], o[1])})
                  for cue in said if cue.weight > 0 and cue.near for p, o in cue._pairs(morphs, at)]
         for cue in [cue for cue in said if cue.weight > 0 and cue.kinds != (EVERY_KIND,)]:
-            if all(set(cue.kinds) & set(k) or k == (EVERY_KIND,) for _, k, *_ in [*danger, *pairs]):
+            if all(set(cue.kinds) & set(k) or k == (EVERY_KIND,) for _, k, *_ in [*phrases, *pairs]):
                 continue  # no other kind's phrase to stand inside
-            def keep(s: Span, kinds: tuple[str, ...] = cue.kinds) -> bool:
+            mine = set(cue.own(morphs, at)) if not cue.near else set()  # a phrase of both kinds is neither's side
+
+            def keep(s: Span, kinds: tuple[str, ...] = cue.kinds, mine: set[frozenset[int]] = mine) -> bool:
                 def inside(c: int, d: int, k: tuple[str, ...]) -> bool:
                     return c <= s[0] and s[1] <= d and d - c > s[1] - s[0] and not set(kinds) & set(k) and k != (EVERY_KIND,)
-                return not any(inside(c, d, k) for (c, d), k in danger) and \
+                return not any({s[0], s[1]} < places and places not in mine and not set(kinds) & set(k)
+                               and k != (EVERY_KIND,) for places, k in phrases) and \
                     not any(inside(c, d, k) and (s[0], s[1]) in parts for (c, d), k, parts in pairs)
             if not (spans := cue.where(morphs, at, keep)):
                 del said[cue]

@@ -348,6 +348,18 @@ def test_a_word_inside_another_kinds_danger_phrase_is_a_side_word(tmp_path: Path
     assert net.classify("아들이 계단에서 떨어졌어요") == "crime"
 
 
+def test_a_phrase_holds_only_its_own_words_not_those_said_between_them(tmp_path: Path) -> None:
+    # 병 ... 농약 (two words between) is the phrase's; 마시, said between its words, is no part of it
+    net = structure(tmp_path, SIDE_WORD.replace('words = ["농약 병"]', 'words = ["병 농약"]') + """
+[[cue]]
+name = "drank"
+kinds = ["missing_child"]
+weight = 4
+words = ["마시"]
+""")
+    assert net.classify("병을 들고 마신 농약이에요") == "missing_child"
+
+
 # Round 5 concepts, in words no table holds (the round-4 cue net asked none of them, or another kind's question).
 @pytest.mark.parametrize(("text", "kind"), [
     ("아가가 불덩이인데 갑자기 몸을 뒤로 젖혀요", "medical"),  # a fever, not a fire
