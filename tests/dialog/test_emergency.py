@@ -258,3 +258,14 @@ def test_round_five_an_inquiry_in_dialect_after_a_blanked_word_is_asked_first() 
     """The service hedge reads the turn after the negatives blanked a word (열경기 하는 아: a trait)."""
     verdict = EmergencyRules.load().classify("열경기 하는 아 있는 집은 예방접종 따로 해야 되는지 물어볼라고예")
     assert verdict is None or not verdict.sure, verdict.rule
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("어머니가 쓰러지셔서 숨을 안 쉬세요 구급차 신청하려고요", "medical"),
+    ("친구가 유서를 남기고 연락이 안 돼요 어디에 문의해야 하나요", "suicide"),
+    ("가스 냄새가 심하게 나고 머리가 아파요 가스 안전 점검 신청할게요", "gas"),
+])
+def test_round_five_an_emergency_that_ends_in_a_request_still_escalates(text: str, kind: str) -> None:
+    """The service hedge steps aside where the turn asks for help or says a state now (안 쉬세요, 안 돼요)."""
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
