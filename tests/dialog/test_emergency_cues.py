@@ -449,3 +449,21 @@ def test_a_preference_may_hang_on_one_cue(tmp_path: Path) -> None:
 ])
 def test_round_5_the_decisive_facts_kind_is_asked(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
+
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("카페에서 어떤 남자가 칼을 꺼내 들었어요", "crime"),  # where it happens is no game
+    ("혼자 자취하는데 새벽에 거실에서 발소리가 나고 서랍 뒤지는 소리가 들려요", "crime"),  # sounds inside, alone
+    ("아파트 옥상에 올라왔어요 더는 못 살겠어요", "suicide"),
+])
+def test_round_5_a_place_is_no_topic_and_sounds_inside_are_asked(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
+
+
+@pytest.mark.parametrize("text", [
+    "동네 놀이터 그네가 비명처럼 삐걱거려요 수리해 주세요",  # a likeness
+    "요가 교실에서 다리 찢기 하다가 좀 아팠는데 교실 운영 시간 알려주세요",
+])
+def test_round_5_a_likeness_or_a_class_is_not_asked(rules, cues, text) -> None:
+    assert cues.classify(said(rules, text)) is None, text
