@@ -269,3 +269,13 @@ def test_round_five_an_emergency_that_ends_in_a_request_still_escalates(text: st
     """The service hedge steps aside where the turn asks for help or says a state now (안 쉬세요, 안 돼요)."""
     verdict = EmergencyRules.load().classify(text)
     assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "우리 고양이가 베란다 난간에 매달려 있어서 놀랐는데 혼자 내려왔어요",  # an animal at the window
+    "애가 칼싸움 놀이하다가 장난감 칼에 맞아서 울어요 놀이터 안전 점검 해주세요",  # a toy knife
+    "보이스피싱 전화가 와서 아들이 납치됐다고 했는데 아들은 학교에 잘 있어요 신고는 어디에 해요",  # a phishing call
+])
+def test_round_five_probes_written_here_are_not_escalated(text: str) -> None:
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
