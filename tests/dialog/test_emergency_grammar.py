@@ -386,3 +386,13 @@ def test_jeju_mistaken_medicine_escalates(rules: EmergencyRules) -> None:
     """잘못 as one word (Kiwi: 잘못/MAG) with a swallowing verb, in Jeju (드셔신디, 없수다)."""
     verdict = rules.classify("하르방이 약을 잘못 드셔신디 토햄수다 정신이 없수다")
     assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("요양보호사인데요 어르신 댁에 왔더니 어르신이 바닥에 누워 계시고 불러도 눈만 깜빡이세요 말을 못 하세요", "medical"),
+    ("하수구 청소하던 아저씨가 맨홀 안에서 쓰러졌어요 가스 냄새가 나요", "rescue"),  # down a pit, whatever the gas
+    ("언니가 이 세상에 미련 없다고 하고 약통을 들고 화장실에 들어가서 문을 잠갔어요", "suicide"),
+])
+def test_round_five_probes_written_here_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
