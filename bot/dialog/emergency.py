@@ -142,15 +142,15 @@ class EmergencyRules:
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         if unsure is None and self.learned is not None and (kind := self.learned.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
-        elif self._confirmed(unsure, said, hedged):
+        elif unsure is not None and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
 
-    def _confirmed(self, unsure: Verdict | None, said: str, hedged: bool) -> bool:
+    def _confirmed(self, unsure: Verdict, said: str, hedged: bool) -> bool:
         """A question of the grammar or the cues that the learned net reads as the same kind: two nets
         that share no rule agree, so the caller hears the number now. The regex net's own questions stay
         questions: they are written for turns too vague to act on ("타는 냄새가 나요")."""
-        if unsure is None or hedged or self.learned is None or not unsure.rule.startswith(("grammar:", "like:")):
+        if hedged or self.learned is None or not unsure.rule.startswith(("grammar:", "like:")):
             return False
         if unsure.rule.startswith("like:") and self.question_cues is not None \
                 and self.question_cues.doubted(said, unsure.kind.name):
