@@ -396,3 +396,24 @@ def test_jeju_mistaken_medicine_escalates(rules: EmergencyRules) -> None:
 def test_round_five_probes_written_here_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("할머니 혼자 사시는 집인데 안에서 문을 안 열어 주시고 전화도 안 받으세요 티비 소리만 나요", "rescue"),
+    ("동생이 자기 물건을 다 나눠주고 오늘 밤이 마지막이라고 했어요", "suicide"),
+    ("어머니가 아버지 산소에 가서 따라가겠다고 하시고 휴대폰을 끄셨어요", "suicide"),
+    ("아파트 복도 창문을 열고 어떤 학생이 밖을 내려다보면서 울고 있어요 신발이 벗겨져 있어요", "suicide"),
+    ("아파트 공사장 비계에서 인부 한 명이 안전줄에 매달려서 대롱대롱해요", "rescue"),
+])
+def test_round_five_more_probes_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "혼자 사시는 어머니가 전화를 안 받으세요 마트 가셨나 봐요 문도 안 열어 주시네요 복지관 번호요",  # no sign inside
+    "혼자 사는데 택배 기사가 문 열어 달라는데 안 열었어요 전화도 안 받았어요",  # the caller chose not to
+])
+def test_one_living_alone_who_did_not_answer_is_no_rescue_without_a_sign_inside(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
