@@ -38,6 +38,7 @@ from bot.dialog.emergency_grammar import (
 CUES_PATH = DATA / "emergency_cues.toml"
 EVERY_KIND = "*"
 Keep = Callable[[Span], bool] | None  # which of a cue's spans count
+Memo = dict[int, list[Span]] | None  # a turn's lookups, by item (_find's memo)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a turn's cues are keyed by it
@@ -85,26 +86,27 @@ class Cue:
         by_first, prefixed = (self._near_by_first, self._near_prefixed) if near else (self._by_first, self._prefixed)
         return [item for form in at for item in by_first.get(form, ())] + prefixed
 
-    def _pairs(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None) -> list[tuple[Span, Span]]:
+    def _pairs(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None,
+               memo: Memo = None) -> list[tuple[Span, Span]]:
         """A pair cue's word and partner, each where said, within ``window`` of each other."""
-        spans = [s for item in self._items(morphs, at) for s in _find(item, morphs, at) if keep is None or keep(s)]
+        spans = [s for item in self._items(morphs, at) for s in _find(item, morphs, at, memo) if keep is None or keep(s)]
         if not spans:
             return []
-        others = [o for item in self._items(morphs, at, near=True) for o in _find(item, morphs, at)
+        others = [o for item in self._items(morphs, at, near=True) for o in _find(item, morphs, at, memo)
                   if not o[2] and (keep is None or keep(o))]
         return [(s, o) for s in spans for o in others
                 if o[0] - s[1] <= self.window and s[0] - o[1] <= self.window and (o[0], o[1]) != (s[0], s[1])]
 
-    def parts(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[tuple[int, int]]:
+    def parts(self, morphs: list[Morph], at: dict[str, list[int]], memo: Memo = None) -> list[tuple[int, int]]:
         """A pair cue's own words where said together (not the words between them)."""
-        return [(x[0], x[1]) for s, o in self._pairs(morphs, at) if self.unreal or not s[2] for x in (s, o)]
+        return [(x[0], x[1]) for s, o in self._pairs(morphs, at, memo=memo) if self.unreal or not s[2] for x in (s, o)]
 
-    def own(self, morphs: list[Morph], at: dict[str, list[int]]) -> list[frozenset[int]]:
+    def own(self, morphs: list[Morph], at: dict[str, list[int]], memo: Memo = None) -> list[frozenset[int]]:
         """Where a positive cue's phrases were said: the places of each phrase's own words (not the words
         said between them: 병 들고 마신 입에 락스 holds 마시 and 입, which are no part of 병 들 락스)."""
         out = []
         for item in self._items(morphs, at):
-            for s in _find(item, morphs, at):
+            for s in _find(item, morphs, at, memo):
                 if s[2] and not self.unreal:
                     continue
                 places, k = [s[0]], s[0]
@@ -114,12 +116,13 @@ class Cue:
                 out.append(frozenset(places))
         return out
 
-    def where(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None) -> list[tuple[int, int]]:
+    def where(self, morphs: list[Morph], at: dict[str, list[int]], keep: Keep = None,
+              memo: Memo = None) -> list[tuple[int, int]]:
         """Where in the turn the cue was said (the first and last morpheme of each span; ``keep``: which
         of its words count). What the person was doing when it happened (급식 먹다가, 산책 중에) is no
         ordinary topic."""
-        spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s, o in self._pairs(morphs, at, keep)] if self.near \
-            else [s for item in self._items(morphs, at) for s in _find(item, morphs, at) if keep is None or keep(s)]
+        spans = [(min(s[0], o[0]), max(s[1], o[1]), s[2]) for s, o in self._pairs(morphs, at, keep, memo)] if self.near \
+            else [s for item in self._items(morphs, at) for s in _find(item, morphs, at, memo) if keep is None or keep(s)]
         if self.weight > 0:
             return [(s[0], s[1]) for s in spans if self.unreal or not s[2]]
         return [(s[0], s[1]) for s in spans if self.anywhere or not (morphs[s[0]].during or morphs[s[1]].during)]
@@ -152,8 +155,9 @@ class QuestionCues:
             text = pattern.sub(replacement, text)
         morphs = analyse(text)
         at = _index(morphs)
-        turns = [s[0] for item in self.turns for s in _find(item, morphs, at)]
-        said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at))}
+        memo: dict[int, list[Span]] = {}  # each item looked up once a turn
+        turns = [s[0] for item in self.turns for s in _find(item, morphs, at, memo)]
+        said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at, memo=memo))}
         # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
         # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
         # both; a pair's span holds the words between its two, which are not its own.)
@@ -163,13 +167,13 @@ class QuestionCues:
         # weapon), 떨어지 in 구멍으로 떨어졌어요 (a pair's own word: someone in a pit, not a fall): the longer
         # phrase is the decisive fact, the word inside it a side word.
         phrases = [(places, cue.kinds) for cue in said if cue.weight > 0 and not cue.near
-                   for places in cue.own(morphs, at) if len(places) > 1]
+                   for places in cue.own(morphs, at, memo) if len(places) > 1]
         pairs = [((min(p[0], o[0]), max(p[1], o[1])), cue.kinds, {(p[0], p[1]), (o[0], o[1])})
-                 for cue in said if cue.weight > 0 and cue.near for p, o in cue._pairs(morphs, at)]
+                 for cue in said if cue.weight > 0 and cue.near for p, o in cue._pairs(morphs, at, memo=memo)]
         for cue in [cue for cue in said if cue.weight > 0 and cue.kinds != (EVERY_KIND,)]:
             if all(set(cue.kinds) & set(k) or k == (EVERY_KIND,) for _, k, *_ in [*phrases, *pairs]):
                 continue  # no other kind's phrase to stand inside
-            mine = set(cue.own(morphs, at)) if not cue.near else set()  # a phrase of both kinds is neither's side
+            mine = set(cue.own(morphs, at, memo)) if not cue.near else set()  # a phrase of both kinds is neither's side
 
             def keep(s: Span, kinds: tuple[str, ...] = cue.kinds, mine: set[frozenset[int]] = mine) -> bool:
                 def inside(c: int, d: int, k: tuple[str, ...]) -> bool:
@@ -177,12 +181,12 @@ class QuestionCues:
                 return not any({s[0], s[1]} < places and places not in mine and not set(kinds) & set(k)
                                and k != (EVERY_KIND,) for places, k in phrases) and \
                     not any(inside(c, d, k) and (s[0], s[1]) in parts for (c, d), k, parts in pairs)
-            if not (spans := cue.where(morphs, at, keep)):
+            if not (spans := cue.where(morphs, at, keep, memo)):
                 del said[cue]
             else:
                 said[cue] = spans
         danger_spans = [span for span, _ in danger]
-        own_words = {part for cue in said if cue.weight > 0 and cue.near for part in cue.parts(morphs, at)}
+        own_words = {part for cue in said if cue.weight > 0 and cue.near for part in cue.parts(morphs, at, memo)}
         for cue in [cue for cue in said if cue.weight < 0]:
             said[cue] = [(a, b) for a, b in said[cue] if (a, b) not in own_words
                          and not any(c <= a and b <= d and d - c > b - a for c, d in danger_spans)]
