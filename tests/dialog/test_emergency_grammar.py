@@ -417,3 +417,17 @@ def test_round_five_more_probes_escalate_as_their_kind(rules: EmergencyRules, te
 def test_one_living_alone_who_did_not_answer_is_no_rescue_without_a_sign_inside(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "치매 있는 아버지가 주간보호센터 차량 타고 나가셨어요 센터 이용료 감면 되나요",  # a service asked for
+    "친구가 이사 가면서 그동안 고마웠다고 문자 보냈어요 송별회 장소 추천해 주세요",  # a send-off
+    "창고 선반이 넘어져서 박스가 깔렸는데 혼자 못 들어요 치우는 업체 있나요",  # no one under it
+    "편의점 야간인데 누가 유리문을 망치로 치고 있어요 금이 가고 있어요",  # 있어요+금이: no 요금 read across words
+])
+def test_round_five_near_misses_of_the_new_rules_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    if text.startswith("편의점"):
+        assert verdict is not None and verdict.sure, verdict and verdict.rule
+    else:
+        assert verdict is None or not verdict.sure, (text, verdict.rule)
