@@ -467,3 +467,12 @@ def test_round_5_a_place_is_no_topic_and_sounds_inside_are_asked(rules, cues, te
 ])
 def test_round_5_a_likeness_or_a_class_is_not_asked(rules, cues, text) -> None:
     assert cues.classify(said(rules, text)) is None, text
+
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("자폐 있는 아들이 마트에서 순식간에 없어졌어요 말을 못 해서 이름도 못 말해요", "missing_child"),  # a known condition
+    ("윗집 베란다에서 검은 연기가 나고 유리창 깨지는 소리가 들려요", "fire"),  # a fire's spot, then the glass
+])
+def test_round_5_the_signs_a_condition_or_a_fire_explains(rules, cues, text, kind) -> None:
+    assert cues.classify(said(rules, text)) == kind, text
