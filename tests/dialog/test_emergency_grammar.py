@@ -431,3 +431,10 @@ def test_round_five_near_misses_of_the_new_rules_are_not_escalated(rules: Emerge
         assert verdict is not None and verdict.sure, verdict and verdict.rule
     else:
         assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+def test_someone_yelling_that_a_person_is_dying_mid_request_escalates(rules: EmergencyRules) -> None:
+    verdict = rules.classify("주민등록등본 떼려고 하는데요 어 잠깐만요 밖에서 누가 사람 죽는다고 고래고래 소리 질러요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "crime", verdict and verdict.rule
+    verdict = rules.classify("애들이 게임하면서 사람 죽는다고 소리 질러요 피시방 소음 민원이요")  # a game, a noise complaint
+    assert verdict is None or not verdict.sure, verdict.rule
