@@ -218,6 +218,8 @@ def test_a_thing_described_as_like_something_is_no_hedge() -> None:
     "모르는 사람이 주는 건 먹지 말라고 가르치는 유괴 예방 수업 있나요",  # a rule taught
     "고등학생 아들 폰이 꺼져 있는데 학교에서 폰 걷는대요 담임 선생님 연락처요",  # a known reason
     "화장실 문이 밖에서 잠기는 구조라 위험해요 고쳐 주세요",  # a repair
+    "애가 축구 경기 하는데 경기장 주차 되나요",  # a match, not a fit (escalated at 304bff2)
+    "우리 딸이 오늘 배구 경기 해요 체육관 가는 버스 있나요",  # a match
 ])
 def test_round_four_near_misses_are_not_escalated(text: str) -> None:
     verdict = EmergencyRules.load().classify(text)
