@@ -50,7 +50,9 @@ async def test_a_call_is_one_trace_whose_turn_spans_match_the_records(bot, colle
     async with call:
         await call.wait_for_media(timeout=15)
         for _ in range(2):
-            await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
+            # A whole second of quiet: the reply is over, not between two sentences rendered late under
+            # load (speaking into that gap is a barge-in; a fresh clone's CI once counted three turns).
+            await call.wait_for_silence_from_bot(gap=1.0, timeout=30)
             await call.send_wav(FIXTURES / "en_hello.wav")
             await call.wait_for_media(timeout=15, after=time.monotonic())
         await call.wait_for_silence_from_bot(gap=0.6, timeout=30)
