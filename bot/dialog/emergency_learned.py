@@ -8,8 +8,8 @@ negation, unreality and intent, lemma pairs) and the character pairs and triples
 spaces taken out (speech-to-text runs words together; a dialect respells them). A turn no hand-written
 net recognised gets the kind's clarifying question when the model's weight on "some emergency" reaches
 ``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
-When the grammar or the cue net asks about a kind and this net reads the same kind at ``threshold``,
-at ``confirm``, two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``).
+When the grammar or the cue net asks about a kind and this net reads the same kind at ``confirm``,
+two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``).
 
 The weights are data (``bot/data/emergency_learned.npz``), made by ``scripts/train_emergency_net.py``
 from the tables named in the file, with their sha256: a test says when a table changed since.
