@@ -72,10 +72,11 @@ def read(rules: EmergencyRules, text: str) -> str:
     return rules.standard(rules.after_aside(text))
 
 
-def seconded(rules: EmergencyRules, net: LearnedNet, text: str) -> Verdict | None:
-    """A sure verdict the net's second opinion gives where the hand-written nets only asked."""
+def seconded(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> Verdict | None:
+    """A sure verdict the net's second opinion (``with_net``: the same rules and the net) gives where
+    the hand-written nets only asked."""
     before = rules.classify(text)
-    after = dataclasses.replace(rules, learned=net).classify(text)
+    after = with_net.classify(text)
     return after if after is not None and after.sure and not (before is not None and before.sure) else None
 
 
@@ -93,8 +94,9 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         missed = [c for c in emergencies if rules.classify(c.text) is None]
         added = [c for c in missed if net.classify(read(rules, c.text))]
         false = [c for c in near if rules.classify(c.text) is None and net.classify(read(rules, c.text))]
-        escalated = [c for c in emergencies if (v := seconded(rules, net, c.text)) and c.right(v.kind.name)]
-        false_escalated = [c for c in near if seconded(rules, net, c.text)]
+        with_net = dataclasses.replace(rules, learned=net)
+        escalated = [c for c in emergencies if (v := seconded(rules, with_net, c.text)) and c.right(v.kind.name)]
+        false_escalated = [c for c in near if seconded(rules, with_net, c.text)]
         print(f"{held.name:30} {len(emergencies):5} {len(emergencies) - len(missed):10} {len(added):+6} "
               f"{len(escalated):+6} {len(near):5} {len(false):8} {len(false_escalated):7}")
         totals = [totals[0] + len(escalated), totals[1] + len(false_escalated), totals[2] + len(near)]
@@ -115,7 +117,8 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         rest = [t for i, t in enumerate(shuffled) if i % folds != k]
         net = fit(base + [(read(rules, t), NONE) for t in rest], kinds)
         asked += [t for t in test if rules.classify(t) is None and net.classify(read(rules, t))]
-        escalated_turns += [t for t in test if seconded(rules, net, t)]
+        with_net = dataclasses.replace(rules, learned=net)
+        escalated_turns += [t for t in test if seconded(rules, with_net, t)]
     print(f"ordinary turns, five folds: {len(asked)} of {len(ordinary)} asked, {len(escalated_turns)} escalated "
           "by the second opinion")
     for text in asked:
