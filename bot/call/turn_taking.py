@@ -23,6 +23,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bot.config import Config
 from bot.stages.backchannel_turn_start import Backchannels, BackchannelTurnStartStrategy
 from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrategy
+from bot.stages.silero_vad import SharedSileroVADAnalyzer
 
 
 def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer | None = None,
@@ -41,7 +42,8 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer 
             # stop_timeout_secs) opens a turn of its own: answered late, not merged into the next.
             start=[_vad_start(config, backchannels, line_playing),
                    TranscriptionUserTurnStartStrategy(enable_interruptions=False)],
-            stop=[_turn_stop(config, rules, on_decision, unclear_reply)],
+            stop=[_turn_stop(config, rules, on_decision, unclear_reply,
+                             vad.speech_resuming if isinstance(vad, SharedSileroVADAnalyzer) else None)],
         ),
         user_mute_strategies=[MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else [],
         user_turn_stop_timeout=config.turn.stop_timeout_secs,
@@ -51,12 +53,15 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer 
 
 
 def _turn_stop(config: Config, rules: EndOfTurnRules, on_decision: Callable[[str, float], None] | None,
-               unclear_reply: str | Callable[[], str] | None) -> BaseUserTurnStopStrategy:
+               unclear_reply: str | Callable[[], str] | None,
+               speech_resuming: Callable[[], bool] | None) -> BaseUserTurnStopStrategy:
     if config.turn.korean_endpointing:
         waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
                  "default": config.turn.speech_timeout_secs}
         return KoreanEndOfTurnStopStrategy(rules=rules, waits=waits, speculate=config.turn.speculative_reply,
-                                           on_decision=on_decision, unclear_reply=unclear_reply)
+                                           on_decision=on_decision, unclear_reply=unclear_reply,
+                                           speech_resuming=speech_resuming,
+                                           resume_hold_secs=config.vad.start_secs + 0.2)
     # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
     return SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
 

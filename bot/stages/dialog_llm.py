@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from loguru import logger
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    BotStartedSpeakingFrame,
     EagerEndOfTurnCancelFrame,
     EndWorkerFrame,
     Frame,
@@ -194,6 +195,8 @@ class DialogLLMService(LLMService):
         self.last_model_turn: dict | None = None  # the validated answer of the latest model call (eval)
         self._run = SpeculativeRun()
         self._runs = 0  # answering runs so far: the number each run's turn facts carry
+        # An emergency answer committed while none of it has played yet (the caller went on talking).
+        self._unheard_emergency: Speak | None = None
 
     @property
     def _lp(self) -> DialogPolicy:
@@ -209,6 +212,8 @@ class DialogLLMService(LLMService):
         await self.client.aclose()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        if isinstance(frame, BotStartedSpeakingFrame):
+            self._unheard_emergency = None  # the line played the bot's words: the number was heard
         if isinstance(frame, EagerEndOfTurnCancelFrame):
             await self._withdraw_speculation()
         elif isinstance(frame, UserStoppedSpeakingFrame):
@@ -286,9 +291,25 @@ class DialogLLMService(LLMService):
             heard = self.dialog.heard_unserved if not self.dialog.unserved_told else None
             await self.push_frame(DialogTurnFrame(run=run, transcript=user_text or None,
                                                   line_open=self._lp.line_open(), language=heard or self.dialog.language))
-            await self._carry_out(self._lp.decide(user_text, self.dialog), run, user_text, context)
+            decision = self._lp.decide(user_text, self.dialog)
+            await self._say_unheard_emergency(decision, run)
+            await self._carry_out(decision, run, user_text, context)
         finally:
             self._run.active = False
+
+    async def _say_unheard_emergency(self, decision: Decision, run: int) -> None:
+        """The caller talked over an emergency answer before a word of it played: it comes first now.
+
+        A barge-in drops the unplayed sentences; without this the next turn, about anything else,
+        would leave the caller never having heard the number to call."""
+        urgent = self._unheard_emergency
+        if urgent is None or (isinstance(decision, Speak) and decision.escalation):
+            return  # nothing unheard, or this answer tells the number itself
+        logger.warning("EMERGENCY answer (rule {}) was not heard: the caller spoke before it played; saying it "
+                       "again before this turn's answer", urgent.rule)
+        await self.push_frame(TurnMarkFrame(run=run, mark="first_sentence", overwrite=True))
+        for sentence in urgent.sentences:
+            await self._speak(sentence)
 
     async def _carry_out(self, decision: Decision, run: int, text: str, context: LLMContext | None = None) -> None:
         """Do what the policy decided; side effects come back to it for the words."""
@@ -334,7 +355,8 @@ class DialogLLMService(LLMService):
         def commit() -> TurnAnsweredFrame:
             answer.change.apply(self.dialog, reply)
             if answer.escalation:
-                logger.warning("EMERGENCY turn: told the caller to call {} (rule {}); transfer to {}",
+                self._unheard_emergency = answer  # until the line plays it (BotStartedSpeakingFrame)
+                logger.warning("EMERGENCY turn: answered with the number {} (rule {}); transfer to {}",
                                answer.escalation, answer.rule, answer.change.transfer_to or "none configured")
             elif answer.rule:
                 logger.info("turn route={} rule={} flow={}", answer.route, answer.rule, answer.flow)

@@ -8,6 +8,7 @@ gate holds its answer until the turn really ends, and discards it if the caller 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -83,6 +84,12 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         unclear_reply: Said when the whole turn was speech the STT could not make out
             (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence
             (a callable: asked each time, for the call's current language).
+        speech_resuming: True while the VAD hears speech again after its stop
+            (``SharedSileroVADAnalyzer.speech_resuming``): not yet ``start_secs`` long, or its start
+            frame not yet here. A wait that runs out then holds,
+            for at most ``resume_hold_secs``: the caller who paused for breath is not cut off
+            because their next words had not yet lasted long enough to be a start.
+        resume_hold_secs: The longest such hold (past it the turn ends as if the VAD were quiet).
     """
 
     def __init__(
@@ -93,6 +100,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         speculate: bool = True,
         on_decision: Callable[[str, float], None] | None = None,
         unclear_reply: str | Callable[[], str] | None = None,
+        speech_resuming: Callable[[], bool] | None = None,
+        resume_hold_secs: float = 0.4,
         **kwargs: Any,
     ) -> None:
         super().__init__(user_speech_timeout=waits["default"], **kwargs)
@@ -106,6 +115,9 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._unclear_reply = unclear_reply
         self._unclear = False
         self._turn_open = False
+        self._speech_resuming = speech_resuming
+        self._resume_hold_secs = resume_hold_secs
+        self._holding = False
 
     async def handle_user_turn_started(self) -> None:
         self._turn_open = True
@@ -124,6 +136,35 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             await self._handle_unclear_speech()
             return ProcessFrameResult.CONTINUE
         return await super().process_frame(frame)
+
+    async def _hold_while_speech_resumes(self) -> bool:
+        """True when the end waits: the caller is speaking again, not yet long enough for a start.
+
+        The hold runs as the speech timer's task, so the VAD's start (the caller goes on) cancels it
+        with the rest of the pending end (``_discard_pending_end_of_turn``)."""
+        if self._holding or self._speech_resuming is None or not self._speech_resuming():
+            return False
+        self._user_speech_timeout_task = self.task_manager.create_task(
+            self._hold(), f"{self}::_hold_while_speech_resumes")
+        return True
+
+    async def _hold(self) -> None:
+        deadline = time.monotonic() + self._resume_hold_secs
+        try:
+            # The analyzer's state moves once per 20 ms audio chunk and signals nothing: polled.
+            while self._speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return
+        finally:
+            self._user_speech_timeout_task = None
+        logger.debug("{}: end held {:.2f} s while speech resumed; it did not start a turn", self,
+                     self._resume_hold_secs - max(0.0, deadline - time.monotonic()))
+        self._holding = True
+        try:
+            await self._maybe_trigger_user_turn_stopped()
+        finally:
+            self._holding = False
 
     async def _handle_unclear_speech(self) -> None:
         if not self._unclear_reply or self._vad_stopped_at is None or self._vad_user_speaking:
@@ -209,6 +250,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         if self._wait_for_transcript and not self._text:
             return
         if not (self._user_speech_wait_done and self._stt_wait_done):
+            return
+        if await self._hold_while_speech_resumes():
             return
         text = " ".join(s for s in self._segments if s)
         if self._speculated_text is not None and self._speculated_text == text:

@@ -11,7 +11,7 @@ from importlib import resources
 
 import onnxruntime
 from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
 from bot.config import VADConfig
 
@@ -42,3 +42,13 @@ class SharedSileroVADAnalyzer(SileroVADAnalyzer):
         self._model = model
         self._windows_since_reset = 0
         self._low_confidence_windows = 0
+        self._state = VADState.QUIET  # what the last chunk left the analyzer in
+
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        self._state = await super().analyze_audio(buffer)
+        return self._state
+
+    def speech_resuming(self) -> bool:
+        """The analyzer is not quiet after a stop: speech again (a start may be coming, or its frame
+        is on its way to the turn stop, which holds meanwhile)."""
+        return self._state != VADState.QUIET

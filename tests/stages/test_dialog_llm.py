@@ -15,6 +15,7 @@ import time
 import pytest
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    BotStartedSpeakingFrame,
     EagerEndOfTurnCancelFrame,
     EndWorkerFrame,
     InterruptionFrame,
@@ -136,6 +137,39 @@ async def test_an_emergency_said_escalates_by_rule_without_the_model(fake, llm_u
     (turn,) = answered(down)
     assert turn.route == "emergency" and turn.escalation == "119"
     assert "119" in sentences(down)[0]
+
+
+FIRE = "지금 옆집에 불이 났어요"
+
+
+async def test_an_emergency_answer_talked_over_before_it_played_comes_first_in_the_next_answer(fake, llm_url):
+    # The caller went on ("…우리 집 앞이에요") before a word of the 119 answer played: the barge-in
+    # dropped it, and the next turn is about something else. The number must still be heard.
+    fake.script(model("네, 위치 확인했습니다."))
+    fake.script(model("네, 알겠습니다."))
+    stage = make_stage(llm_url)
+    down = await run(stage, said(FIRE), SleepFrame(0.1), InterruptionFrame(), SleepFrame(0.1),
+                     said(FIRE, "우리 집 앞이에요"), SleepFrame(0.3),
+                     BotStartedSpeakingFrame(), said(FIRE, "우리 집 앞이에요", "네"), SleepFrame(0.3))
+    turns = [[]]
+    for f in down:
+        if isinstance(f, AggregatedTextFrame):
+            turns[-1].append(f.text)
+        elif isinstance(f, TurnAnsweredFrame):
+            turns.append([])
+    told, again, after = turns[:3]
+    assert "119" in told[0] and [a.escalation for a in answered(down)] == ["119", None, None]
+    assert again == [*told, "네, 위치 확인했습니다."]  # the unheard answer first, then this turn's
+    assert after == ["네, 알겠습니다."]  # heard this time: not said a third time
+
+
+async def test_an_emergency_answer_that_played_is_not_repeated(fake, llm_url):
+    fake.script(model("네, 위치 확인했습니다."))
+    stage = make_stage(llm_url)
+    down = await run(stage, said(FIRE), SleepFrame(0.1), BotStartedSpeakingFrame(), InterruptionFrame(),
+                     SleepFrame(0.1), said(FIRE, "우리 집 앞이에요"), SleepFrame(0.3))
+    spoken = sentences(down)
+    assert spoken[-1] == "네, 위치 확인했습니다." and sum("119" in s for s in spoken) == 1
 
 
 class _Records:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    SystemFrame,
     TranscriptionFrame,
     UserStoppedSpeakingFrame,
     VADUserStartedSpeakingFrame,
@@ -26,6 +29,7 @@ from bot.stages.korean_turn_stop import EndOfTurnRules, KoreanEndOfTurnStopStrat
 from bot.telemetry.turns import CallRecorder, TurnObserver
 from bot.testing.fake_llm import FakeLLM
 
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_config()
 RULES = EndOfTurnRules.load(CONFIG.path(CONFIG.turn.endpointing_file))
 WAITS = {"final": 0.25, "continuing": 1.0, "default": 0.6}
@@ -244,3 +248,87 @@ async def test_unclear_speech_next_to_a_transcript_is_answered_normally():
     down, _ = await run_test(Pipeline([user_agg, _Sink()]), frames_to_send=frames, expected_down_frames=None)
     assert not [f for f in down if isinstance(f, TTSSpeakFrame)]
     assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["접수하고 싶습니다."]
+
+
+class _Resuming(FrameProcessor):
+    """The VAD analyzer's "speech again" state, moved by the frames a test sends (``_Resume``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.on = False
+
+    async def process_frame(self, frame, direction: FrameDirection):
+        await super().process_frame(frame, direction)
+        if isinstance(frame, _Resume):
+            self.on = frame.on
+            return
+        await self.push_frame(frame, direction)
+
+
+class _Resume(SystemFrame):
+    def __init__(self, on: bool):
+        super().__init__()
+        self.on = on
+
+
+def _held_pipeline(hold_secs: float = 0.4):
+    probe = _Resuming()
+    stop = KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=False, speech_resuming=lambda: probe.on,
+                                       resume_hold_secs=hold_secs)
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
+        user_turn_strategies=UserTurnStrategies(start=[VADUserTurnStartStrategy()], stop=[stop])))
+    sink = _Sink()
+    return Pipeline([probe, user_agg, sink]), sink, context
+
+
+async def test_a_caller_who_resumes_within_the_wait_is_not_cut_off_before_the_vad_confirms_the_start():
+    # "…났어요" (final: 0.25 s), then speech again 0.15 s after the stop: the VAD's start frame needs
+    # start_secs (0.2 s) of it, so it comes at 0.35 s, after the wait. Under load the old stop ended
+    # the turn there and the rest of the sentence became a turn of its own (issue 45's CI failures).
+    pipeline, sink, context = _held_pipeline()
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("여기 불이 났어요"), SleepFrame(0.1), _Resume(True), SleepFrame(0.2),
+              VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              _Resume(False), SleepFrame(0.05), _transcript("빨리 와 주세요"), SleepFrame(0.5)]
+    await run_test(pipeline, frames_to_send=frames, expected_down_frames=None)
+    assert sink.turn_ends == 1
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["여기 불이 났어요 빨리 와 주세요"]
+
+
+async def test_a_blip_that_never_becomes_speech_ends_the_turn_when_it_fades_and_a_stuck_one_at_the_hold():
+    pipeline, sink, context = _held_pipeline()
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("접수하고 싶습니다."), SleepFrame(0.1), _Resume(True), SleepFrame(0.25)]
+    await run_test(pipeline, frames_to_send=[*frames, _Resume(False), SleepFrame(0.1)], expected_down_frames=None)
+    assert sink.turn_ends == 1  # held past the 0.25 s wait, ended once the blip was gone
+    pipeline, sink, _ = _held_pipeline(hold_secs=0.3)
+    await run_test(pipeline, frames_to_send=[*frames, SleepFrame(0.2)], expected_down_frames=None)
+    assert sink.turn_ends == 1  # an analyzer stuck in "speech again" (audio stopped) holds no longer than the hold
+
+
+async def test_the_calls_turn_stop_holds_on_the_calls_own_vad_which_hears_speech_resume_before_its_start():
+    from pipecat.audio.vad.vad_analyzer import VADState
+
+    from bot.call.turn_taking import user_turn_params
+    from bot.core.wav import read_wav
+    from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session
+
+    vad = SharedSileroVADAnalyzer(session=load_silero_session(), config=CONFIG.vad, sample_rate=8000)
+    (stop,) = user_turn_params(CONFIG, RULES, vad=vad).user_turn_strategies.stop
+    assert stop._speech_resuming == vad.speech_resuming and not vad.speech_resuming()
+    # "hello", 0.3 s of quiet, "hello" again (8 kHz, 20 ms chunks as the phone line brings them).
+    pcm, rate = read_wav(ROOT / "bench" / "audio" / "hello.wav")
+    at = lambda secs: round(secs * rate) * 2  # noqa: E731
+    pcm = pcm[: at(1.0)] + bytes(at(0.3)) + pcm[at(0.45):]
+    vad.set_sample_rate(rate)
+    states, resuming = [], []
+    for i in range(0, len(pcm) - 320, 320):
+        states.append(await vad.analyze_audio(pcm[i:i + 320]))
+        resuming.append(vad.speech_resuming())
+    stopped = states.index(VADState.QUIET, states.index(VADState.SPEAKING))
+    started = states.index(VADState.SPEAKING, stopped)
+    assert all(resuming[i] == (states[i] != VADState.QUIET) for i in range(len(states)))
+    # Speech again is heard well before the start (start_secs of it) is confirmed: what the stop holds on.
+    first_heard = resuming.index(True, stopped)
+    assert (started - first_heard) * 0.02 >= CONFIG.vad.start_secs - 0.04, (stopped, first_heard, started)

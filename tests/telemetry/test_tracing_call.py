@@ -76,9 +76,10 @@ async def test_a_call_is_one_trace_whose_turn_spans_match_the_records(bot, colle
     assert "voice.escape_hatches" in root.resource  # the stand-in TTS, STT on CPU, ...
     answered = [t for t in records if t["route"] == "emergency"]
     turn_spans = {s.attributes["turn.index"]: s for s in spans if s.name == "turn"}
-    # Each answered turn has its span. Two utterances are at least two turns; under a loaded CI (two
-    # fresh-clone runs of three at 153dac8) the server recorded a third emergency turn: a span each too.
-    assert len(answered) >= 2 and {t["index"] for t in answered} <= set(turn_spans), (records, turn_spans)
+    # Each answered turn has its span. Two utterances are two turns, or three where a loaded machine
+    # ended a turn in the clip's pause: that answer never played (no voice_to_voice), the next said it.
+    assert 2 <= len(answered) <= 3 and {t["index"] for t in answered} <= set(turn_spans), (records, turn_spans)
+    assert sum("voice_to_voice" in t["stages_ms"] for t in answered) >= 2, answered
     for rec in answered:
         span = turn_spans[rec["index"]]
         assert span.parent_id == root.span_id and span.attributes["turn.escalation"] == "119"
@@ -87,5 +88,6 @@ async def test_a_call_is_one_trace_whose_turn_spans_match_the_records(bot, colle
         assert set(stages) <= set(children), (stages, children)
         for name, ms in stages.items():
             assert children[name].duration_ms == pytest.approx(ms, abs=1), (rec["index"], name)
-        assert span.duration_ms == pytest.approx(rec["stages_ms"]["voice_to_voice"], abs=1)
+        if "voice_to_voice" in rec["stages_ms"]:
+            assert span.duration_ms == pytest.approx(rec["stages_ms"]["voice_to_voice"], abs=1)
         assert children["dialog"].attributes["dialog.decision"] == "emergency"
