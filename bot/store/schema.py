@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy.schema import SchemaItem
 
 from bot import languages
 
 metadata = sa.MetaData()
+
+
+def _id_column() -> sa.Column:
+    """A log table's key: an autoincrementing integer ``id``."""
+    return sa.Column("id", sa.Integer, primary_key=True, autoincrement=True)
+
+
+def _moment(name: str, **kwargs: Any) -> sa.Column:
+    """A point in time: every time in the records is stored with its time zone."""
+    return sa.Column(name, sa.DateTime(timezone=True), **kwargs)
+
+
+def _trail(name: str, subject: sa.Column, *items: SchemaItem, at_index: bool | None = None) -> sa.Table:
+    """An append-only trail: its key, the ``subject`` a row is about, when (``at``), who (``actor``: a staff
+    username, "cli", or "-" where nobody was logged in), then ``items``."""
+    return sa.Table(
+        name,
+        metadata,
+        _id_column(),
+        subject,
+        _moment("at", nullable=False, index=at_index),
+        sa.Column("actor", sa.String(64), nullable=False),
+        *items,
+    )
+
 
 # One row per call, written when its media stream starts; ended_at stays NULL while it runs
 # (a call still NULL when its worker starts again was cut off by a crash: end_reason "aborted").
@@ -16,8 +44,8 @@ calls = sa.Table(
     sa.Column("call_sid", sa.String(64), primary_key=True),
     sa.Column("caller", sa.String(32)),  # E.164, kept for call-backs; never logged unmasked
     sa.Column("worker", sa.String(64), nullable=False, index=True),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False, index=True),
-    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    _moment("started_at", nullable=False, index=True),
+    _moment("ended_at"),
     sa.Column("end_reason", sa.String(32)),
     sa.Column("qa", sa.Boolean, nullable=False, default=False),
     # What the person taking a warm transfer hears first (bot/app/server.py /twilio/whisper).
@@ -26,17 +54,17 @@ calls = sa.Table(
     # its length once closed (NULL: cut off by a crash, read from the file); when retention deleted it.
     sa.Column("recording_path", sa.String(255)),
     sa.Column("recording_secs", sa.Float),
-    sa.Column("recording_deleted_at", sa.DateTime(timezone=True)),
+    _moment("recording_deleted_at"),
 )
 
 # One row per turn, upserted when the answer is decided and again when the turn closes.
 turns = sa.Table(
     "turns",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     sa.Column("call_sid", sa.String(64), nullable=False, index=True),
     sa.Column("idx", sa.Integer, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    _moment("created_at", nullable=False, index=True),
     sa.Column("route", sa.String(16)),
     sa.Column("intent", sa.String(32)),
     sa.Column("transcript", sa.Text),  # masked: no resident registration or card numbers
@@ -51,7 +79,7 @@ turns = sa.Table(
 tickets = sa.Table(
     "tickets",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     # Year + the row id: unique by construction under any number of concurrent calls and workers.
     sa.Column("reception_no", sa.String(16), unique=True),
     sa.Column("call_sid", sa.String(64), index=True),
@@ -60,8 +88,8 @@ tickets = sa.Table(
     sa.Column("time", sa.Text),
     sa.Column("excerpt", sa.Text),  # masked caller words that led to the ticket
     sa.Column("status", sa.String(16), nullable=False, default="open", index=True),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    _moment("created_at", nullable=False),
+    _moment("updated_at", nullable=False),
     # The latest SMS about this ticket (bot/aftercall/notify.py): pending | sent | failed | no_number; NULL: none.
     sa.Column("sms_status", sa.String(16)),
     # The caller said yes to "접수번호를 문자로 보내드릴까요?": status notices go only to these.
@@ -80,13 +108,13 @@ TICKET_STATUSES = ("open", "in_progress", "done", "rejected")
 callbacks = sa.Table(
     "callbacks",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     sa.Column("call_sid", sa.String(64), index=True),
     sa.Column("reason", sa.String(32), nullable=False),
-    sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("call_after", sa.DateTime(timezone=True), nullable=False),
+    _moment("requested_at", nullable=False),
+    _moment("call_after", nullable=False),
     sa.Column("status", sa.String(16), nullable=False, default="waiting", index=True),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    _moment("updated_at", nullable=False),
     # `run_bot.py callbacks --place`: calls placed so far, the latest one, and who answered it
     # (Twilio's AnsweredBy: human, machine_end_beep, fax, unknown, ...; "no-answer", "busy").
     sa.Column("attempts", sa.Integer, nullable=False, default=0, server_default="0"),
@@ -105,20 +133,20 @@ CALLBACK_STATUSES = ("waiting", "calling", "done", "unreachable", "cancelled")
 outbox = sa.Table(
     "outbox",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     sa.Column("kind", sa.String(16), nullable=False),  # ticket (its number) | status (a status change)
     sa.Column("reception_no", sa.String(16), nullable=False, index=True),
     sa.Column("call_sid", sa.String(64)),
     sa.Column("ticket_status", sa.String(16)),  # for kind "status": the new status
     sa.Column("status", sa.String(16), nullable=False, index=True),  # pending | sending | sent | failed
     sa.Column("attempts", sa.Integer, nullable=False, default=0, server_default="0"),
-    sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    _moment("next_attempt_at", nullable=False, index=True),
     sa.Column("claimed_by", sa.String(64)),
     sa.Column("last_error", sa.Text),
     sa.Column("message_sid", sa.String(64)),
     sa.Column("body", sa.Text),  # what was sent (no personal data: a number, a category, a status)
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    _moment("created_at", nullable=False),
+    _moment("updated_at", nullable=False),
 )
 
 OUTBOX_STATUSES = ("pending", "sending", "sent", "failed")
@@ -133,9 +161,9 @@ stream_tokens = sa.Table(
     sa.Column("call_sid", sa.String(64), nullable=False, index=True),
     sa.Column("caller", sa.String(32)),  # E.164 from the webhook's From; never in the TwiML
     sa.Column("issued_by", sa.String(64)),  # the worker that answered the webhook
-    sa.Column("issued_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False, index=True),
-    sa.Column("used_at", sa.DateTime(timezone=True)),
+    _moment("issued_at", nullable=False),
+    _moment("expires_at", nullable=False, index=True),
+    _moment("used_at"),
     sa.Column("used_by", sa.String(64)),  # the worker that runs the call
 )
 
@@ -147,8 +175,8 @@ workers = sa.Table(
     sa.Column("worker", sa.String(64), primary_key=True),
     sa.Column("host", sa.String(255)),
     sa.Column("pid", sa.Integer),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+    _moment("started_at", nullable=False),
+    _moment("heartbeat_at", nullable=False),
     sa.Column("draining", sa.Boolean, nullable=False, default=False),
 )
 
@@ -157,10 +185,10 @@ workers = sa.Table(
 self_timings = sa.Table(
     "self_timings",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("config_key", sa.String(32), nullable=False),
-    sa.Column("measured_at", sa.DateTime(timezone=True), nullable=False),
+    _moment("measured_at", nullable=False),
     sa.Column("figures", sa.JSON, nullable=False),
     sa.Column("good", sa.Boolean, nullable=False),
     sa.Index("ix_self_timings_host_key", "host", "config_key"),
@@ -172,7 +200,7 @@ self_timings = sa.Table(
 staff = sa.Table(
     "staff",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _id_column(),
     sa.Column("username", sa.String(64), nullable=False, unique=True),
     sa.Column("role", sa.String(16), nullable=False),  # agent | department | admin
     sa.Column("department", sa.String(32)),  # a directory.toml id; only for role "department"
@@ -180,21 +208,17 @@ staff = sa.Table(
     sa.Column("api_token_hash", sa.String(64), unique=True),  # sha256 of the account's API token
     sa.Column("active", sa.Boolean, nullable=False, default=True, server_default=sa.true()),
     sa.Column("session_epoch", sa.Integer, nullable=False, default=0, server_default="0"),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("last_login_at", sa.DateTime(timezone=True)),
+    _moment("created_at", nullable=False),
+    _moment("updated_at", nullable=False),
+    _moment("last_login_at"),
 )
 
 STAFF_ROLES = ("agent", "department", "admin")
 
 # Every status change of a ticket: who, when, from, to, and the note. Append only.
-ticket_audit = sa.Table(
+ticket_audit = _trail(
     "ticket_audit",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("reception_no", sa.String(16), nullable=False, index=True),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, or "cli"
     sa.Column("from_status", sa.String(16), nullable=False),
     sa.Column("to_status", sa.String(16), nullable=False),
     sa.Column("note", sa.Text),
@@ -203,18 +227,15 @@ ticket_audit = sa.Table(
 # Every playback, copy, download and export of a call's recording, and every refused attempt: who, when,
 # from where, which call, how (append only). A player's range requests within ACCESS_WINDOW_SECS of the same
 # person's row are that playback (bot/store/recordings.py).
-recording_access = sa.Table(
+recording_access = _trail(
     "recording_access",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("call_sid", sa.String(64), nullable=False, index=True),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
-    sa.Column("actor", sa.String(64), nullable=False),  # a staff username, "cli", or "-" (not logged in)
     sa.Column("action", sa.String(16), nullable=False),  # one of RECORDING_ACTIONS
     sa.Column("reception_no", sa.String(16)),  # the ticket page it was played from, if any
     sa.Column("address", sa.String(64)),  # the client's address (the desk); None from the command line
     sa.Column("refused", sa.String(32)),  # None: served; else why not (one of RECORDING_REFUSALS)
     sa.Column("reason", sa.Text),  # the reason stated (an unmasked export's)
+    at_index=True,
 )
 
 # play: range requests (a player); copy: the whole file without asking a download (a browser's "Save as");
@@ -235,11 +256,11 @@ call_segments = sa.Table(
     sa.Column("call_sid", sa.String(64), primary_key=True),
     sa.Column("idx", sa.Integer, primary_key=True),
     sa.Column("worker", sa.String(64)),
-    sa.Column("started_at", sa.DateTime(timezone=True)),
-    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    _moment("started_at"),
+    _moment("ended_at"),
     sa.Column("end_reason", sa.String(32)),
     sa.Column("bot_ended", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("then_twiml", sa.Text),
-    sa.Column("action_at", sa.DateTime(timezone=True)),
+    _moment("action_at"),
     sa.Column("recording_path", sa.String(255)),  # the segment's own recording file (segment 0: the call's row)
 )
