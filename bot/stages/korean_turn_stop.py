@@ -145,14 +145,14 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         if self._holding or self._speech_resuming is None or not self._speech_resuming():
             return False
         self._user_speech_timeout_task = self.task_manager.create_task(
-            self._hold(), f"{self}::_hold_while_speech_resumes")
+            self._hold(self._speech_resuming), f"{self}::_hold_while_speech_resumes")
         return True
 
-    async def _hold(self) -> None:
+    async def _hold(self, speech_resuming: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self._resume_hold_secs
         try:
             # The analyzer's state moves once per 20 ms audio chunk and signals nothing: polled.
-            while self._speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
+            while speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
         except asyncio.CancelledError:
             return
