@@ -38,6 +38,8 @@ _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯
 _FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  # X어 죽겠다 (adjectives: any)
 _FINE = {"괜찮", "멀쩡", "멀쩡하"}  # 괜찮았는데, 멀쩡하더니: how it was before
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
+_LIKENESS = {"기분", "느낌"}  # X은 기분이에요: a feeling likened to an event
+_CAUSE_EC = {"서", "어서", "아서", "여서", "니까", "으니까"}
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
 # 려고, ᆯ래, ᆯ게, ᆯ라고: what the speaker means to do (죽을래요, 먹을라고, 끝낼게요); its 요 aside.
@@ -91,7 +93,7 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             i += 1
             continue
         negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
-        unreal = during = will = False
+        unreal = during = will = before = False
         if (t.form == "죽" and t.tag.startswith("V") and i >= 2 and tokens[i - 1].tag == "EC"
                 and tokens[i - 1].form in {"어", "아", "여"}
                 and (tokens[i - 2].tag.startswith("VA") or tokens[i - 2].tag == "XSA" or tokens[i - 2].form in _FEELING)):
@@ -119,7 +121,9 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             if u.tag == "VX" and u.form == "죽":
                 unreal = True  # 더워 죽겠어요
             elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
-                unreal = True
+                unreal = before = True
+            elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
+                unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
             elif u.tag == "EC" and u.form in _IRREALIS_EC:
                 unreal = True
             elif u.tag == "EC" and u.form == "다가":
@@ -163,6 +167,14 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                 and tokens[i - 1].start + tokens[i - 1].len == t.start and (negated or unreal)):
             root = out[-1]
             out[-1] = Morph(root.form, root.tag, root.negated or negated, root.unreal or unreal)
+        if negated and out and out[-1].form == "아무" and out[-1].tag == "NP":
+            unreal = True  # 아무도 안 와요: nobody came is no one's state (the help's, not a person's gone missing)
+        # 냄새 나서 신고했던 건: the cause of what happened before happened before too.
+        head = i - 1 if t.tag in {"XSV", "XSA"} and i > 0 and tokens[i - 1].tag in {"XR", "NNG"} else i
+        if (before and head > 0 and tokens[head - 1].tag == "EC" and tokens[head - 1].form in _CAUSE_EC
+                and len(out) >= (2 if head < i else 1) and out[head - i - 1].tag.startswith("V")):
+            k = head - i - 1
+            out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
         if during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         out.append(Morph(t.form, t.tag, negated, unreal, during, will))

@@ -438,3 +438,45 @@ def test_someone_yelling_that_a_person_is_dying_mid_request_escalates(rules: Eme
     assert verdict is not None and verdict.sure and verdict.kind.name == "crime", verdict and verdict.rule
     verdict = rules.classify("애들이 게임하면서 사람 죽는다고 소리 질러요 피시방 소음 민원이요")  # a game, a noise complaint
     assert verdict is None or not verdict.sure, verdict.rule
+
+
+# --- round 6: structure read from the endings, in words written here (not H's or I's) ---------------
+
+
+def _unreal(text: str, form: str) -> bool:
+    return any(m.unreal for m in analyse(text) if m.form == form)
+
+
+@pytest.mark.parametrize(("text", "form"), [
+    ("락스를 마신 기분이에요", "마시"),  # a feeling likened to an event
+    ("감옥에 갇혀 지내는 느낌이에요", "갇히"),  # through the serial verb too
+    ("인터폰 눌러도 아무도 안 와요", "오"),  # nobody came: no one's state
+    ("연기 나서 신고했던 건 해결됐어요", "나"),  # the cause of what happened before
+])
+def test_likeness_nobody_and_a_past_cause_are_no_event(text: str, form: str) -> None:
+    assert _unreal(text, form), analyse(text)
+
+
+@pytest.mark.parametrize(("text", "form"), [
+    ("락스를 마셨어요", "마시"),
+    ("아이가 안 와요", "오"),
+    ("연기 나서 신고했어요", "나"),
+])
+def test_the_same_verbs_said_plainly_are_events(text: str, form: str) -> None:
+    assert not _unreal(text, form), analyse(text)
+
+
+@pytest.mark.parametrize("text", [
+    "락스를 마신 기분이에요 민원 답변이 왜 이렇게 늦어요",
+    "감옥에 갇혀 지내는 느낌이라 휴가 신청서 양식 좀 알려 주세요",
+    "조카가 장난감 칼로 싸움 놀이하다가 칼을 잃어버렸어요 어디서 다시 사요",  # a toy's fight
+    "연기 나서 신고했던 건 소방관이 와서 다 정리했어요 출동 확인서 받을 수 있나요",
+])
+def test_round_six_near_misses_are_quiet(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None, (text, verdict and verdict.rule)
+
+
+def test_people_inside_a_stopped_ride_that_nobody_answers_are_not_missing(rules: EmergencyRules) -> None:
+    verdict = rules.classify("놀이기구가 멈췄는데 직원을 불러도 아무도 안 와요 위에 아이랑 할아버지가 타고 있어요")
+    assert verdict is not None and verdict.kind.name == "rescue", verdict and verdict.rule
