@@ -72,6 +72,15 @@ class EndOfTurnRules:
         return "default", None
 
 
+@dataclass
+class ResumeHold:
+    """The end held while the VAD hears speech again (``KoreanEndOfTurnStopStrategy``'s speech_resuming)."""
+
+    speech_resuming: Callable[[], bool]
+    max_secs: float
+    holding: bool = False  # the held end is being tried now: it must not hold again
+
+
 class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
     """Speech-timeout turn stop whose wait depends on the transcript's ending, with speculation.
 
@@ -115,9 +124,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._unclear_reply = unclear_reply
         self._unclear = False
         self._turn_open = False
-        self._speech_resuming = speech_resuming
-        self._resume_hold_secs = resume_hold_secs
-        self._holding = False
+        self._resume = ResumeHold(speech_resuming, resume_hold_secs) if speech_resuming else None
 
     async def handle_user_turn_started(self) -> None:
         self._turn_open = True
@@ -142,29 +149,30 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
 
         The hold runs as the speech timer's task, so the VAD's start (the caller goes on) cancels it
         with the rest of the pending end (``_discard_pending_end_of_turn``)."""
-        if self._holding or self._speech_resuming is None or not self._speech_resuming():
+        resume = self._resume
+        if resume is None or resume.holding or not resume.speech_resuming():
             return False
         self._user_speech_timeout_task = self.task_manager.create_task(
-            self._hold(self._speech_resuming), f"{self}::_hold_while_speech_resumes")
+            self._hold(resume), f"{self}::_hold_while_speech_resumes")
         return True
 
-    async def _hold(self, speech_resuming: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self._resume_hold_secs
+    async def _hold(self, resume: ResumeHold) -> None:
+        deadline = time.monotonic() + resume.max_secs
         try:
             # The analyzer's state moves once per 20 ms audio chunk and signals nothing: polled.
-            while speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
+            while resume.speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
         except asyncio.CancelledError:
             return
         finally:
             self._user_speech_timeout_task = None
         logger.debug("{}: end held {:.2f} s while speech resumed; it did not start a turn", self,
-                     self._resume_hold_secs - max(0.0, deadline - time.monotonic()))
-        self._holding = True
+                     resume.max_secs - max(0.0, deadline - time.monotonic()))
+        resume.holding = True
         try:
             await self._maybe_trigger_user_turn_stopped()
         finally:
-            self._holding = False
+            resume.holding = False
 
     async def _handle_unclear_speech(self) -> None:
         if not self._unclear_reply or self._vad_stopped_at is None or self._vad_user_speaking:

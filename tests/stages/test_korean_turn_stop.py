@@ -316,7 +316,7 @@ async def test_the_calls_turn_stop_holds_on_the_calls_own_vad_which_hears_speech
 
     vad = SharedSileroVADAnalyzer(session=load_silero_session(), config=CONFIG.vad, sample_rate=8000)
     (stop,) = user_turn_params(CONFIG, RULES, vad=vad).user_turn_strategies.stop
-    assert stop._speech_resuming == vad.speech_resuming and not vad.speech_resuming()
+    assert stop._resume.speech_resuming == vad.speech_resuming and not vad.speech_resuming()
     # "hello", 0.3 s of quiet, "hello" again (8 kHz, 20 ms chunks as the phone line brings them).
     pcm, rate = read_wav(ROOT / "bench" / "audio" / "hello.wav")
     at = lambda secs: round(secs * rate) * 2  # noqa: E731
