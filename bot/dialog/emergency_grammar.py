@@ -121,7 +121,9 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             if u.tag == "VX" and u.form == "죽":
                 unreal = True  # 더워 죽겠어요
             elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
-                unreal = before = True
+                unreal = True
+                # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
+                before = u.tag == "EP" or j + 1 < n and tokens[j + 1].form in {"거", "것", "일"}
             elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
                 unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
             elif u.tag == "EC" and u.form in _IRREALIS_EC:

@@ -480,3 +480,28 @@ def test_round_six_near_misses_are_quiet(rules: EmergencyRules, text: str) -> No
 def test_people_inside_a_stopped_ride_that_nobody_answers_are_not_missing(rules: EmergencyRules) -> None:
     verdict = rules.classify("놀이기구가 멈췄는데 직원을 불러도 아무도 안 와요 위에 아이랑 할아버지가 타고 있어요")
     assert verdict is not None and verdict.kind.name == "rescue", verdict and verdict.rule
+
+
+def test_a_passer_by_said_with_던_leaves_the_cause_before_it_an_event() -> None:
+    assert not _unreal("벽이 무너져서 지나가던 학생이 깔렸어요", "무너지")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # whatever is held and then swung at someone is a weapon, and the assault decides over the injury
+    ("편의점에서 어떤 손님이 소화기를 들고 직원한테 휘두르고 있어요 직원이 쓰러졌어요", "crime"),
+    ("옆 테이블 남자가 맥주잔을 쥐고 친구 얼굴을 내리쳤어요 피가 나요", "crime"),
+    # pills gone near a small child: a swallowing nobody saw, not a child gone missing
+    ("식탁에 둔 감기약이 몇 알 사라졌어요 네 살 딸이 자꾸 졸려해요", "medical"),
+])
+def test_round_six_decisive_facts_pick_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "골프채 들고 스윙 연습하다가 허리를 삐끗했어요 한의원 어디 있어요",
+    "약국에서 산 영양제가 다 떨어져서 없어졌어요 다섯 살 애 먹일 비타민 추천해 주세요",
+])
+def test_round_six_near_misses_of_the_new_rules_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
