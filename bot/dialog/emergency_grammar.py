@@ -39,6 +39,7 @@ _FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  #
 _FINE = {"괜찮", "멀쩡", "멀쩡하"}  # 괜찮았는데, 멀쩡하더니: how it was before
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
 _LIKENESS = {"기분", "느낌"}  # X은 기분이에요: a feeling likened to an event
+_STARTLED = {"놀라", "식겁", "철렁", "걱정"}
 _CAUSE_EC = {"서", "어서", "아서", "여서", "니까", "으니까"}
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
@@ -124,6 +125,10 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                 unreal = True
                 # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
                 before = u.tag == "EP" or j + 1 < n and tokens[j + 1].form in {"거", "것", "일"}
+            elif ((t.form in _STARTLED or t.tag == "XSV" and i > 0 and tokens[i - 1].form in _STARTLED) and u.tag == "EP" and u.form in {"었", "았"} and j + 1 < n
+                  and (tokens[j + 1].form in {"는데", "지만"} or tokens[j + 1].form == "는" and j + 2 < n
+                       and tokens[j + 2].form == "데")):
+                before = True  # 안 들어와서 놀랐는데 (…주무셨더라고요): a fright told as over, its cause with it
             elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
                 unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
             elif u.tag == "EC" and u.form in _IRREALIS_EC:

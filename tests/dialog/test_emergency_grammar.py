@@ -505,3 +505,24 @@ def test_round_six_decisive_facts_pick_the_kind(rules: EmergencyRules, text: str
 def test_round_six_near_misses_of_the_new_rules_are_not_escalated(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    # a school year names the child and gives the age; a night away from home is late (the grammar itself)
+    "고등학교 일학년 딸이 어제 저녁에 학원 간다고 나가서 지금까지 안 들어왔어요",
+    "초등학교 사학년인데 학원 버스에서 내렸다는데 집에 안 왔어요 벌써 해가 졌어요",
+])
+def test_round_six_a_child_named_by_school_year_out_overnight_is_missing(rules: EmergencyRules, text: str) -> None:
+    assert rules.lemmas is not None
+    hit = rules.lemmas.classify(rules.standard(text))
+    assert hit is not None and hit.sure and hit.kind == "missing_child", (text, hit)
+
+
+def test_round_six_a_head_bleeding_with_the_person_down_escalates(rules: EmergencyRules) -> None:
+    verdict = rules.classify("자전거랑 부딪힌 할아버지가 머리에서 피 흘리고 길에 누워 계세요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
+
+
+def test_a_fright_told_as_over_takes_its_cause_with_it() -> None:
+    assert _unreal("동생이 어젯밤에 안 들어와서 놀랐는데 친구 집에서 잤대요", "들어오")
+    assert not _unreal("동생이 어젯밤에 안 들어와서 놀랐어요", "들어오")
