@@ -526,3 +526,8 @@ def test_round_six_a_head_bleeding_with_the_person_down_escalates(rules: Emergen
 def test_a_fright_told_as_over_takes_its_cause_with_it() -> None:
     assert _unreal("동생이 어젯밤에 안 들어와서 놀랐는데 친구 집에서 잤대요", "들어오")
     assert not _unreal("동생이 어젯밤에 안 들어와서 놀랐어요", "들어오")
+
+
+def test_fumes_with_the_sickness_they_cause_are_gas_over_the_sickness(rules: EmergencyRules) -> None:
+    verdict = rules.classify("펜션에서 자고 일어났는데 일행들이 다 어지러워하고 친구 하나가 토하면서 축 처져 있어요 보일러가 이상해요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "gas", verdict and verdict.rule
