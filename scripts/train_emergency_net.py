@@ -42,7 +42,7 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_training_t6.toml", "emergency_heldout_a.toml", "emergency_heldout_b.toml",
     "emergency_heldout_c.toml", "emergency_heldout_d.toml", "emergency_heldout_e.toml", "emergency_heldout_f.toml",
     "emergency_heldout_g.toml", "emergency_training_t7.toml", "emergency_training_t8.toml",
-    "emergency_heldout_h.toml", "emergency_heldout_i.toml")]
+    "emergency_heldout_h.toml", "emergency_heldout_i.toml", "emergency_heldout_j.toml", "emergency_heldout_k.toml")]
 THRESHOLD = 0.9
 L2 = 1e-3  # leave-one-table-out: 1e-4 asked 2 of 764 ordinary turns, 1e-2 found a third fewer emergencies
 MIN_SYLLABLES = 6
