@@ -116,6 +116,8 @@ class EmergencyRules:
         is asked first. With no hit, a turn with the danger cues of a kind (the question cues) is asked too.
         A regex hit of one kind and a grammar rule marked ``overrides`` of another: the grammar's kind
         (it read who and what: a child who swallowed pills is poisoned, not suicidal).
+        A sure regex hit that the grammar reads as no event now (``Grammar.against``: past, hypothetical,
+        ended, on a screen, a figure of speech) is asked, not escalated, unless another hit of its kind stands.
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read.
         """
@@ -131,7 +133,11 @@ class EmergencyRules:
                 if self.lemmas is not None and (hit := self.lemmas.classify(text, overriding=True)) is not None \
                         and hit.sure and hit.kind != g.kind.name:
                     return Verdict(self.kinds[hit.kind], not hedged, f"grammar:{hit.name}")
-                return Verdict(g.kind, not hedged, rule)
+                if hedged or (why := self._vetoed(g, own, text)) is None:  # a hedge asks already
+                    return Verdict(g.kind, not hedged, rule)
+                if unsure is None:  # no event now, as the grammar reads it: the kind's question at most
+                    unsure = Verdict(g.kind, False, f"{rule}-{why}")
+                continue
             if unsure is None and (rule := _first(g.unsure, own)):
                 unsure = Verdict(g.kind, False, rule)
         if self.lemmas is not None and (hit := self.lemmas.classify(text)) is not None:
@@ -145,6 +151,18 @@ class EmergencyRules:
         elif unsure is not None and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
+
+    def _vetoed(self, g: _Grammar, own: str, text: str) -> str | None:
+        """Why every sure hit of ``g`` in the turn is no event now, as the grammar reads it (a past or
+        hypothetical event, a story on a screen, a figure of speech); None when one of them stands."""
+        if self.lemmas is None:
+            return None
+        why = None
+        for _, regex in g.sure:
+            for m in regex.finditer(own):
+                if (why := self.lemmas.against(text, m.group(), thought=g.kind.name in self.lemmas.thoughts)) is None:
+                    return None
+        return why
 
     def _confirmed(self, unsure: Verdict, said: str, hedged: bool) -> bool:
         """A question of the grammar or the cues that the learned net reads as the same kind: two nets

@@ -13,6 +13,7 @@ The third net, the question cues, is in ``bot/dialog/emergency_cues.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import re
@@ -59,6 +60,12 @@ class Morph:
     unreal: bool = False  # past perfect (났었, 났던, 난 적, 난 뒤), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
     during: bool = False  # what was being done when it happened (뉴스 보다가, 훈련 중에): no topic that holds a rule back
     will: bool = False  # what the speaker means to do: 죽을래요, 먹을라고, 끝낼게요, 뛰어내릴 거예요, 죽겠다
+    # Where its word stands in the analysed text (characters, end excluded): a regex hit is located by it.
+    start: int = field(default=-1, compare=False)
+    end: int = field(default=-1, compare=False)
+    # A state that ended (잃으셨다가 모셔다 주셨어요): only a regex hit's veto reads it (a strangling that
+    # ended, 졸랐다가 놨어요, still escalates by the grammar: he is still there).
+    ended: bool = field(default=False, compare=False)
 
 
 def _by_mistake(tokens: list, k: int) -> bool:
@@ -82,11 +89,14 @@ def _analysed(text: str) -> tuple[Morph, ...]:
     """One Kiwi analysis per turn text: the grammar and the question cues read the same turn."""
     tokens = load_kiwi().tokenize(text)
     out: list[Morph] = []
+    at: list[tuple[int, int]] = []  # each morpheme's place, beside ``out`` (which rewrites its items' readings)
+    over: set[int] = set()  # the morphemes read as a state that ended
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
         if t.form in _KEPT_PARTICLES and t.tag.startswith("J"):
             out.append(Morph(t.form, t.tag))
+            at.append((t.start, t.start + t.len))
             i += 1
             continue
         if _SKIP_TAG.match(t.tag) or (t.tag == "MAG" and t.form in _NEGATORS and i + 1 < n
@@ -94,7 +104,7 @@ def _analysed(text: str) -> tuple[Morph, ...]:
             i += 1
             continue
         negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
-        unreal = during = will = before = False
+        unreal = during = will = before = ended = False
         if (t.form == "죽" and t.tag.startswith("V") and i >= 2 and tokens[i - 1].tag == "EC"
                 and tokens[i - 1].form in {"어", "아", "여"}
                 and (tokens[i - 2].tag.startswith("VA") or tokens[i - 2].tag == "XSA" or tokens[i - 2].form in _FEELING)):
@@ -133,6 +143,8 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                 unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
             elif u.tag == "EC" and u.form in _IRREALIS_EC:
                 unreal = True
+            elif u.tag == "EC" and u.form == "다가" and tokens[j - 1].tag == "EP" and tokens[j - 1].form in {"었", "았", "였"}:
+                ended = during = True  # 잃으셨다가 (찾았어요): a state that ended (졸랐다가 놨어요: the act ended, its danger may not)
             elif u.tag == "EC" and u.form == "다가":
                 during = True
             elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
@@ -185,12 +197,17 @@ def _analysed(text: str) -> tuple[Morph, ...]:
         if during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         out.append(Morph(t.form, t.tag, negated, unreal, during, will))
+        at.append((t.start, t.start + t.len))
+        if ended:
+            over.add(len(out) - 1)
         for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
             u = tokens[k]
             if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
                 out.append(Morph(u.form, u.tag, negated, unreal, False, will))
+                at.append((u.start, u.start + u.len))
         i = j
-    return tuple(out)
+    return tuple(dataclasses.replace(m, start=a, end=b, ended=m.ended or k in over)
+                 for k, (m, (a, b)) in enumerate(zip(out, at, strict=True)))
 
 
 class GrammarError(ValueError):
@@ -392,6 +409,20 @@ class GrammarRule:
         return False
 
 
+_PREDICATE = re.compile(r"^(?:V|XSV|XSA)")  # what a hit's reading is read from
+
+
+def _located(text: str, said: str, morphs: list[Morph]) -> list[int]:
+    """The morphemes of ``said`` (a regex hit in the normalized turn: lowercase, no spaces or
+    punctuation) in ``text``'s analysis; [] when the hit is not found there."""
+    kept = [(k, ch) for k, ch in enumerate(text.lower()) if ch.isalnum()]
+    squashed = "".join(ch for _, ch in kept)
+    if not said or (c := squashed.find(said)) < 0:
+        return []
+    a, b = kept[c][0], kept[c + len(said) - 1][0] + 1
+    return [k for k, m in enumerate(morphs) if m.start < b and a < m.end]
+
+
 def _by_first(items: tuple[Item, ...]) -> tuple[dict[str, list[Item]], tuple[Item, ...]]:
     """The items keyed by their first form, and those whose first form is a prefix ("떨*")."""
     by_first: dict[str, list[Item]] = {}
@@ -405,12 +436,57 @@ class Grammar:
     """The rules of ``emergency_grammar.toml``; ``classify`` is one Kiwi analysis and a scan."""
 
     def __init__(self, rules: list[GrammarRule], reach: int,
-                 dialect: tuple[tuple[re.Pattern[str], str], ...] = ()):
+                 dialect: tuple[tuple[re.Pattern[str], str], ...] = (),
+                 anywhere: tuple[Item, ...] = (), veto: tuple[Item, ...] = (), thoughts: frozenset[str] = frozenset(),
+                 then: tuple[Item, ...] = (), now: tuple[Item, ...] = ()):
         # A sure rule marked ``overrides`` is tried first: it read who and what (a weapon used on someone
         # who now bleeds is a crime in progress, not only an injury), so it also wins over the other rules.
         self.rules = sorted(rules, key=lambda r: not (r.sure and r.overrides))
         self.reach = reach
         self.dialect = dialect  # endings Kiwi does not know, rewritten to standard ones first
+        self.anywhere = anywhere  # [context].anywhere: a story on a screen
+        self.veto = veto  # [context].veto: a figure of speech, a threat of no harm, near a regex hit
+        self.thoughts = thoughts  # [context].thoughts: kinds whose danger is a thought (suicide)
+        self.then, self.now = then, now  # [context].then: a day gone by; [context].now: what says it is now
+
+    def against(self, text: str, said: str, thought: bool = False) -> str | None:
+        """Why a regex hit is no event now, as the grammar reads the turn; None when it sees nothing
+        against it (then the hit escalates). ``said``: the hit, as matched in the normalized turn.
+
+        "unreal": the hit's predicate (its last verb, or for a noun the verb after it) is read as past
+        perfect, hypothetical, believed or likened (쓰러지셨던, 중풍으로 쓰러지셨던); "ended": a state that
+        ended (잃으셨다가 모셔다 주셨어요);
+        "story": a story on a screen in the turn (공포영화), not what the person was doing (영화 보다가);
+        "figure": a [context].veto phrase within reach of the hit (분위기가 불타오르네요);
+        "past": a [context].then day within reach of a done act, and no [context].now word in the turn.
+        ``thought``: a kind whose danger is a thought (뛰어내리면 다 끝날 것 같아요): a hypothetical or a
+        wish is its danger, not a reading against it; only a state that ended is."""
+        text = self.standard(text)
+        morphs = analyse(text)
+        if not (hit := _located(text, said, morphs)):
+            return None  # the hit's words are not where the analysis can find them: no reading against it
+        where = _index(morphs)
+        if any(not (morphs[s[0]].during or morphs[s[1]].during) for item in self.anywhere
+               for s in _find(item, morphs, where)):
+            return "story"
+        lo, hi = hit[0], hit[-1]
+        # The predicate the hit's last word belongs to: that word itself, or the verb after it (불러도 대답이 없어요).
+        head = next((k for k in range(hi, min(hi + 2 + _GAP, len(morphs))) if _PREDICATE.match(morphs[k].tag)), None)
+        if head is not None and morphs[head].ended:
+            return "ended"
+        if head is not None and morphs[head].unreal and not thought:
+            return "unreal"
+        if any(s[1] >= lo - self.reach and s[0] <= hi + self.reach for item in self.veto
+               for s in _find(item, morphs, where)):
+            return "figure"
+        # A done act on a day gone by (누가 깨고 갔어요 어젯밤에요), with nothing said as now; 어젯밤부터 is now.
+        if (head is not None and not morphs[head].negated
+                and not any(_find(item, morphs, where) for item in self.now)
+                and any(s[1] >= lo - self.reach and s[0] <= hi + self.reach
+                        and not text[morphs[s[1]].end:].lstrip().startswith("부터")
+                        for item in self.then for s in _find(item, morphs, where))):
+            return "past"
+        return None
 
     def standard(self, text: str) -> str:
         """The turn with the [dialect] rewrites applied (먹어부렀어라 -> 먹어버렸어요)."""
@@ -450,12 +526,19 @@ class Grammar:
         items = words.items
 
         source.table(("context",), default={})
-        source.no_unknown(("context",), {"unless", "reach", "anywhere"})
+        source.no_unknown(("context",), {"unless", "reach", "anywhere", "veto", "thoughts", "then", "now"})
         reach = source.value(("context", "reach"), int, "a whole number", default=4)
         common = source.value(("context", "unless"), list, "a list of concept names", default=[])
         anywhere = items(("context", "anywhere"),
                          ["@" + c for c in source.value(("context", "anywhere"), list, "a list of concept names",
                                                         default=[])])
+        veto = items(("context", "veto"), ["@" + c for c in source.value(("context", "veto"), list,
+                                                                      "a list of concept names", default=[])])
+        then, now = (items(("context", key), ["@" + c for c in source.value(("context", key), list,
+                                                                           "a list of concept names", default=[])])
+                     for key in ("then", "now"))
+        thoughts = frozenset(source.value(("context", "thoughts"), list, "a list of kind names", default=[],
+                                          ok=lambda v: all(isinstance(k, str) and (kinds is None or k in kinds) for k in v)))
         rules = []
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
@@ -487,5 +570,5 @@ class Grammar:
                 topics + items((*key, "unless"), ["@" + c for c in unless]),
                 window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics),
                 tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least))
-        return cls(rules, reach, tuple(dialect))
+        return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now)
 

@@ -531,3 +531,51 @@ def test_a_fright_told_as_over_takes_its_cause_with_it() -> None:
 def test_fumes_with_the_sickness_they_cause_are_gas_over_the_sickness(rules: EmergencyRules) -> None:
     verdict = rules.classify("펜션에서 자고 일어났는데 일행들이 다 어지러워하고 친구 하나가 토하면서 축 처져 있어요 보일러가 이상해요")
     assert verdict is not None and verdict.sure and verdict.kind.name == "gas", verdict and verdict.rule
+
+
+# Round 7: the grammar's reading vetoes a regex hit (bot/dialog/emergency.py: EmergencyRules._vetoed).
+@pytest.mark.parametrize(("text", "why"), [
+    ("뇌졸중으로 재작년에 쓰러지셨던 어머니 요양 등급 갱신하려고요", "unreal"),  # a noun hit takes its verb's reading
+    ("할머니가 길을 잃으셨다가 파출소에서 연락 왔어요 모시러 가요 인식표 어디서 해요", "ended"),
+    ("피가 철철 나는 공포영화 상영 시간 알려주세요", "story"),
+    ("총 맞고 피가철철나는 게임 청소년이 해도 되나요", "story"),
+    ("요즘 토론 열기가 불타오르네요 구민회관 대관 문의요", "figure"),
+    ("상사가 잘라버린다고 협박해요 노무사 상담 돼요", "figure"),
+    ("팀장님이 고소하겠다고 협박하고 있어요 법률 상담 받을 수 있나요", "figure"),
+    ("누가 차 유리를 깨고 갔어요 그저께요 블랙박스 영상 제출 어디로 해요", "past"),
+])
+def test_a_regex_hit_the_grammar_reads_as_no_event_now_is_asked_not_escalated(
+        rules: EmergencyRules, text: str, why: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and not verdict.sure, verdict and verdict.rule
+    assert verdict.rule.endswith(f"-{why}"), verdict.rule  # the regex net's own hit, vetoed
+
+
+def test_a_figure_of_speech_holds_the_grammar_flames_back_too(rules: EmergencyRules) -> None:
+    verdict = rules.classify("응원 열기에 불이 붙었어요 경기장 주차 되나요")
+    assert verdict is None or not verdict.sure, verdict.rule
+
+
+@pytest.mark.parametrize("text", [
+    "어머니가 쓰러지셨어요",
+    "창고에 불이 붙었어요",
+    "모르는 남자가 유리를 깨고 들어왔어요",
+    "영화 보다가 남편이 쓰러졌어요",  # what he was doing is no story on a screen
+    "누가 문을 깨고 들어왔어요 어젯밤에요 지금 거실에 있어요",  # a day gone by, and now
+    "전 남편이 죽여버리겠다고 협박해요 지금 문 앞이에요",  # a threat of harm
+    "저 지금 이십층 베란다에 나와 있어요 그냥 뛰어내리면 다 끝날 것 같아요",  # a thought is suicide's danger
+])
+def test_the_same_regex_hits_said_as_now_still_escalate(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure, verdict and verdict.rule
+
+
+def test_against_reads_the_hit_where_it_stands_in_the_turn(rules: EmergencyRules) -> None:
+    grammar = rules.lemmas
+    assert grammar is not None
+    # 불러도 (even when called) is the concession, not the predicate of the hit's last word (대답 ... 없어요).
+    assert grammar.against("엄마가 불러도 대답이 없어요", "불러도대답이없") is None
+    assert grammar.against("엄마가 불러도 대답이 없어요", "불러도대답") is None
+    assert grammar.against("작년에 쓰러지셨던 아버지", "쓰러지") == "unreal"
+    assert grammar.against("어젯밤부터 애가 안 들어와요", "애가안들어와") is None  # since last night is now
+    assert grammar.against("불이 났어요", "화재") is None  # a hit the analysis cannot find: nothing against it
