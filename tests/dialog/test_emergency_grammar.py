@@ -579,3 +579,18 @@ def test_against_reads_the_hit_where_it_stands_in_the_turn(rules: EmergencyRules
     assert grammar.against("작년에 쓰러지셨던 아버지", "쓰러지") == "unreal"
     assert grammar.against("어젯밤부터 애가 안 들어와요", "애가안들어와") is None  # since last night is now
     assert grammar.against("불이 났어요", "화재") is None  # a hit the analysis cannot find: nothing against it
+
+
+@pytest.mark.parametrize("text", [
+    "해수욕장 절벽 위 경고판이 떨어져 있어서 다시 세워 주세요",  # a fixture fell, nobody did
+    "하수 펌프가 고장 나서 마당에 물이 고여요 수리 요청이요",  # a pump is no bleeding
+    "손이 저려서 수저를 떨어뜨리는데 손목 때문이래요 병원 다니고 있어요 장애 등급 문의요",  # under care for it
+])
+def test_round_seven_near_misses_of_the_grammar_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, verdict.rule
+
+
+def test_a_taped_room_with_a_burning_smell_is_charcoal_over_nobody_answering(rules: EmergencyRules) -> None:
+    verdict = rules.classify("언니 방문 틈에 청테이프가 붙어 있고 안에서 뭔가 타는 냄새가 나요 불러도 대답이 없어요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "suicide", verdict and verdict.rule
