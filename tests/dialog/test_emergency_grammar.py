@@ -594,3 +594,18 @@ def test_round_seven_near_misses_of_the_grammar_are_not_escalated(rules: Emergen
 def test_a_taped_room_with_a_burning_smell_is_charcoal_over_nobody_answering(rules: EmergencyRules) -> None:
     verdict = rules.classify("언니 방문 틈에 청테이프가 붙어 있고 안에서 뭔가 타는 냄새가 나요 불러도 대답이 없어요")
     assert verdict is not None and verdict.sure and verdict.kind.name == "suicide", verdict and verdict.rule
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # "I feel I will die" beside a partner dragging her: fear of him, not a will to die
+    ("오늘은 진짜 죽을 거 같아요 남자친구가 저를 방에서 끌고 다녔어요 아직 집에 있어요", "crime"),
+    # her own leg dragged is a gait, not someone dragged off
+    ("할머니가 한쪽 다리를 질질 끌고 걸으시다가 주저앉으셨어요 입이 한쪽으로 돌아갔어요", "medical"),
+    # a note with an apology, its writer gone: a farewell, not a child out of contact
+    ("아내 차에서 쪽지가 나왔는데 미안해 애들 잘 부탁해 이렇게 써 있어요 아내는 아침에 나갔고 휴대폰이 꺼졌대요", "suicide"),
+    ("동생이 모글 졸랐어요 지금 숨이 잘 안 쉬어져요 동생은 아직 방에 있어요", "crime"),  # 모글: 목을, misheard
+    ("애가 경기하다가 눈이 위로 돌아가서 안 돌아와요 삼 분 넘었어요", "medical"),  # the eyes do not come back, not the child
+])
+def test_round_seven_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, verdict and verdict.rule
