@@ -609,3 +609,19 @@ def test_a_taped_room_with_a_burning_smell_is_charcoal_over_nobody_answering(rul
 def test_round_seven_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure and verdict.kind.name == kind, verdict and verdict.rule
+
+
+def test_someone_with_a_weapon_and_a_person_stabbed_is_a_crime(rules: EmergencyRules) -> None:
+    verdict = rules.classify("남자가 칼 들고 있어요 주차장에서 사람 찔렸어요 피가 많이 나요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "crime", verdict and verdict.rule
+    slipped = rules.classify("엄마가 김장하다가 칼에 손이 찔렸어요 피가 좀 나요 반창고 붙였어요")
+    assert slipped is None or slipped.kind.name != "crime", slipped.rule  # a knife that slipped at work
+
+
+def test_a_child_who_swallowed_an_elders_medicine_is_poisoned_and_a_child_tending_it_is_not(
+        rules: EmergencyRules) -> None:
+    verdict = rules.classify("아들이 할아버지 수면제를 한 줌 먹었어요 방금요 눈이 풀려요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical", verdict and verdict.rule
+    assert verdict.rule == "grammar:medical.child_took_an_elders_medicine"
+    tends = rules.classify("딸이 할머니 혈압약 드실 시간 맞춰서 챙겨 드려요 칭찬해 주세요")
+    assert tends is None or not tends.sure, tends.rule
