@@ -625,3 +625,13 @@ def test_a_child_who_swallowed_an_elders_medicine_is_poisoned_and_a_child_tendin
     assert verdict.rule == "grammar:medical.child_took_an_elders_medicine"
     tends = rules.classify("딸이 할머니 혈압약 드실 시간 맞춰서 챙겨 드려요 칭찬해 주세요")
     assert tends is None or not tends.sure, tends.rule
+
+
+@pytest.mark.parametrize("text", [
+    "별일 아닐 수도 있는데요 아버지가 갑자기 쓰러지셨어요 말이 어눌하세요",  # modesty before the facts
+    "손녀가 할머니 수면제를 삼켰어요 몇 알인지 모르겠어요",  # a detail unknown, not a doubt
+])
+def test_modesty_and_an_unknown_detail_are_no_hedge(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure, verdict and verdict.rule
+    assert not rules.classify("불이 났어요 아닐 수도 있는데").sure  # a doubt about the fact still asks
