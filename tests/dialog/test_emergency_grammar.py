@@ -635,3 +635,13 @@ def test_modesty_and_an_unknown_detail_are_no_hedge(rules: EmergencyRules, text:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure, verdict and verdict.rule
     assert not rules.classify("불이 났어요 아닐 수도 있는데").sure  # a doubt about the fact still asks
+
+
+@pytest.mark.parametrize("text", [
+    "아까 왔던 남자가 또 왔어요 문에 드릴을 대고 있어요 저 혼자 있어요",  # a drill at the door is forcing it
+    "현관문 손잡이가 돌아가요 밖에서 누가 돌리고 있어요 아내는 출장 갔어요",  # away on a trip, no locksmith called out
+])
+def test_a_door_forced_while_the_caller_is_alone_is_read_by_the_grammar(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.rule == "grammar:crime.door_forced", verdict and verdict.rule
+    assert rules.classify("열쇠를 잃어버려서 출장 열쇠 불렀는데 문 여는 데 얼마예요") is None
