@@ -645,3 +645,10 @@ def test_a_door_forced_while_the_caller_is_alone_is_read_by_the_grammar(rules: E
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure and verdict.rule == "grammar:crime.door_forced", verdict and verdict.rule
     assert rules.classify("열쇠를 잃어버려서 출장 열쇠 불렀는데 문 여는 데 얼마예요") is None
+
+
+def test_people_shut_in_by_a_blaze_are_a_fire(rules: EmergencyRules) -> None:
+    verdict = rules.classify("컨테이너 숙소 불 불 타요 동료가 안에서 자고 있어요 문 안 열려요")
+    assert verdict is not None and verdict.sure and verdict.kind.name == "fire", verdict and verdict.rule
+    stuck = rules.classify("화장실 문이 고장 나서 아이가 안에 갇혔어요 문이 안 열려요")
+    assert stuck is not None and stuck.sure and stuck.kind.name == "rescue", stuck and stuck.rule
