@@ -97,6 +97,11 @@ def test_a_weapon_used_on_someone_who_bleeds_is_a_crime(rules: EmergencyRules) -
     assert verdict is not None and verdict.kind.name == "crime" and verdict.sure, verdict
 
 
+
+def _escalates_as(rules: EmergencyRules, text: str, kind: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+
 def _will(text: str, form: str) -> bool:
     return next(m for m in analyse(text) if m.form == form).will
 
@@ -325,8 +330,7 @@ def test_what_the_caller_sees_happen_is_an_event() -> None:
     ("동생이 그동안 고마웠다 나 없어도 잘 살라고 보내고 전화를 안 받아요", "suicide"),
 ])
 def test_round_five_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 def test_writhing_in_pain_is_no_fall_from_a_cliff(rules: EmergencyRules) -> None:
@@ -348,8 +352,7 @@ def test_a_feelings_hyperbole_is_no_intent_to_die() -> None:
     ("물류창고에서 철제 선반이 쓰러져서 삼촌이 밑에 깔렸어요 둘이 들어도 안 들려요 못 빼요", "rescue"),  # cannot be freed
 ])
 def test_round_five_states_said_without_the_usual_words(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 def test_a_need_is_no_event(rules: EmergencyRules) -> None:
@@ -365,8 +368,7 @@ def test_a_need_is_no_event(rules: EmergencyRules) -> None:
     ("펜션 방에서 자고 일어났는데 남편이 안 일어나요 방에 이상한 냄새가 나요", "gas"),
 ])
 def test_round_five_who_shut_them_in_and_why_they_do_not_wake(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 def test_a_smell_after_sleep_alone_is_no_gas_escalation(rules: EmergencyRules) -> None:
@@ -394,8 +396,7 @@ def test_jeju_mistaken_medicine_escalates(rules: EmergencyRules) -> None:
     ("언니가 이 세상에 미련 없다고 하고 약통을 들고 화장실에 들어가서 문을 잠갔어요", "suicide"),
 ])
 def test_round_five_probes_written_here_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 @pytest.mark.parametrize(("text", "kind"), [
@@ -406,8 +407,7 @@ def test_round_five_probes_written_here_escalate_as_their_kind(rules: EmergencyR
     ("아파트 공사장 비계에서 인부 한 명이 안전줄에 매달려서 대롱대롱해요", "rescue"),
 ])
 def test_round_five_more_probes_escalate_as_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 @pytest.mark.parametrize("text", [
@@ -494,8 +494,7 @@ def test_a_passer_by_said_with_던_leaves_the_cause_before_it_an_event() -> None
     ("식탁에 둔 감기약이 몇 알 사라졌어요 네 살 딸이 자꾸 졸려해요", "medical"),
 ])
 def test_round_six_decisive_facts_pick_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
+    _escalates_as(rules, text, kind)
 
 
 @pytest.mark.parametrize("text", [
