@@ -32,7 +32,10 @@ def rows(tmp_path_factory, whisper_dir, standin_tts_dir):
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
     work = tmp_path_factory.mktemp("line-faults")
     overrides = [*offline_bot_overrides(whisper_dir, standin_tts_dir, "http://127.0.0.1:9/v1", work / "unused"),
-                 FAST_VOICE]  # the rows bound the resume's first audio and the silences, not a reply's length
+                 FAST_VOICE,  # the rows bound the resume's first audio and the silences, not a reply's length
+                 # A restarting worker loads its models beside the call: on a loaded CI machine the fake's first
+                 # token once took over the product's 1.5 s (the apology, then no read-back for the key).
+                 "llm.first_token_timeout_ms=10000", "llm.filler_after_ms=10000"]
     with LineLab(None, overrides, work_dir=work, stt_delay_ms=400) as lab:
         result = asyncio.run(lab.run())
     for row in result:
