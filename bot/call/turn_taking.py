@@ -43,7 +43,7 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer 
             start=[_vad_start(config, backchannels, line_playing),
                    TranscriptionUserTurnStartStrategy(enable_interruptions=False)],
             stop=[_turn_stop(config, rules, on_decision, unclear_reply,
-                             vad.speech_resuming if isinstance(vad, SharedSileroVADAnalyzer) else None)],
+                             vad.silence_heard if isinstance(vad, SharedSileroVADAnalyzer) else None)],
         ),
         user_mute_strategies=[MuteUntilFirstBotCompleteUserMuteStrategy()] if config.call.mute_during_greeting else [],
         user_turn_stop_timeout=config.turn.stop_timeout_secs,
@@ -54,14 +54,16 @@ def user_turn_params(config: Config, rules: EndOfTurnRules, *, vad: VADAnalyzer 
 
 def _turn_stop(config: Config, rules: EndOfTurnRules, on_decision: Callable[[str, float], None] | None,
                unclear_reply: str | Callable[[], str] | None,
-               speech_resuming: Callable[[], bool] | None) -> BaseUserTurnStopStrategy:
+               silence_heard: Callable[[], float] | None) -> BaseUserTurnStopStrategy:
     if config.turn.korean_endpointing:
         waits = {"final": config.turn.final_wait_secs, "continuing": config.turn.continuing_wait_secs,
                  "default": config.turn.speech_timeout_secs}
         return KoreanEndOfTurnStopStrategy(rules=rules, waits=waits, speculate=config.turn.speculative_reply,
                                            on_decision=on_decision, unclear_reply=unclear_reply,
-                                           speech_resuming=speech_resuming,
-                                           resume_hold_secs=config.vad.start_secs + 0.2)
+                                           silence_heard=silence_heard,
+                                           # speech again needs start_secs to start a turn; a queue
+                                           # behind the analyzer gets a second more
+                                           resume_hold_secs=config.vad.start_secs + 1.0)
     # Speech timeout, not smart-turn: smart-turn races the segmented STT (see notes).
     return SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=config.turn.speech_timeout_secs)
 

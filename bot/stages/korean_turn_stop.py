@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 from pipecat.frames.frames import (
     Frame,
+    STTMetadataFrame,
     TranscriptionFrame,
     TTSSpeakFrame,
     VADUserStartedSpeakingFrame,
@@ -28,7 +29,7 @@ from pipecat.turns.types import ProcessFrameResult, UserTurnSpeculation
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy
 
 from bot.core.datafile import DataFile
-from bot.stages.whisper import UnclearSpeechFrame
+from bot.stages.whisper import SegmentUnreadFrame, UnclearSpeechFrame
 from bot.telemetry.turn_facts import EndpointChosenFrame
 
 _TRAILING = re.compile(r"[\s.,!…~·]+$")
@@ -72,13 +73,22 @@ class EndOfTurnRules:
         return "default", None
 
 
+# Audio reaches the analyzer a chunk (20 ms on the phone line) at a time: the audio clock trails the
+# wall clock by up to a chunk even when nothing is behind.
+_AUDIO_CLOCK_SLACK_SECS = 0.04
+
+
 @dataclass
 class ResumeHold:
-    """The end held while the VAD hears speech again (``KoreanEndOfTurnStopStrategy``'s speech_resuming)."""
+    """The end held until the VAD has heard the wait's silence (``KoreanEndOfTurnStopStrategy``'s
+    silence_heard)."""
 
-    speech_resuming: Callable[[], bool]
+    silence_heard: Callable[[], float]
     max_secs: float
     holding: bool = False  # the held end is being tried now: it must not hold again
+
+    def short_of(self, wait: float) -> bool:
+        return self.silence_heard() < wait - _AUDIO_CLOCK_SLACK_SECS
 
 
 class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
@@ -93,12 +103,18 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         unclear_reply: Said when the whole turn was speech the STT could not make out
             (``UnclearSpeechFrame``), after the default wait, instead of the stop timeout's silence
             (a callable: asked each time, for the call's current language).
-        speech_resuming: True while the VAD hears speech again after its stop
-            (``SharedSileroVADAnalyzer.speech_resuming``): not yet ``start_secs`` long, or its start
-            frame not yet here. A wait that runs out then holds,
-            for at most ``resume_hold_secs``: the caller who paused for breath is not cut off
-            because their next words had not yet lasted long enough to be a start.
-        resume_hold_secs: The longest such hold (past it the turn ends as if the VAD were quiet).
+        silence_heard: Seconds of audio the VAD has analysed since it last heard speech
+            (``SharedSileroVADAnalyzer.silence_heard``). A wait runs on the wall clock; when it runs
+            out with less silence heard than the wait, the end holds, for at most
+            ``resume_hold_secs``: the caller is speaking again (not yet ``start_secs`` long, or its
+            start frame on its way), or their audio is still queued before the analyzer (a loaded
+            machine). A caller who paused for breath is not cut off either way.
+        resume_hold_secs: The longest such hold (past it the turn ends as if the silence were heard).
+        stt_net_secs: The least wait for a segment's transcript after the VAD stop. The product's STT
+            answers every segment in order (a transcript, or ``SegmentUnreadFrame``), so this is a
+            net for a hung STT, not Pipecat's p99 guess: a segment transcribed late on a loaded
+            machine (1.3 s under stress-ng; more on the CI's) is waited for, not left to open a turn
+            of its own after the turn ended on the words before it.
     """
 
     def __init__(
@@ -109,8 +125,9 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         speculate: bool = True,
         on_decision: Callable[[str, float], None] | None = None,
         unclear_reply: str | Callable[[], str] | None = None,
-        speech_resuming: Callable[[], bool] | None = None,
-        resume_hold_secs: float = 0.4,
+        silence_heard: Callable[[], float] | None = None,
+        resume_hold_secs: float = 1.2,
+        stt_net_secs: float = 4.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(user_speech_timeout=waits["default"], **kwargs)
@@ -124,7 +141,8 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         self._unclear_reply = unclear_reply
         self._unclear = False
         self._turn_open = False
-        self._resume = ResumeHold(speech_resuming, resume_hold_secs) if speech_resuming else None
+        self._resume = ResumeHold(silence_heard, resume_hold_secs) if silence_heard else None
+        self._stt_net_secs = stt_net_secs
 
     async def handle_user_turn_started(self) -> None:
         self._turn_open = True
@@ -142,32 +160,49 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
         if isinstance(frame, UnclearSpeechFrame):
             await self._handle_unclear_speech()
             return ProcessFrameResult.CONTINUE
-        return await super().process_frame(frame)
+        if isinstance(frame, SegmentUnreadFrame):
+            await self._handle_unread_segment(frame)
+            return ProcessFrameResult.CONTINUE
+        result = await super().process_frame(frame)
+        if isinstance(frame, STTMetadataFrame):
+            self._stt_timeout = max(self._stt_timeout, self._stt_net_secs)
+        return result
 
-    async def _hold_while_speech_resumes(self) -> bool:
-        """True when the end waits: the caller is speaking again, not yet long enough for a start.
+    async def _handle_unread_segment(self, frame: SegmentUnreadFrame) -> None:
+        """The STT answered for the last segment without words: wait no longer for a transcript."""
+        if not frame.finalized or not self._turn_open or self._vad_user_speaking or self._stt_wait_done:
+            return
+        self._stt_wait_done = True
+        if self._stt_timeout_task:
+            await self.task_manager.cancel_task(self._stt_timeout_task)
+            self._stt_timeout_task = None
+        await self._maybe_trigger_user_turn_stopped()
+
+    async def _hold_until_silence_heard(self) -> bool:
+        """True when the end waits: the VAD has not yet heard the wait's silence (speech again, not
+        yet long enough for a start; or audio still queued before it).
 
         The hold runs as the speech timer's task, so the VAD's start (the caller goes on) cancels it
         with the rest of the pending end (``_discard_pending_end_of_turn``)."""
-        resume = self._resume
-        if resume is None or resume.holding or not resume.speech_resuming():
+        resume, wait = self._resume, self._user_speech_timeout
+        if resume is None or resume.holding or not resume.short_of(wait):
             return False
         self._user_speech_timeout_task = self.task_manager.create_task(
-            self._hold(resume), f"{self}::_hold_while_speech_resumes")
+            self._hold(resume, wait), f"{self}::_hold_until_silence_heard")
         return True
 
-    async def _hold(self, resume: ResumeHold) -> None:
+    async def _hold(self, resume: ResumeHold, wait: float) -> None:
         deadline = time.monotonic() + resume.max_secs
         try:
-            # The analyzer's state moves once per 20 ms audio chunk and signals nothing: polled.
-            while resume.speech_resuming() and time.monotonic() < deadline:  # noqa: ASYNC110
+            # The analyzer's clock moves once per audio chunk and signals nothing: polled.
+            while resume.short_of(wait) and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
         except asyncio.CancelledError:
             return
         finally:
             self._user_speech_timeout_task = None
-        logger.debug("{}: end held {:.2f} s while speech resumed; it did not start a turn", self,
-                     resume.max_secs - max(0.0, deadline - time.monotonic()))
+        logger.debug("{}: end held {:.2f} s until {:.2f} s of silence was heard; no speech started a turn", self,
+                     resume.max_secs - max(0.0, deadline - time.monotonic()), resume.silence_heard())
         resume.holding = True
         try:
             await self._maybe_trigger_user_turn_stopped()
@@ -230,6 +265,10 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             if await self._rearm_speech_wait(wait) and self._speculate and frame.finalized:
                 await self._start_speculation(text)
         await super()._handle_transcription(frame)
+        if self._vad_user_speaking:
+            # Words from before the caller went on: the STT marked them final when it had not yet heard
+            # the new start. They do not cover this speech; its own transcript must still come.
+            self._transcript_finalized = False
 
     async def _start_speculation(self, text: str) -> None:
         if self._speculated_text == text:
@@ -259,7 +298,7 @@ class KoreanEndOfTurnStopStrategy(SpeechTimeoutUserTurnStopStrategy):
             return
         if not (self._user_speech_wait_done and self._stt_wait_done):
             return
-        if await self._hold_while_speech_resumes():
+        if await self._hold_until_silence_heard():
             return
         text = " ".join(s for s in self._segments if s)
         if self._speculated_text is not None and self._speculated_text == text:

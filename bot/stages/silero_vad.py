@@ -42,13 +42,18 @@ class SharedSileroVADAnalyzer(SileroVADAnalyzer):
         self._model = model
         self._windows_since_reset = 0
         self._low_confidence_windows = 0
-        self._state = VADState.QUIET  # what the last chunk left the analyzer in
+        self._quiet_secs = 0.0  # audio analysed since the analyzer last heard speech
 
     async def analyze_audio(self, buffer: bytes) -> VADState:
-        self._state = await super().analyze_audio(buffer)
-        return self._state
+        state = await super().analyze_audio(buffer)
+        heard = len(buffer) / (2 * self.sample_rate)
+        self._quiet_secs = self._quiet_secs + heard if state == VADState.QUIET else 0.0
+        return state
 
-    def speech_resuming(self) -> bool:
-        """The analyzer is not quiet after a stop: speech again (a start may be coming, or its frame
-        is on its way to the turn stop, which holds meanwhile)."""
-        return self._state != VADState.QUIET
+    def silence_heard(self) -> float:
+        """Seconds of audio analysed since the analyzer last heard speech (0 while it hears some).
+
+        The audio clock, beside the turn stop's wall clock: when the pipeline falls behind (a loaded
+        machine; audio queued before the analyzer), a wait can run out on silence not yet heard while
+        the caller's next words are still in the queue. The turn stop holds until this catches up."""
+        return self._quiet_secs

@@ -142,6 +142,7 @@ class FakeLLM:
         self.responder = responder
         self.defaults = Scripted(first_token_delay=first_token_delay, token_delay=token_delay, chunk_chars=chunk_chars)
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []  # time.monotonic() of each request's arrival, in step with requests
         self.calls = 0
         self._queue: collections.deque[Scripted] = collections.deque()
         self._lock = threading.Lock()
@@ -212,6 +213,7 @@ class FakeLLM:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.request_times.clear()
             self.calls = 0
 
     def wait_for_calls(self, n: int, timeout: float = 5.0) -> bool:
@@ -294,6 +296,7 @@ class FakeLLM:
         with self._lock:
             self.calls += 1
             self.requests.append(body)
+            self.request_times.append(time.monotonic())
             answers = self._queue and not fault and self._queue[0].answers(body)
             scripted = self._queue.popleft() if answers else None
         if fault:

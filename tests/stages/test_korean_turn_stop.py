@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    STTMetadataFrame,
     SystemFrame,
     TranscriptionFrame,
     UserStoppedSpeakingFrame,
@@ -18,7 +20,7 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair, LLMUserAggregatorParams
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
-from pipecat.turns.user_start import VADUserTurnStartStrategy
+from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUserTurnStartStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.utils.time import time_now_iso8601
 
@@ -250,36 +252,46 @@ async def test_unclear_speech_next_to_a_transcript_is_answered_normally():
     assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["접수하고 싶습니다."]
 
 
-class _Resuming(FrameProcessor):
-    """The VAD analyzer's "speech again" state, moved by the frames a test sends (``_Resume``)."""
+class _AudioClock(FrameProcessor):
+    """The VAD analyzer's audio clock (``silence_heard``), moved by the frames a test sends: quiet from
+    the VAD's stop or a ``_Speech(False)``, at ``rate`` seconds of audio per second (below 1: audio
+    queued before the analyzer), 0 while ``_Speech(True)`` or after a VAD start."""
 
-    def __init__(self):
+    def __init__(self, rate: float = 1.0):
         super().__init__()
-        self.on = False
+        self.rate = rate
+        self.quiet_since: float | None = None
+
+    def silence_heard(self) -> float:
+        return 0.0 if self.quiet_since is None else (time.monotonic() - self.quiet_since) * self.rate
 
     async def process_frame(self, frame, direction: FrameDirection):
         await super().process_frame(frame, direction)
-        if isinstance(frame, _Resume):
-            self.on = frame.on
+        if isinstance(frame, _Speech):
+            self.quiet_since = None if frame.on else time.monotonic()
             return
+        if isinstance(frame, VADUserStoppedSpeakingFrame):
+            self.quiet_since = time.monotonic()
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
+            self.quiet_since = None
         await self.push_frame(frame, direction)
 
 
-class _Resume(SystemFrame):
+class _Speech(SystemFrame):
     def __init__(self, on: bool):
         super().__init__()
         self.on = on
 
 
-def _held_pipeline(hold_secs: float = 0.4):
-    probe = _Resuming()
-    stop = KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=False, speech_resuming=lambda: probe.on,
+def _held_pipeline(hold_secs: float = 0.4, rate: float = 1.0):
+    clock = _AudioClock(rate)
+    stop = KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=False, silence_heard=clock.silence_heard,
                                        resume_hold_secs=hold_secs)
     context = LLMContext()
     user_agg, _ = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         user_turn_strategies=UserTurnStrategies(start=[VADUserTurnStartStrategy()], stop=[stop])))
     sink = _Sink()
-    return Pipeline([probe, user_agg, sink]), sink, context
+    return Pipeline([clock, user_agg, sink]), sink, context
 
 
 async def test_a_caller_who_resumes_within_the_wait_is_not_cut_off_before_the_vad_confirms_the_start():
@@ -288,26 +300,82 @@ async def test_a_caller_who_resumes_within_the_wait_is_not_cut_off_before_the_va
     # the turn there and the rest of the sentence became a turn of its own (issue 45's CI failures).
     pipeline, sink, context = _held_pipeline()
     frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
-              SleepFrame(0.05), _transcript("여기 불이 났어요"), SleepFrame(0.1), _Resume(True), SleepFrame(0.2),
+              SleepFrame(0.05), _transcript("여기 불이 났어요"), SleepFrame(0.1), _Speech(True), SleepFrame(0.2),
               VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
-              _Resume(False), SleepFrame(0.05), _transcript("빨리 와 주세요"), SleepFrame(0.5)]
+              SleepFrame(0.05), _transcript("빨리 와 주세요"), SleepFrame(0.5)]
     await run_test(pipeline, frames_to_send=frames, expected_down_frames=None)
     assert sink.turn_ends == 1
     assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["여기 불이 났어요 빨리 와 주세요"]
 
 
+async def test_a_wait_that_runs_out_on_silence_not_yet_heard_holds_until_the_audio_catches_up():
+    # The analyzer hears audio at half speed (a loaded machine: audio queued before it). The 0.25 s
+    # wall-clock wait runs out with 0.125 s of silence heard; the end holds until 0.25 s is.
+    pipeline, sink, _ = _held_pipeline(hold_secs=1.2, rate=0.5)
+    frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+              SleepFrame(0.05), _transcript("접수하고 싶습니다."), SleepFrame(0.3)]
+    await run_test(pipeline, frames_to_send=frames, expected_down_frames=None)
+    assert sink.turn_ends == 0  # 0.35 s on the wall clock, 0.175 s of silence heard: still held
+    pipeline, sink, _ = _held_pipeline(hold_secs=1.2, rate=0.5)
+    await run_test(pipeline, frames_to_send=[*frames, SleepFrame(0.25)], expected_down_frames=None)
+    assert sink.turn_ends == 1  # ended once the wait's silence was heard (about 0.45 s on the wall clock)
+
+
 async def test_a_blip_that_never_becomes_speech_ends_the_turn_when_it_fades_and_a_stuck_one_at_the_hold():
     pipeline, sink, context = _held_pipeline()
     frames = [VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
-              SleepFrame(0.05), _transcript("접수하고 싶습니다."), SleepFrame(0.1), _Resume(True), SleepFrame(0.25)]
-    await run_test(pipeline, frames_to_send=[*frames, _Resume(False), SleepFrame(0.1)], expected_down_frames=None)
-    assert sink.turn_ends == 1  # held past the 0.25 s wait, ended once the blip was gone
+              SleepFrame(0.05), _transcript("접수하고 싶습니다."), SleepFrame(0.1), _Speech(True), SleepFrame(0.25)]
+    await run_test(pipeline, frames_to_send=[*frames, _Speech(False), SleepFrame(0.35)], expected_down_frames=None)
+    assert sink.turn_ends == 1  # held past the 0.25 s wait, ended once the wait's silence followed the blip
     pipeline, sink, _ = _held_pipeline(hold_secs=0.3)
     await run_test(pipeline, frames_to_send=[*frames, SleepFrame(0.2)], expected_down_frames=None)
     assert sink.turn_ends == 1  # an analyzer stuck in "speech again" (audio stopped) holds no longer than the hold
 
 
-async def test_the_calls_turn_stop_holds_on_the_calls_own_vad_which_hears_speech_resume_before_its_start():
+async def test_a_turn_is_not_split_when_the_calls_vad_hears_its_audio_late():
+    """The call's own VAD and stop (``user_turn_params``) on real audio fed at half speed, as a loaded
+    machine queues it before the analyzer: "…났어요", 0.3 s of quiet, more words. The 0.25 s wait ran
+    out on the wall clock before the analyzer had heard the quiet's end; the old stop ended the turn
+    there (two turns: the CI's split). Now it holds until the words start a turn of their own."""
+    from pipecat.audio.vad.vad_analyzer import VADState
+    from pipecat.frames.frames import InputAudioRawFrame
+    from pipecat.pipeline.worker import PipelineParams
+
+    from bot.call.turn_taking import user_turn_params
+    from bot.core.wav import read_wav
+    from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session
+
+    pcm, rate = read_wav(ROOT / "bench" / "audio" / "hello.wav")
+    at = lambda secs: round(secs * rate) * 2  # noqa: E731
+    pcm = pcm[: at(1.0)] + bytes(at(0.3)) + pcm[at(0.45):] + bytes(at(0.6))
+    chunks = [pcm[i:i + 320] for i in range(0, len(pcm) - 320, 320)]  # 20 ms, as the phone line brings them
+    session = load_silero_session()
+    probe = SharedSileroVADAnalyzer(session=session, config=CONFIG.vad, sample_rate=rate)
+    probe.set_sample_rate(rate)
+    states = [await probe.analyze_audio(c) for c in chunks]
+    first_stop = states.index(VADState.QUIET, states.index(VADState.SPEAKING))
+    assert first_stop + 2 < len(chunks) and VADState.SPEAKING in states[first_stop:]
+
+    config = load_config(overrides=["turn.speculative_reply=false", "call.mute_during_greeting=false"])
+    vad = SharedSileroVADAnalyzer(session=session, config=config.vad, sample_rate=rate)
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=user_turn_params(config, RULES, vad=vad))
+    second_stop = states.index(VADState.QUIET, states.index(VADState.SPEAKING, first_stop))
+    said = {first_stop + 2: "여기 불이 났어요", second_stop + 2: "빨리 와 주세요"}  # the STT's answers, soon after
+    frames = []
+    for i, chunk in enumerate(chunks):
+        frames += [InputAudioRawFrame(audio=chunk, sample_rate=rate, num_channels=1), SleepFrame(0.04)]
+        if i in said:
+            frames.append(_transcript(said[i]))
+    frames.append(SleepFrame(0.6))
+    sink = _Sink()
+    await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None,
+                   pipeline_params=PipelineParams(audio_in_sample_rate=rate))
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["여기 불이 났어요 빨리 와 주세요"]
+    assert sink.turn_ends == 1
+
+
+async def test_the_vads_audio_clock_hears_speech_again_well_before_its_start():
     from pipecat.audio.vad.vad_analyzer import VADState
 
     from bot.call.turn_taking import user_turn_params
@@ -316,19 +384,60 @@ async def test_the_calls_turn_stop_holds_on_the_calls_own_vad_which_hears_speech
 
     vad = SharedSileroVADAnalyzer(session=load_silero_session(), config=CONFIG.vad, sample_rate=8000)
     (stop,) = user_turn_params(CONFIG, RULES, vad=vad).user_turn_strategies.stop
-    assert stop._resume.speech_resuming == vad.speech_resuming and not vad.speech_resuming()
+    assert stop._resume.silence_heard == vad.silence_heard and vad.silence_heard() == 0.0
     # "hello", 0.3 s of quiet, "hello" again (8 kHz, 20 ms chunks as the phone line brings them).
     pcm, rate = read_wav(ROOT / "bench" / "audio" / "hello.wav")
     at = lambda secs: round(secs * rate) * 2  # noqa: E731
     pcm = pcm[: at(1.0)] + bytes(at(0.3)) + pcm[at(0.45):]
     vad.set_sample_rate(rate)
-    states, resuming = [], []
+    states, heard = [], []
     for i in range(0, len(pcm) - 320, 320):
         states.append(await vad.analyze_audio(pcm[i:i + 320]))
-        resuming.append(vad.speech_resuming())
+        heard.append(vad.silence_heard())
     stopped = states.index(VADState.QUIET, states.index(VADState.SPEAKING))
     started = states.index(VADState.SPEAKING, stopped)
-    assert all(resuming[i] == (states[i] != VADState.QUIET) for i in range(len(states)))
+    # Silence is counted in 20 ms chunks from the stop, and drops to 0 as soon as speech is heard again.
+    assert heard[stopped] == pytest.approx(0.02) and heard[stopped + 3] == pytest.approx(0.08)
+    assert all((heard[i] == 0.0) == (states[i] != VADState.QUIET) for i in range(len(states)))
     # Speech again is heard well before the start (start_secs of it) is confirmed: what the stop holds on.
-    first_heard = resuming.index(True, stopped)
+    first_heard = heard.index(0.0, stopped)
     assert (started - first_heard) * 0.02 >= CONFIG.vad.start_secs - 0.04, (stopped, first_heard, started)
+
+
+def _stt_paced(*frames_after_stop, ttfs_p99: float = 0.9):
+    """A caller's two segments ("…났어요", a pause, more words) with the STT's answers as given after
+    the second stop. ``ttfs_p99``: what the product's STT broadcasts after a 0.35 s warm-up."""
+    return [STTMetadataFrame(service_name="whisper", ttfs_p99_latency=ttfs_p99),
+            VADUserStartedSpeakingFrame(), SleepFrame(0.3), VADUserStoppedSpeakingFrame(stop_secs=0.2),
+            SleepFrame(0.05), _transcript("여기 불이 났어요"), VADUserStartedSpeakingFrame(), SleepFrame(0.3),
+            VADUserStoppedSpeakingFrame(stop_secs=0.2), *frames_after_stop]
+
+
+async def test_a_segment_transcribed_late_is_waited_for_not_left_to_open_a_turn_of_its_own():
+    # The second segment's transcript comes 1.5 s after its stop (a loaded machine), past Pipecat's
+    # p99 net (0.9 - 0.2 s): the old stop ended the turn on "…났어요" and the late words opened a
+    # turn of their own (the CI's split: "Hello?", then "How you can aay" answered alone).
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(user_turn_strategies=(
+        UserTurnStrategies(start=[VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()],
+                           stop=[KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=False)]))))
+    sink = _Sink()
+    frames = _stt_paced(SleepFrame(1.5), _transcript("빨리 와 주세요"), SleepFrame(0.5))
+    await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None)
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["여기 불이 났어요 빨리 와 주세요"]
+    assert sink.turn_ends == 1
+
+
+async def test_a_segment_the_stt_could_not_read_ends_the_wait_at_once():
+    from bot.stages.whisper import SegmentUnreadFrame
+
+    context = LLMContext()
+    user_agg, _ = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(user_turn_strategies=(
+        UserTurnStrategies(start=[VADUserTurnStartStrategy()],
+                           stop=[KoreanEndOfTurnStopStrategy(rules=RULES, waits=WAITS, speculate=False)]))))
+    sink = _Sink()
+    # A cough after the words: rejected 0.4 s after its stop; the turn ends then, not at the 4 s net.
+    frames = _stt_paced(SleepFrame(0.4), SegmentUnreadFrame(finalized=True), SleepFrame(0.3))
+    await run_test(Pipeline([user_agg, sink]), frames_to_send=frames, expected_down_frames=None)
+    assert sink.turn_ends == 1
+    assert [m["content"] for m in context.get_messages() if m["role"] == "user"] == ["여기 불이 났어요"]

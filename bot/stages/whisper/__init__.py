@@ -16,13 +16,14 @@ from bot.stages.whisper.engine import (
     pcm16_to_float32,
     transcribe_file,
 )
-from bot.stages.whisper.service import UNCLEAR_REASONS, UnclearSpeechFrame, WhisperSTTProcessor
+from bot.stages.whisper.service import UNCLEAR_REASONS, SegmentUnreadFrame, UnclearSpeechFrame, WhisperSTTProcessor
 
 __all__ = [
     "UNCLEAR_REASONS",
     "WHISPER_SAMPLE_RATE",
     "RejectReason",
     "TranscriptResult",
+    "SegmentUnreadFrame",
     "UnclearSpeechFrame",
     "WhisperEngine",
     "WhisperSTTProcessor",

@@ -37,6 +37,16 @@ class UnclearSpeechFrame(DataFrame, AsksToRepeat):
     audio_secs: float = 0.0
 
 
+@dataclass
+class SegmentUnreadFrame(DataFrame):
+    """A segment that gave no transcript (rejected or failed): the STT has answered for it, in order
+    with the transcripts. ``finalized`` as on a transcript: no later speech is pending, so the turn
+    stop need not wait for more (it would otherwise wait out its net for a transcript never coming).
+    """
+
+    finalized: bool = False
+
+
 # Rejections that are probably speech we failed to read (not silence, not an over-long segment).
 UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive", "prompt_echo")
 
@@ -127,7 +137,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         speech-timeout strategy then takes it as "STT has nothing more to send" and ends the
         turn before segment 2 is transcribed, so the caller's last words leak into the next turn.
         """
-        if isinstance(frame, TranscriptionFrame):
+        if isinstance(frame, (TranscriptionFrame, SegmentUnreadFrame)):
             frame.finalized = not self._user_speaking and self._segments_waiting == 0
             await STTService.push_frame(self, frame, direction)
             return
@@ -174,6 +184,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
             # No traceback: loguru's would print local variables (the audio) into the log.
             logger.error("{}: transcription failed: {}: {}", self, type(e).__name__, e)
             yield ErrorFrame(error=f"Whisper transcription failed: {type(e).__name__}: {e}", exception=e)
+            yield SegmentUnreadFrame()
             return
         finally:
             await self.stop_processing_metrics()
@@ -198,6 +209,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
             )
             if reason in UNCLEAR_REASONS and result.audio_secs >= self._unclear_min_secs:
                 yield UnclearSpeechFrame(reason=reason, audio_secs=result.audio_secs)
+            yield SegmentUnreadFrame()
             return
         logger.debug(
             "{}: transcript in {:.0f} ms (rtf {:.2f}): [{}]", self, result.transcribe_ms, result.rtf, result.text
