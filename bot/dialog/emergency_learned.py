@@ -6,7 +6,7 @@ tables (``bench/emergency_training*.toml``, the read held-out tables) and the li
 a multinomial logistic regression over what the grammar reads in a turn (Kiwi lemmas with their
 negation, unreality and intent, lemma pairs) and the character pairs and triples of the turn with its
 spaces taken out (speech-to-text runs words together; a dialect respells them). A turn no hand-written
-net recognised gets the kind's clarifying question when the model's weight on "some emergency" reaches
+net recognised gets the kind's clarifying question when the model's weight on that kind reaches
 ``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
 When the grammar or the cue net asks about a kind and this net reads the same kind at ``confirm``,
 two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``).
@@ -126,10 +126,13 @@ def _source(line: str) -> tuple[str, str]:
 
 def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
           confirm: float = 1.0, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0,
-          sources: Iterable[tuple[str, str]] = (), featurize: Callable[[str], set[str]] = features) -> LearnedNet:
+          orders: int = 1, sources: Iterable[tuple[str, str]] = (),
+          featurize: Callable[[str], set[str]] = features) -> LearnedNet:
     """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
     rows give the same weights). Features seen in one row only are left out (they name a row, not a
-    meaning)."""
+    meaning). With ``orders`` > 1 the rows are fitted that many times, each in its own seeded order
+    (seed, seed + 1, ...), and the weights averaged: one pass's weights on a turn between two groups
+    of rows (a worry that ended well, a relative's call relaying a crime) follow the rows it met last."""
     read = [featurize(text) for text, _ in rows]
     seen: dict[str, int] = {}
     for fs in read:
@@ -139,8 +142,19 @@ def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold:
     x = [np.array(sorted(vocabulary[f] for f in fs if f in vocabulary), np.int64) for fs in read]
     y = [classes.index(kind) for _, kind in rows]
     w = np.zeros((len(vocabulary), len(classes)), np.float32)
+    for k in range(orders):
+        w += _fit(x, y, len(vocabulary), len(classes), epochs, rate, l2, seed + k)
+    w /= orders
+    assert math.isfinite(float(w.sum()))
+    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources))
+
+
+def _fit(x: list[np.ndarray], y: list[int], features: int, classes: int, epochs: int, rate: float, l2: float,
+         seed: int) -> np.ndarray:
+    """One seeded pass order's weights [features, classes]."""
+    w = np.zeros((features, classes), np.float32)
     g2 = np.full_like(w, 1e-6)
-    order = list(range(len(rows)))
+    order = list(range(len(x)))
     shuffle = random.Random(seed).shuffle
     for _ in range(epochs):
         shuffle(order)
@@ -154,5 +168,4 @@ def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold:
             grad = p[None, :] + l2 * w[x[i]]
             g2[x[i]] += grad * grad
             w[x[i]] -= rate * grad / np.sqrt(g2[x[i]])
-    assert math.isfinite(float(w.sum()))
-    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources))
+    return w

@@ -55,6 +55,17 @@ def test_training_is_seeded_and_learns_meanings_from_rows():
     assert net.classify("쓰레기 수거 요일 알려 주세요") is None
 
 
+def test_the_weights_are_the_mean_of_several_pass_orders():
+    """One pass order's weights on a turn between two groups of rows follow the rows it met last (with L
+    and M, one order asked a crime question on a worry that ended well, another held it): ``orders``
+    fits the rows once per seeded order and averages the weights."""
+    one, other, both = fit(seed=0), fit(seed=1), fit(seed=0, orders=2)
+    assert not np.allclose(one.weights, other.weights)  # the order of the rows moves the weights
+    assert np.allclose(both.weights, (one.weights + other.weights) / 2, atol=1e-6)
+    assert np.array_equal(both.weights, fit(seed=0, orders=2).weights)  # still seeded
+    assert both.classify("어머니가 가슴을 부여잡고 식은땀을 흘리고 계세요") == "medical"
+
+
 def test_a_short_turn_is_left_to_the_rules():
     net = fit()
     assert net.classify("가슴 식은땀") is None  # under six syllables: too little to read
@@ -101,7 +112,8 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_l" in n or "heldout_m" in n for n in expected)  # the held-out tables of the round
+    assert not any("heldout_n" in n or "heldout_o" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_l.toml", "bench/emergency_heldout_m.toml"} <= expected  # read once: training now
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
