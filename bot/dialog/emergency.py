@@ -23,7 +23,7 @@ from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
 from bot.dialog.emergency_cues import CUES_PATH, QuestionCues
-from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse
+from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse, respace
 from bot.dialog.emergency_learned import LEARNED_PATH, LearnedNet, LearnedNetError
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
@@ -119,9 +119,11 @@ class EmergencyRules:
         A sure regex hit that the grammar reads as no event now (``Grammar.against``: past, hypothetical,
         ended, on a screen, a figure of speech) is asked, not escalated, unless another hit of its kind stands.
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
-        what follows it is read.
+        what follows it is read. A turn written one syllable at a time is read spaced as words.
         """
         text = self.after_aside(text)
+        if self.lemmas is not None:
+            text = respace(text)
         norm = _blank(normalize(text), self.negative)
         if not norm.strip(_BLANK):
             return None

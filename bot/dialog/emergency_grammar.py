@@ -79,6 +79,23 @@ def _after_ji(tokens: list, k: int) -> bool:
     return tokens[k - 1].form == "지" or (k >= 2 and tokens[k - 1].tag.startswith("J") and tokens[k - 2].form == "지")
 
 
+_SYLLABLE = re.compile(r"[가-힣]")
+_SPACED_SYLLABLES = 6  # a turn read out one syllable at a time: at least this many lone syllables ...
+_SPACED_SHARE = 0.6  # ... making at least this share of its words
+_FILLERS = {"어", "아", "음", "으", "그", "저", "에", "응", "뭐"}  # 어 그 저 구급함: hesitation, not spelling
+
+
+def respace(text: str) -> str:
+    """A turn the STT wrote one syllable at a time (가 슴 이 아 파 요: a caller who speaks slowly or
+    with difficulty) spaced as words (가슴이 아파요); any other turn as it is. Every net reads words:
+    Kiwi reads 슴 as a noun and the regex net drops 아 and 어 as fillers."""
+    words = text.split()
+    lone = sum(1 for w in words if len(w) == 1 and _SYLLABLE.fullmatch(w) and w not in _FILLERS)
+    if lone < _SPACED_SYLLABLES or lone < _SPACED_SHARE * len(words):
+        return text
+    return str(load_kiwi().space(re.sub(r"(?<=[가-힣]) +(?=[가-힣])", "", text), reset_whitespace=True))
+
+
 def analyse(text: str) -> list[Morph]:
     """Content morphemes of ``text`` (Kiwi), negators folded into the word they negate."""
     return list(_analysed(text))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.dialog.emergency import EmergencyRules
-from bot.dialog.emergency_grammar import Grammar, GrammarError, analyse
+from bot.dialog.emergency_grammar import Grammar, GrammarError, analyse, respace
 
 
 @pytest.fixture(scope="module")
@@ -651,3 +651,111 @@ def test_people_shut_in_by_a_blaze_are_a_fire(rules: EmergencyRules) -> None:
     assert verdict is not None and verdict.sure and verdict.kind.name == "fire", verdict and verdict.rule
     stuck = rules.classify("화장실 문이 고장 나서 아이가 안에 갇혔어요 문이 안 열려요")
     assert stuck is not None and stuck.sure and stuck.kind.name == "rescue", stuck and stuck.rule
+
+
+# --- Round 8 (issue 44): the structure behind L's and M's misses. Sentences written for these tests.
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("아 이 가 세 제 를 마 셨 어 요 토 해 요", "medical"),
+    ("할 머 니 가 말 이 어 눌 하 고 팔 이 안 올 라 가 요", "medical"),
+    ("물 에 사 람 이 빠 졌 어 요 안 나 와 요", "rescue"),
+])
+def test_a_turn_written_one_syllable_at_a_time_is_read_as_words(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_respace_leaves_hesitations_and_ordinary_turns_alone() -> None:
+    assert respace("가 슴 이 너 무 아 파 요") == "가슴이 너무 아파요"
+    for text in ("어 그 저 민원 어 접수 하 려 고 요", "불 꺼진 가로등 신고하려고요", "저 그 아 네 맞아요"):
+        assert respace(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "트럭이 옆으로 넘어지면서 아저씨가 그 밑에 깔렸어요",
+    "삼촌이 전화했는데 시골 사는 할아버지가 쓰러진 냉장고 밑에 깔려 계시대요 겨우 전화를 받으셨대요",  # relayed, not "found"
+])
+def test_a_person_pinned_under_a_weight_is_a_rescue(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "rescue")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("일곱 살짜리가 태권도 끝나고 집에 안 들어왔어요 두 시간 됐어요", "missing_child"),
+    ("어머니가 기억이 흐려지셔서 예전 살던 집 찾아간다고 나가셨는데 전화를 안 받으세요 밤 열 시예요", "missing_child"),
+    ("삼촌이 방금 통화하다가 제초제 마셨다고 하고 전화를 끊었어요", "medical"),
+    ("옆집 할아버지가 마당 바닥에 누워 계시고 옆에 살충제 통이 열려 있어요", "medical"),
+])
+def test_round_eight_the_decisive_fact_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "창고 선반 밑에 깔린 서류를 못 찾겠어요 문서 재발급 돼요",
+    "아들이 여섯 살인데 한 시간째 밥을 안 먹어요 편식 상담 받을 수 있나요",
+    "바닥에 누워서 농약 살포 일정표 보고 있는데 언제 뿌려요",
+    "걱정했는데 전화했더니 친구 집에 계시대요 그런데 경로당 프로그램 문의요",
+])
+def test_round_eight_near_misses_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("공사장 집수정에 들어간 작업자가 안 나와요 밑에서 불러도 대답이 없어요", "rescue"),
+    ("할아버지가 트랙터 끌고 나가셨는데 둑 아래 트랙터가 뒤집혀 있고 사람이 안 보여요", "rescue"),
+    ("아버지가 헛간에 밧줄을 매달아 둔 걸 봤는데 지금 헛간 문을 안에서 잠그셨어요", "suicide"),
+    ("옆집 현관에 유서라고 쓴 쪽지가 붙어 있는데 초인종 눌러도 대답이 없어요", "suicide"),
+    ("어떤 아저씨가 다리 난간 바깥쪽에 서서 다가오지 말라고 소리쳐요", "suicide"),
+    ("할머니가 베란다 난간에 다리를 내놓고 이제 그만 가고 싶다고 하세요", "suicide"),
+])
+def test_round_eight_who_is_where_in_which_state_picks_the_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "돌아가신 어머니 유서 때문에 상속 상담 받고 싶은데 대답이 없어서 다시 전화했어요",
+    "다리 난간 페인트가 벗겨져서 보기 흉해요 이제 필요 없는 현수막도 떼 주세요",
+    "창고 문이 안에서 잠겨서 안 열려요 줄 매달아 둔 짐은 어떻게 빼요 열쇠공 불러야 하나요",
+])
+def test_round_eight_near_misses_of_the_frames_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+def test_a_poison_swallowed_by_someone_else_is_medical_and_of_oneself_stays_suicide(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "삼촌이 방금 통화하다가 제초제 마셨다고 하고 전화를 끊었어요", "medical")
+    _escalates_as(rules, "농약을 마셨어요", "suicide")
+
+
+@pytest.mark.parametrize("text", [
+    "응급처치 수업에서 얼굴 처짐 팔 힘 빠짐 같은 뇌졸중 신호를 배웠는데 교재 어디서 사요",
+    "승강장 안내판에 심정지 시 행동요령이 떨어져 나갔어요 다시 붙여 주세요",
+    "돌아가신 할머니 유서에 집 얘기가 있어서 상속 등기 어떻게 해요",
+    "아기 체온계 들어 있는 선물 꾸러미를 아직 못 받았어요",
+])
+def test_a_danger_named_as_what_is_taught_posted_or_left_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "수업 중에 학생이 갑자기 쓰러졌어요 얼굴이 처지고 팔에 힘이 없어요",
+    "체육 수업 하다가 애가 쓰러졌는데 숨을 안 쉬어요",
+])
+def test_a_class_that_was_only_where_it_happened_still_escalates(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "medical")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("아내가 끓는 물을 저한테 끼얹었어요 다리가 데었어요 지금 거실에 있어요", "crime"),  # who did it, not the burn
+    ("누나가 코피를 흘리면서 우리 집으로 도망 왔어요 매형이 따라와서 문 밖에 있어요", "crime"),
+    ("배달하다 미끄러져서 아저씨가 오토바이에 깔렸어요", "rescue"),  # lifted off, not only treated
+    ("새벽에 다용도실에서 쉭 하는 소리가 계속 나고 냄새가 나서 창문 열었어요 머리가 어지러워요", "gas"),
+])
+def test_round_eight_wrong_kinds_are_read_by_who_did_it_and_what_holds_them(
+        rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_pain_likened_to_a_blow_is_no_assault(rules: EmergencyRules) -> None:
+    verdict = rules.classify("가슴을 누가 꾹 밟고 있는 것처럼 아파요")
+    assert verdict is None or not (verdict.sure and verdict.kind.name == "crime"), verdict.rule
