@@ -759,3 +759,25 @@ def test_round_eight_wrong_kinds_are_read_by_who_did_it_and_what_holds_them(
 def test_a_pain_likened_to_a_blow_is_no_assault(rules: EmergencyRules) -> None:
     verdict = rules.classify("가슴을 누가 꾹 밟고 있는 것처럼 아파요")
     assert verdict is None or not (verdict.sure and verdict.kind.name == "crime"), verdict.rule
+
+
+def test_someone_forcing_a_way_in_now_is_a_crime_whoever_calls(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "요양보호사인데 누가 베란다 방충망을 찢고 들어오려고 해요", "crime")
+    fixing = rules.classify("수리 기사님이 고장 난 도어락을 뜯고 들어오려고 하는데 비용이 얼마예요")
+    assert fixing is None or not fixing.sure, fixing.rule
+
+
+@pytest.mark.parametrize("text", ["남편이 지금 제 팔을 비틀고 있어요", "골목에서 남자애들이 한 애를 둘러싸고 주먹으로 배를 치고 있어요"])
+def test_a_body_part_and_a_blow_said_as_now_is_an_assault(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "crime")
+
+
+@pytest.mark.parametrize("text", ["어제 남편이 팔을 비틀었는데 상담 받을 곳 있나요", "주먹으로 책상을 쳐서 손이 아파요",
+                                  "권투 체육관에서 주먹으로 샌드백 치는 소리가 시끄러워요"])
+def test_a_blow_of_yesterday_or_on_a_thing_is_no_assault_now(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not (verdict.sure and verdict.kind.name == "crime"), verdict.rule
+
+
+def test_a_sleeper_in_a_running_car_who_does_not_wake_is_the_fumes(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "눈 쌓인 주차장에서 시동 걸어 놓고 잠든 아빠가 흔들어도 안 일어나요", "gas")
