@@ -43,6 +43,7 @@ from bot.modelfiles.manifest import (
     resolve_whisper_model,
 )
 from bot.stages.whisper import (
+    SegmentUnreadFrame,
     TranscriptResult,
     UnclearSpeechFrame,
     WhisperEngine,
@@ -374,9 +375,22 @@ async def test_processor_yields_nothing_for_silence_and_counts_the_reject(engine
     stt._sample_rate = 16000  # set by start() in a pipeline
     pcm, _ = fixture_pcm("silence")
     frames = [f async for f in stt.run_stt(pcm)]
-    assert frames == []
+    # No words; only the STT's answer for the segment, so the turn stop waits no longer for one.
+    assert [type(f) for f in frames] == [SegmentUnreadFrame]
     assert len(results) == 1 and results[0].rejected_reason in NOTHING_HEARD
     assert sum(stt.rejected_counts.values()) == 1
+
+
+async def test_a_segment_read_as_nothing_is_answered_in_order_and_final_when_nothing_else_is_pending(engine):
+    pcm, rate = fixture_pcm("silence")
+    stt = WhisperSTTProcessor(engine=engine, language="ko", sample_rate=rate)
+    chunk = rate * 2 // 50
+    audio = [InputAudioRawFrame(audio=pcm[i : i + chunk], sample_rate=rate, num_channels=1)
+             for i in range(0, len(pcm), chunk)]
+    down, _ = await run_test(stt, frames_to_send=[VADUserStartedSpeakingFrame(), *audio, VADUserStoppedSpeakingFrame(),
+                                                   SleepFrame(1.5)], expected_down_frames=None)
+    (unread,) = [f for f in down if isinstance(f, SegmentUnreadFrame)]
+    assert unread.finalized and not [f for f in down if isinstance(f, TranscriptionFrame)]
 
 
 async def test_processor_reports_a_failed_transcription_as_a_non_fatal_error(engine, monkeypatch):
@@ -387,7 +401,7 @@ async def test_processor_reports_a_failed_transcription_as_a_non_fatal_error(eng
     stt = WhisperSTTProcessor(engine=engine, language="ko")
     stt._sample_rate = 16000
     frames = [f async for f in stt.run_stt(bytes(3200))]
-    assert len(frames) == 1 and isinstance(frames[0], ErrorFrame)
+    assert [type(f) for f in frames] == [ErrorFrame, SegmentUnreadFrame]
     assert not frames[0].fatal and "CUDA out of memory" in frames[0].error
 
 
@@ -415,12 +429,12 @@ async def test_long_unreadable_speech_is_reported_as_unclear_not_dropped(engine)
     stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=0.5)
     stt._sample_rate = rate  # set by start() in a pipeline
     frames = [f async for f in stt.run_stt(pcm)]
-    assert len(frames) == 1 and isinstance(frames[0], UnclearSpeechFrame)
+    assert [type(f) for f in frames] == [UnclearSpeechFrame, SegmentUnreadFrame]
     assert frames[0].reason in ("no_speech", "low_confidence", "repetitive")
-    # Shorter than the threshold (a cough, a click): nothing at all.
+    # Shorter than the threshold (a cough, a click): nothing but the segment's answer.
     stt = WhisperSTTProcessor(engine=engine, language="ko", unclear_min_segment_secs=60.0)
     stt._sample_rate = rate
-    assert [f async for f in stt.run_stt(pcm)] == []
+    assert [type(f) async for f in stt.run_stt(pcm)] == [SegmentUnreadFrame]
 
 
 # --- prompt echo ------------------------------------------------------------------------------
@@ -539,7 +553,7 @@ async def test_processor_logs_a_prompt_echo_at_info_and_asks_again(engine):
         frames = [f async for f in stt.run_stt(pcm)]
     finally:
         logger.remove(sink)
-    assert len(frames) == 1 and isinstance(frames[0], UnclearSpeechFrame)
+    assert [type(f) for f in frames] == [UnclearSpeechFrame, SegmentUnreadFrame]
     assert frames[0].reason == "prompt_echo"
     assert stt.rejected_counts == {"prompt_echo": 1}
     rejected = [line for line in lines if "segment rejected (prompt_echo)" in line]
