@@ -102,6 +102,11 @@ def _escalates_as(rules: EmergencyRules, text: str, kind: str) -> None:
     verdict = rules.classify(text)
     assert verdict is not None and verdict.sure and verdict.kind.name == kind, (text, verdict and verdict.rule)
 
+
+def _not_escalated(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is None or not verdict.sure, (text, verdict and verdict.rule)
+
 def _will(text: str, form: str) -> bool:
     return next(m for m in analyse(text) if m.form == form).will
 
@@ -288,8 +293,7 @@ def test_a_light_verbs_hypothetical_is_its_nouns(rules: EmergencyRules) -> None:
     "지금 문 열었나요",
 ])
 def test_a_place_open_now_is_no_door_forced(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 # Round 5: who is in which state, which act; the decisive fact's kind over a side word.
@@ -299,8 +303,7 @@ def test_a_place_open_now_is_no_door_forced(rules: EmergencyRules, text: str) ->
     "정신없이 불날 것 같이 바빠서 그러는데 서류 팩스로 보내도 되나요",  # a likeness
 ])
 def test_a_belief_or_a_likeness_is_no_event(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 def test_what_the_caller_sees_happen_is_an_event() -> None:
@@ -415,8 +418,7 @@ def test_round_five_more_probes_escalate_as_their_kind(rules: EmergencyRules, te
     "혼자 사는데 택배 기사가 문 열어 달라는데 안 열었어요 전화도 안 받았어요",  # the caller chose not to
 ])
 def test_one_living_alone_who_did_not_answer_is_no_rescue_without_a_sign_inside(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 @pytest.mark.parametrize("text", [
@@ -502,8 +504,7 @@ def test_round_six_decisive_facts_pick_the_kind(rules: EmergencyRules, text: str
     "약국에서 산 영양제가 다 떨어져서 없어졌어요 다섯 살 애 먹일 비타민 추천해 주세요",
 ])
 def test_round_six_near_misses_of_the_new_rules_are_not_escalated(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 @pytest.mark.parametrize("text", [
@@ -586,8 +587,7 @@ def test_against_reads_the_hit_where_it_stands_in_the_turn(rules: EmergencyRules
     "손이 저려서 수저를 떨어뜨리는데 손목 때문이래요 병원 다니고 있어요 장애 등급 문의요",  # under care for it
 ])
 def test_round_seven_near_misses_of_the_grammar_are_not_escalated(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, verdict.rule
+    _not_escalated(rules, text)
 
 
 def test_a_taped_room_with_a_burning_smell_is_charcoal_over_nobody_answering(rules: EmergencyRules) -> None:
@@ -695,8 +695,7 @@ def test_round_eight_the_decisive_fact_picks_the_kind(rules: EmergencyRules, tex
     "걱정했는데 전화했더니 친구 집에 계시대요 그런데 경로당 프로그램 문의요",
 ])
 def test_round_eight_near_misses_are_not_escalated(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 @pytest.mark.parametrize(("text", "kind"), [
@@ -717,8 +716,7 @@ def test_round_eight_who_is_where_in_which_state_picks_the_kind(rules: Emergency
     "창고 문이 안에서 잠겨서 안 열려요 줄 매달아 둔 짐은 어떻게 빼요 열쇠공 불러야 하나요",
 ])
 def test_round_eight_near_misses_of_the_frames_are_not_escalated(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 def test_a_poison_swallowed_by_someone_else_is_medical_and_of_oneself_stays_suicide(rules: EmergencyRules) -> None:
@@ -733,8 +731,7 @@ def test_a_poison_swallowed_by_someone_else_is_medical_and_of_oneself_stays_suic
     "아기 체온계 들어 있는 선물 꾸러미를 아직 못 받았어요",
 ])
 def test_a_danger_named_as_what_is_taught_posted_or_left_is_not_escalated(rules: EmergencyRules, text: str) -> None:
-    verdict = rules.classify(text)
-    assert verdict is None or not verdict.sure, (text, verdict.rule)
+    _not_escalated(rules, text)
 
 
 @pytest.mark.parametrize("text", [

@@ -338,6 +338,13 @@ async def test_concurrent_transcriptions_keep_the_event_loop_free(engine):
 # --- processor --------------------------------------------------------------------------------
 
 
+def _line_frames(pcm: bytes, rate: int) -> list[InputAudioRawFrame]:
+    """``pcm`` in 20 ms frames, as the transport delivers them."""
+    chunk = rate * 2 // 50
+    return [InputAudioRawFrame(audio=pcm[i : i + chunk], sample_rate=rate, num_channels=1)
+            for i in range(0, len(pcm), chunk)]
+
+
 async def test_processor_turns_an_8k_phone_segment_into_one_final_transcript(engine):
     pcm16k, _ = fixture_pcm("en_hello")
     pcm8k = await phone_path(pcm16k)
@@ -346,11 +353,7 @@ async def test_processor_turns_an_8k_phone_segment_into_one_final_transcript(eng
     assert stt._settings.given_fields()  # every field set: start() validates it
     stt._settings.validate_complete()
 
-    chunk = 8000 * 2 // 50  # 20 ms frames, as the transport delivers them
-    audio = [
-        InputAudioRawFrame(audio=pcm8k[i : i + chunk], sample_rate=8000, num_channels=1)
-        for i in range(0, len(pcm8k), chunk)
-    ]
+    audio = _line_frames(pcm8k, 8000)
     down, _ = await run_test(
         stt,
         frames_to_send=[VADUserStartedSpeakingFrame(), *audio, VADUserStoppedSpeakingFrame(), SleepFrame(0.1)],
@@ -384,10 +387,8 @@ async def test_processor_yields_nothing_for_silence_and_counts_the_reject(engine
 async def test_a_segment_read_as_nothing_is_answered_in_order_and_final_when_nothing_else_is_pending(engine):
     pcm, rate = fixture_pcm("silence")
     stt = WhisperSTTProcessor(engine=engine, language="ko", sample_rate=rate)
-    chunk = rate * 2 // 50
-    audio = [InputAudioRawFrame(audio=pcm[i : i + chunk], sample_rate=rate, num_channels=1)
-             for i in range(0, len(pcm), chunk)]
-    down, _ = await run_test(stt, frames_to_send=[VADUserStartedSpeakingFrame(), *audio, VADUserStoppedSpeakingFrame(),
+    down, _ = await run_test(stt, frames_to_send=[VADUserStartedSpeakingFrame(), *_line_frames(pcm, rate),
+                                                   VADUserStoppedSpeakingFrame(),
                                                    SleepFrame(1.5)], expected_down_frames=None)
     (unread,) = [f for f in down if isinstance(f, SegmentUnreadFrame)]
     assert unread.finalized and not [f for f in down if isinstance(f, TranscriptionFrame)]
@@ -410,9 +411,7 @@ async def test_a_transcript_is_final_only_when_no_later_speech_is_pending(engine
     # Segment 1's transcript must not tell the turn-stop strategy "STT is done".
     pcm, rate = fixture_pcm("en_hello")
     stt = WhisperSTTProcessor(engine=engine, language="en", sample_rate=rate)
-    chunk = rate * 2 // 50
-    frames = [InputAudioRawFrame(audio=pcm[i : i + chunk], sample_rate=rate, num_channels=1)
-              for i in range(0, len(pcm), chunk)]
+    frames = _line_frames(pcm, rate)
     down, _ = await run_test(
         stt,
         frames_to_send=[VADUserStartedSpeakingFrame(), *frames, VADUserStoppedSpeakingFrame(),
