@@ -788,7 +788,7 @@ def run_faults(config: Config, args) -> int:
             "LLM": "fake vLLM (bot/testing/fake_llm.py), faults per request",
             "caller clip": str(CLIP.relative_to(ROOT)), "machine": f"{os.cpu_count()} CPUs"}
     meta["STT"] = "real Whisper (the configured model): its time on this machine is in every silence"
-    t0 = time.monotonic()
+    t0, load0 = time.monotonic(), os.getloadavg()[0]
     from bot.tools.line_faults import LINE_SCENARIOS, LineLab
 
     line_only = [n for n in args.only if n in LINE_SCENARIOS]
@@ -803,6 +803,7 @@ def run_faults(config: Config, args) -> int:
                      verbose=args.verbose) as line:
             rows += asyncio.run(line.run(line_only or None))
     meta["wall time"] = f"{time.monotonic() - t0:.0f} s"
+    meta["machine"] += f", 1-minute load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after"
     out.write_text(render_report(rows, meta), encoding="utf-8")
     print(out.read_text(encoding="utf-8"))
     return 0  # figures, not a gate: tests/call/test_faults.py asserts the rows with a fixed-delay STT
