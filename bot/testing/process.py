@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+from bot.core.bearer import bearer_header
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -215,8 +217,6 @@ class BotProcess:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        from bot.app.server import bearer_header
-
         return bearer_header(self.records_token)
 
     def healthz(self) -> dict:

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from bot.config import Config
+from bot.core.bearer import bearer_header
 from bot.testing.twilio_sim import (
     TwilioCallSimulator,
     new_sid,
@@ -97,8 +98,6 @@ async def place_call(config: Config, url: str, steps: list[str], caller: str, au
 
 
 async def _print_turns(base: str, call_sid: str, since: float, out, records_token: str) -> None:
-    from bot.app.server import bearer_header
-
     headers = bearer_header(records_token)
     turns: list[dict] = []
     async with httpx.AsyncClient(timeout=5) as client:

@@ -67,6 +67,8 @@ from bot.testing.twilio_sim import (
     sign_twilio_request,
     voice_webhook_params,
 )
+from bot.tools.bench import Target, load_turn_set, speech_bounds
+from bot.tools.soak import soak
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CLIP = ROOT / "tests" / "fixtures" / "en_hello.wav"
@@ -594,9 +596,6 @@ class FaultLab(Lab):
 
     async def soak_row(self) -> Row:
         """The short soak, on bot A after every fault above: what the calls took comes back."""
-        from bot.tools.bench import Target, load_turn_set
-        from bot.tools.soak import soak
-
         bot = self.a
         row = Row("soak (short)", "after all the faults: 3 at once (warm-up), then 1 alone and 3 at once (the "
                   "full soak: run_bot.py bench --soak)")
@@ -707,8 +706,6 @@ def silence_after(call: TwilioCallSimulator, speech_end: float, end: float) -> t
 
 def _read_clip(path: Path) -> tuple[bytes, int]:
     """The clip up to the end of its speech (the line sends silence after it, as a phone does)."""
-    from bot.tools.bench import speech_bounds
-
     pcm, rate = read_wav(path)
     _, end = speech_bounds(pcm, rate)
     frame = round(0.02 * rate)

@@ -13,11 +13,7 @@ from loguru import logger
 from bot.app.context import AppContext
 from bot.app.routes.metrics import finite
 from bot.config import Secrets
-
-
-def bearer_header(token: str | None) -> dict[str, str]:
-    """The header that carries the records token (``RECORDS_API_TOKEN``); none without a token."""
-    return {"Authorization": f"Bearer {token}"} if token else {}
+from bot.core.bearer import bearer_header
 
 
 def records_refusal(request: Request, secrets: Secrets) -> Response | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from bot.core.bearer import bearer_header
 from bot.tools.bench.turnset import BenchError, Turn
 
 BOT_QUIET_GAP = 0.3  # the bot counts as finished after this long without audible audio
@@ -66,8 +67,6 @@ class Target:
 
     @property
     def records_headers(self) -> dict[str, str]:
-        from bot.app.server import bearer_header
-
         return bearer_header(self.records_token)
 
 
