@@ -34,7 +34,9 @@ from eval_emergency import ORDINARY, ordinary_turns  # noqa: E402
 from bot.core.digest import sha256_file  # noqa: E402
 from bot.dialog.emergency import EmergencyRules, Verdict  # noqa: E402
 from bot.dialog.emergency_eval import load_cases  # noqa: E402
-from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
+from bot.dialog.emergency_grammar import respace  # noqa: E402
+from bot.dialog.emergency_learned import _HANGUL, LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
+from bot.dialog.shortcuts import normalize  # noqa: E402
 
 TRAINING = [ROOT / "bench" / name for name in (
     "emergency_table.toml", "emergency_families.toml", "emergency_training.toml", "emergency_training_t1.toml", "emergency_training_t2.toml",
@@ -43,8 +45,8 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_c.toml", "emergency_heldout_d.toml", "emergency_heldout_e.toml", "emergency_heldout_f.toml",
     "emergency_heldout_g.toml", "emergency_training_t7.toml", "emergency_training_t8.toml",
     "emergency_heldout_h.toml", "emergency_heldout_i.toml", "emergency_heldout_j.toml", "emergency_heldout_k.toml",
-    "emergency_heldout_l.toml", "emergency_heldout_m.toml")]
-THRESHOLD = 0.9
+    "emergency_heldout_l.toml", "emergency_heldout_m.toml", "emergency_heldout_n.toml", "emergency_heldout_o.toml")]
+THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).
 ORDERS = 8
@@ -57,6 +59,10 @@ CONFIRM = 0.99
 MAX_ORDINARY_SHARE = 0.01
 MAX_NEAR_SHARE = 0.03
 MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the second opinion escalates, all tables together
+# --check also measures the net escalating ALONE (round 9): a turn no net escalates, not hedged, that the
+# net puts at least this weight on one kind; "net" where no hand-written net asks, "any" where one asks too.
+ALONE_TRIES = (0.995, 0.999, 0.9995)
+QUESTION_TRIES = (0.9, THRESHOLD)  # --check: the net's own questions at each weight
 
 
 def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
@@ -64,9 +70,8 @@ def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
 
 
 def fit(rows: list[tuple[str, str]], kinds: list[str], sources=()) -> LearnedNet:
-    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM, l2=L2,
-                 orders=ORDERS, sources=sources,
-                 featurize=_features)
+    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM,
+                 l2=L2, orders=ORDERS, sources=sources, featurize=_features)
 
 
 _features = functools.lru_cache(maxsize=None)(features)  # --check fits 17 times on the same turns
@@ -85,12 +90,70 @@ def seconded(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> Verd
     return after if after is not None and after.sure and not (before is not None and before.sure) else None
 
 
+def hedged(rules: EmergencyRules, text: str) -> bool:
+    """A hedge in the turn as ``EmergencyRules.classify`` searches it (it makes every verdict a question)."""
+    text = rules.after_aside(text)
+    norm = normalize(respace(text) if rules.lemmas is not None else text)
+    for regex in rules.negative:
+        norm = regex.sub("#", norm)
+    return any(h.search(norm) for h in rules.hedge)
+
+
+def top(net: LearnedNet, said: str) -> float:
+    """The net's weight on its likeliest kind (0 for a turn too short to read)."""
+    return 0.0 if len(_HANGUL.findall(said)) < net.min_syllables else float(net.scores(said)[1:].max())
+
+
+def alone(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> tuple[str, str, float] | None:
+    """A turn today's nets do not escalate, not hedged: (``"net"`` where no hand-written net asks, else
+    ``"any"``; the net's kind; its weight), for ``ALONE_TRIES``."""
+    verdict = with_net.classify(text)
+    net = with_net.learned
+    said = read(rules, text)
+    if (verdict is not None and verdict.sure) or net is None or len(_HANGUL.findall(said)) < net.min_syllables \
+            or hedged(rules, text):
+        return None
+    p = net.scores(said)
+    best = 1 + int(p[1:].argmax())
+    scope = "net" if verdict is None or verdict.rule.startswith("learned:") else "any"
+    return scope, net.classes[best], float(p[best])
+
+
+def print_alone(emergencies: list[tuple[tuple[str, str, float], bool]], near: list[tuple[tuple[str, str, float], str]],
+                ordinary: list[tuple[tuple[str, str, float], str]], counts: tuple[int, int, int]) -> None:
+    """What the net alone would escalate at each of ``ALONE_TRIES``, beyond today's nets."""
+    print(f"the net escalating alone (round 9), all tables left out in turn ({counts[0]} emergencies, {counts[1]} "
+          f"near misses) and five folds ({counts[2]} ordinary turns); 'net': where no hand-written net asks, "
+          "'any': where one asks too")
+    print(f"{'weight':>7} {'scope':>5} {'+ esc right':>10} {'+ esc wrong':>11} {'near esc':>8} {'ordinary esc':>12}")
+    for x in ALONE_TRIES:
+        for scopes in (("net",), ("net", "any")):
+            def hit(a: tuple[str, str, float], scopes=scopes, x=x) -> bool:
+                return a[0] in scopes and a[2] >= x
+            right = sum(1 for a, ok in emergencies if hit(a) and ok)
+            wrong = sum(1 for a, ok in emergencies if hit(a) and not ok)
+            print(f"{x:7} {scopes[-1]:>5} {right:+10} {wrong:+11} {sum(hit(a) for a, _ in near):8} "
+                  f"{sum(hit(a) for a, _ in ordinary):12}")
+    x = ALONE_TRIES[0]
+    for a, text in near:
+        if a[2] >= x:
+            print(f"  near miss escalated at {a[2]:.4f} ({a[0]}, {a[1]}): {text}")
+    for a, text in ordinary:
+        if a[2] >= x:
+            print(f"  ordinary turn escalated at {a[2]:.4f} ({a[0]}, {a[1]}): {text}")
+
+
 def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
     """Leave one table out; print what the net adds on each and exit 1 past a bound."""
     failures = []
     print(f"{'left out':30} {'emerg':>5} {'esc|asked':>10} {'+ net':>6} {'+ esc':>6} {'near':>5} {'net asks':>8} "
           f"{'net esc':>7}")
     totals = [0, 0, 0]
+    alone_emergencies: list[tuple[tuple[str, str, float], bool]] = []
+    alone_near: list[tuple[tuple[str, str, float], str]] = []
+    alone_ordinary: list[tuple[tuple[str, str, float], str]] = []
+    counts = [0, 0, len(ordinary)]
+    questions: dict[str, list[float]] = {"emergencies": [], "near misses": [], "ordinary turns": []}
     for held in TRAINING:
         net = fit(rows_of(rules, [t for t in TRAINING if t != held]) + [(read(rules, t), NONE) for t in ordinary], kinds)
         cases = load_cases(held, set(kinds))
@@ -99,9 +162,15 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         missed = [c for c in emergencies if rules.classify(c.text) is None]
         added = [c for c in missed if net.classify(read(rules, c.text))]
         false = [c for c in near if rules.classify(c.text) is None and net.classify(read(rules, c.text))]
+        questions["emergencies"] += [top(net, read(rules, c.text)) for c in added]
+        questions["near misses"] += [top(net, read(rules, c.text)) for c in false]
         with_net = dataclasses.replace(rules, learned=net)
         escalated = [c for c in emergencies if (v := seconded(rules, with_net, c.text)) and c.right(v.kind.name)]
         false_escalated = [c for c in near if seconded(rules, with_net, c.text)]
+        alone_emergencies += [(a, c.right(a[1])) for c in emergencies if (a := alone(rules, with_net, c.text))]
+        alone_near += [(a, c.text) for c in near if (a := alone(rules, with_net, c.text))]
+        counts[0] += len(emergencies)
+        counts[1] += len(near)
         print(f"{held.name:30} {len(emergencies):5} {len(emergencies) - len(missed):10} {len(added):+6} "
               f"{len(escalated):+6} {len(near):5} {len(false):8} {len(false_escalated):7}")
         totals = [totals[0] + len(escalated), totals[1] + len(false_escalated), totals[2] + len(near)]
@@ -122,14 +191,21 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         rest = [t for i, t in enumerate(shuffled) if i % folds != k]
         net = fit(base + [(read(rules, t), NONE) for t in rest], kinds)
         asked += [t for t in test if rules.classify(t) is None and net.classify(read(rules, t))]
+        questions["ordinary turns"] += [top(net, read(rules, t)) for t in test
+                                        if rules.classify(t) is None and net.classify(read(rules, t))]
         with_net = dataclasses.replace(rules, learned=net)
         escalated_turns += [t for t in test if seconded(rules, with_net, t)]
+        alone_ordinary += [(a, t) for t in test if (a := alone(rules, with_net, t))]
     print(f"ordinary turns, five folds: {len(asked)} of {len(ordinary)} asked, {len(escalated_turns)} escalated "
           "by the second opinion")
     for text in asked:
         print(f"  asked: {text}")
     for text in escalated_turns:
         print(f"  escalated: {text}")
+    print("the net's own questions, left out in turn: " + "; ".join(
+        f"{what} " + " / ".join(f"{sum(w >= x for w in weights)} at {x}" for x in QUESTION_TRIES)
+        for what, weights in questions.items()))
+    print_alone(alone_emergencies, alone_near, alone_ordinary, (counts[0], counts[1], counts[2]))
     if escalated_turns:
         failures.append(f"ordinary: {len(escalated_turns)} escalated")
     if len(asked) > MAX_ORDINARY_SHARE * len(ordinary):
