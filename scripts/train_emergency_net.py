@@ -13,6 +13,9 @@ hand-written nets neither escalate nor ask, how many the net asks about, and how
 questions its second opinion turns into an escalation of the right kind; of its near misses, how many
 get a false question from the net, and how many a false escalation; and, five folds over the ordinary
 turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound (below), 2 when it could not judge.
+It also prints the net's own questions at each of ``QUESTION_TRIES`` and what the net would escalate
+ALONE (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``: emergencies of the
+right kind and not, near misses, ordinary turns.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the second opinion escalates, al
 # --check also measures the net escalating ALONE (round 9): a turn no net escalates, not hedged, that the
 # net puts at least this weight on one kind; "net" where no hand-written net asks, "any" where one asks too.
 ALONE_TRIES = (0.995, 0.999, 0.9995)
+# Not adopted (round 9): left out in turn, where no hand-written net asks, 0.995 escalated 39 more emergencies
+# (all of the right kind) and 5 of 5,601 near misses, 0.999 35 and 4, 0.9995 33 and 4, no ordinary turn; but the
+# net trained on every table escalated two near misses of tests/dialog (a cat on a railing: rescue 0.99993).
 QUESTION_TRIES = (0.9, THRESHOLD)  # --check: the net's own questions at each weight
 
 
