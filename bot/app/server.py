@@ -17,7 +17,6 @@ from bot.app.context import AppContext
 from bot.app.routes import callbacks, health, media, metrics, stream_ended, transfer, twilio_voice
 from bot.app.routes import records as records_api
 from bot.app.routes.qa import mount_qa
-from bot.app.routes.records import records_refusal
 from bot.call.build import build_call
 from bot.call.models import SharedModels
 from bot.call.request import CallRequest
@@ -29,8 +28,8 @@ from bot.store.calls import CallLog
 from bot.telemetry.tracing import configure as configure_tracing
 from bot.telemetry.tracing import resource_attributes
 
-# Other modules import these from here (the records API's client side, the tests).
-__all__ = ["CallRegistry", "create_app", "records_refusal"]
+# The tests import the registry from here too.
+__all__ = ["CallRegistry", "create_app"]
 
 PUBLIC_ROUTERS = (twilio_voice.router, media.router, transfer.router, callbacks.router, health.public_router,
                   records_api.router, stream_ended.router)

@@ -6,11 +6,12 @@ what it measured; what each row should show and the limits are the tests' (bot/t
 The bots' STT is the fixed-delay engine (bot/testing/fixed_stt.py: the clip's known text after
 STT_DELAY_MS): no time bounded here waits on speech recognition, whatever the machine's speed; real
 Whisper's figures are the benchmark's (`run_bot.py faults`, every row). The VAD, the stand-in TTS and
-the event loops still need the CPU: on a machine starved by other work (a second suite beside this one
-on 2 cores) the silences grow past the limits, so the report and every failure name the machine's load. Each test asserts its row's
-limits: what the caller heard (sentence names from the server's turn records), the longest silence
-after the caller's turn (caller side, <= 2.0 s), the first words after an LLM failure (<= 1.5 s after
-the turn ended), other calls' event-loop lag, and that the turn records say what happened. The report
+the event loops still need the CPU: on a machine starved by other work (a second suite beside this
+one on 2 cores) the silences grow past the limits, so the report and every failure name the
+machine's load. Each test asserts its row's limits: what the caller heard (sentence names from the
+server's turn records), the longest silence after the caller's turn (caller side, <= 2.0 s), the first
+words after an LLM failure (<= 1.5 s after the turn ended), other calls' event-loop lag, and that the
+turn records say what happened. The report
 table is written to ``faults-report.md`` in the test's temporary directory (and to $FAULTS_REPORT if
 set), with the oracles' verdict on every row under it.
 
@@ -44,9 +45,9 @@ STT_DELAY_MS = 400
 # row that does.
 SCENARIOS = ["twice", "idle", "loris", "stage", "hostile", "soak", "shutdown"]
 ROWS = {"llm fails twice, no desk"}
-# Every row the whole lab (`run_bot.py faults`) can report.
 # The machine's load while the lab ran (set by the lab fixture): every failure names it.
 MACHINE: list[str] = []
+# Every row the whole lab (`run_bot.py faults`) can report.
 ALL_ROWS = {"llm slow", "llm hang", "llm 500", "llm down", "llm refused", "llm invalid json", "llm cut off",
             "llm fails twice", "llm fails twice, no desk", "stt raises", "tts raises", "idle caller",
             "hostile client", "webhook abuse", "slow loris", "overload", "soak (short)", "shutdown"}
