@@ -37,9 +37,7 @@ from eval_emergency import ORDINARY, ordinary_turns  # noqa: E402
 from bot.core.digest import sha256_file  # noqa: E402
 from bot.dialog.emergency import EmergencyRules, Verdict  # noqa: E402
 from bot.dialog.emergency_eval import load_cases  # noqa: E402
-from bot.dialog.emergency_grammar import respace  # noqa: E402
-from bot.dialog.emergency_learned import _HANGUL, LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
-from bot.dialog.shortcuts import normalize  # noqa: E402
+from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
 
 TRAINING = [ROOT / "bench" / name for name in (
     "emergency_table.toml", "emergency_families.toml", "emergency_training.toml", "emergency_training_t1.toml", "emergency_training_t2.toml",
@@ -96,18 +94,10 @@ def seconded(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> Verd
     return after if after is not None and after.sure and not (before is not None and before.sure) else None
 
 
-def hedged(rules: EmergencyRules, text: str) -> bool:
-    """A hedge in the turn as ``EmergencyRules.classify`` searches it (it makes every verdict a question)."""
-    text = rules.after_aside(text)
-    norm = normalize(respace(text) if rules.lemmas is not None else text)
-    for regex in rules.negative:
-        norm = regex.sub("#", norm)
-    return any(h.search(norm) for h in rules.hedge)
-
-
 def top(net: LearnedNet, said: str) -> float:
     """The net's weight on its likeliest kind (0 for a turn too short to read)."""
-    return 0.0 if len(_HANGUL.findall(said)) < net.min_syllables else float(net.scores(said)[1:].max())
+    likeliest = net.likeliest(said)
+    return 0.0 if likeliest is None else likeliest[1]
 
 
 def alone(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> tuple[str, str, float] | None:
@@ -115,14 +105,12 @@ def alone(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> tuple[s
     ``"any"``; the net's kind; its weight), for ``ALONE_TRIES``."""
     verdict = with_net.classify(text)
     net = with_net.learned
-    said = read(rules, text)
-    if (verdict is not None and verdict.sure) or net is None or len(_HANGUL.findall(said)) < net.min_syllables \
-            or hedged(rules, text):
+    if (verdict is not None and verdict.sure) or net is None or rules.hedged(text):
         return None
-    p = net.scores(said)
-    best = 1 + int(p[1:].argmax())
+    if (likeliest := net.likeliest(read(rules, text))) is None:
+        return None
     scope = "net" if verdict is None or verdict.rule.startswith("learned:") else "any"
-    return scope, net.classes[best], float(p[best])
+    return scope, *likeliest
 
 
 def print_alone(emergencies: list[tuple[tuple[str, str, float], bool]], near: list[tuple[tuple[str, str, float], str]],
@@ -196,9 +184,9 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         test = shuffled[k::folds]
         rest = [t for i, t in enumerate(shuffled) if i % folds != k]
         net = fit(base + [(read(rules, t), NONE) for t in rest], kinds)
-        asked += [t for t in test if rules.classify(t) is None and net.classify(read(rules, t))]
-        questions["ordinary turns"] += [top(net, read(rules, t)) for t in test
-                                        if rules.classify(t) is None and net.classify(read(rules, t))]
+        asked_now = [t for t in test if rules.classify(t) is None and net.classify(read(rules, t))]
+        asked += asked_now
+        questions["ordinary turns"] += [top(net, read(rules, t)) for t in asked_now]
         with_net = dataclasses.replace(rules, learned=net)
         escalated_turns += [t for t in test if seconded(rules, with_net, t)]
         alone_ordinary += [(a, t) for t in test if (a := alone(rules, with_net, t))]

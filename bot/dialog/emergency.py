@@ -121,13 +121,10 @@ class EmergencyRules:
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read. A turn written one syllable at a time is read spaced as words.
         """
-        text = self.after_aside(text)
-        if self.lemmas is not None:
-            text = respace(text)
-        norm = _blank(normalize(text), self.negative)
+        text, norm = self._read(text)
         if not norm.strip(_BLANK):
             return None
-        hedged = any(h.search(norm) for h in self.hedge)
+        hedged = self._hedged(norm)
         unsure: Verdict | None = None
         for g in self.grammars:
             own = _blank(norm, g.negative)
@@ -153,6 +150,21 @@ class EmergencyRules:
         elif unsure is not None and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
+
+    def _read(self, text: str) -> tuple[str, str]:
+        """The turn as ``classify`` reads it: after the aside, respaced for the grammar; and that text
+        normalized with the negatives blanked out (what the regex nets and the hedges search)."""
+        text = self.after_aside(text)
+        if self.lemmas is not None:
+            text = respace(text)
+        return text, _blank(normalize(text), self.negative)
+
+    def _hedged(self, norm: str) -> bool:
+        return any(h.search(norm) for h in self.hedge)
+
+    def hedged(self, text: str) -> bool:
+        """A hedge in the turn ("같기도", "인지 모르겠"): every verdict of ``classify`` is then a question."""
+        return self._hedged(self._read(text)[1])
 
     def _vetoed(self, g: _Grammar, own: str, text: str) -> str | None:
         """Why every sure hit of ``g`` in the turn is no event now, as the grammar reads it (a past or

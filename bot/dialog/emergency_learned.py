@@ -75,17 +75,26 @@ class LearnedNet:
         e = np.exp(logits - logits.max())
         return e / e.sum()
 
-    def classify(self, text: str) -> str | None:
-        """The kind to ask about, or None."""
-        if len(_HANGUL.findall(text)) < self.min_syllables:
+    def readable(self, text: str) -> bool:
+        """Long enough for this net to read (``min_syllables`` Hangul syllables)."""
+        return len(_HANGUL.findall(text)) >= self.min_syllables
+
+    def likeliest(self, text: str) -> tuple[str, float] | None:
+        """The emergency kind the net weighs most and its weight; None for a turn too short to read."""
+        if not self.readable(text):
             return None
         p = self.scores(text)
         best = 1 + int(p[1:].argmax())
-        return self.classes[best] if p[best] >= self.threshold else None
+        return self.classes[best], float(p[best])
+
+    def classify(self, text: str) -> str | None:
+        """The kind to ask about, or None."""
+        likeliest = self.likeliest(text)
+        return likeliest[0] if likeliest is not None and likeliest[1] >= self.threshold else None
 
     def confirms(self, text: str, kind: str) -> bool:
         """Another net's question of ``kind`` that this net reads as that kind too (at ``confirm``)."""
-        if len(_HANGUL.findall(text)) < self.min_syllables or kind not in self.classes:
+        if not self.readable(text) or kind not in self.classes:
             return False
         return bool(self.scores(text)[self.classes.index(kind)] >= self.confirm)
 
