@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import signal
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -72,6 +74,7 @@ def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[Call
     config, secrets, models = _load_and_check(config, llm_server, prepare_models)
     _warn_open_doors(config, secrets)
     app = create_app(config, secrets, models, call_builder=call_builder or build_call)
+    freeze_startup_heap()
     logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
                 config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
                 config.server.admin_port)
@@ -83,6 +86,24 @@ def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[Call
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # serving: uvicorn's handlers (the drain) from here
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))
+
+
+def freeze_startup_heap() -> int:
+    """Put what loading made (tables, the nets, the app) beyond the garbage collector; returns how many objects.
+
+    A full collection scans every tracked object, and it runs on the event loop that paces the calls'
+    audio: ~310 k objects after loading took ~140 ms a collection on 2 CPU cores. Frozen, they are
+    never scanned again; a collection sees only what calls made. vLLM does the same after its warm-up
+    (``vllm.utils.gc_utils.freeze_gc_heap``).
+    """
+    began = time.perf_counter()
+    gc.collect()
+    took_ms = (time.perf_counter() - began) * 1000
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    logger.info("startup heap frozen: {} objects a collection no longer scans (a full collection of them: {:.0f} ms)",
+                frozen, took_ms)
+    return frozen
 
 
 def _load_and_check(config: Config, llm_server: LLMServer, prepare_models: Callable[[SharedModels], SharedModels] | None

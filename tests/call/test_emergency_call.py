@@ -8,6 +8,7 @@ The bot names 119 within the turn, makes no model call, records and counts the e
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import pytest
@@ -93,6 +94,7 @@ async def test_a_fire_is_told_119_with_no_model_call_and_handed_to_the_fire_line
     assert any(h.startswith("emergency:fire") for t in urgent for h in t["heard"]), urgent
     assert "119" in urgent[0]["reply"]
     assert "EMERGENCY turn: answered with the number 119" in bot.log()
+    assert re.search(r"startup heap frozen: [1-9]\d{4,} objects", bot.log())  # before the first call (bot/app/serve.py)
     metrics = httpx.get(f"{bot.admin_url}/metrics", timeout=5).text
     assert f'voice_escalations_total{{number="119"}} {float(len(urgent))}' in metrics
     # The start timed itself on the product's engines (the first start here: the baseline).
