@@ -12,9 +12,10 @@ a table joins TRAINING only once it has been read as held-out.
 hand-written nets neither escalate nor ask, how many the net asks about, and how many of their
 questions its second opinion turns into an escalation of the right kind; of its near misses, how many
 get a false question from the net, and how many a false escalation; and, five folds over the ordinary
-turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound (below), 2 when it could not judge.
-It also prints the net's own questions at each of ``QUESTION_TRIES`` and what the net would escalate
-ALONE (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``: emergencies of the
+turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound
+(below), 2 when it could not judge. It also prints how many escalations the net's doubt turns into questions
+(emergencies, near misses), the net's own questions at each of ``QUESTION_TRIES`` and what the net would
+escalate ALONE (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``: emergencies of the
 right kind and not, near misses, ordinary turns.
 """
 
@@ -46,7 +47,8 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_c.toml", "emergency_heldout_d.toml", "emergency_heldout_e.toml", "emergency_heldout_f.toml",
     "emergency_heldout_g.toml", "emergency_training_t7.toml", "emergency_training_t8.toml",
     "emergency_heldout_h.toml", "emergency_heldout_i.toml", "emergency_heldout_j.toml", "emergency_heldout_k.toml",
-    "emergency_heldout_l.toml", "emergency_heldout_m.toml", "emergency_heldout_n.toml", "emergency_heldout_o.toml")]
+    "emergency_heldout_l.toml", "emergency_heldout_m.toml", "emergency_heldout_n.toml", "emergency_heldout_o.toml",
+    "emergency_heldout_p.toml", "emergency_heldout_q.toml")]
 THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).
@@ -56,6 +58,11 @@ MIN_SYLLABLES = 6
 # A grammar or cue question this net reads as the same kind escalates at this weight: leave-one-table-out
 # at 0.9 escalated 73 more emergencies and 4 of 4,306 near misses, at 0.99 62 and 2.
 CONFIRM = 0.99
+# A sure verdict of the hand-written nets on a turn of 20+ syllables that this net reads as "none" at DOUBT is
+# asked instead (round 10). Four folds of whole tables (28 tables; 7,063 emergencies escalated, 25 near misses
+# escalated): at 0.99 5 emergencies asked instead and 21 near misses held, at 0.999 2 and 21. The two are a
+# crime and a missing elder told after an ordinary request: they hear the kind's question.
+DOUBT = 0.999
 # --check's bounds: ordinary turns asked about (five folds), near misses newly asked about per table.
 MAX_ORDINARY_SHARE = 0.01
 MAX_NEAR_SHARE = 0.03
@@ -74,7 +81,7 @@ def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
 
 
 def fit(rows: list[tuple[str, str]], kinds: list[str], sources=()) -> LearnedNet:
-    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM,
+    return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM, doubt=DOUBT,
                  l2=L2, orders=ORDERS, sources=sources, featurize=_features)
 
 
@@ -92,6 +99,12 @@ def seconded(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> Verd
     before = rules.classify(text)
     after = with_net.classify(text)
     return after if after is not None and after.sure and not (before is not None and before.sure) else None
+
+
+def doubted_by(with_net: EmergencyRules, text: str) -> bool:
+    """A sure verdict of the hand-written nets that the net's doubt turns into a question."""
+    verdict = with_net.classify(text)
+    return verdict is not None and verdict.rule.endswith("-doubted")
 
 
 def top(net: LearnedNet, said: str) -> float:
@@ -147,6 +160,7 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
     alone_near: list[tuple[tuple[str, str, float], str]] = []
     alone_ordinary: list[tuple[tuple[str, str, float], str]] = []
     counts = [0, 0, len(ordinary)]
+    doubts = [0, 0]  # emergencies and near misses the net's doubt turns from an escalation into a question
     questions: dict[str, list[float]] = {"emergencies": [], "near misses": [], "ordinary turns": []}
     for held in TRAINING:
         net = fit(rows_of(rules, [t for t in TRAINING if t != held]) + [(read(rules, t), NONE) for t in ordinary], kinds)
@@ -161,6 +175,9 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         with_net = dataclasses.replace(rules, learned=net)
         escalated = [c for c in emergencies if (v := seconded(rules, with_net, c.text)) and c.right(v.kind.name)]
         false_escalated = [c for c in near if seconded(rules, with_net, c.text)]
+        doubted = [c for c in cases if doubted_by(with_net, c.text)]
+        doubts[0] += sum(1 for c in doubted if c.expect != NONE)
+        doubts[1] += sum(1 for c in doubted if c.expect == NONE)
         alone_emergencies += [(a, c.right(a[1])) for c in emergencies if (a := alone(rules, with_net, c.text))]
         alone_near += [(a, c.text) for c in near if (a := alone(rules, with_net, c.text))]
         counts[0] += len(emergencies)
@@ -172,6 +189,8 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
             failures.append(f"{held.name}: {len(false)} near misses asked")
     print(f"second opinion, all tables left out in turn: {totals[0]} emergencies escalated, "
           f"{totals[1]} of {totals[2]} near misses escalated")
+    print(f"the net's doubt, all tables left out in turn: {doubts[0]} emergencies asked instead of escalated, "
+          f"{doubts[1]} near misses asked instead of escalated")
     if totals[1] > MAX_NEAR_ESCALATED_SHARE * totals[2]:
         failures.append(f"second opinion: {totals[1]} near misses escalated")
     folds = 5
@@ -221,6 +240,11 @@ def main() -> int:
     if not ordinary:
         print(f"no ordinary turns found in {[str(p) for p in ORDINARY]}: cannot judge")
         return 2
+    # A few ordinary turns are emergencies ("사람이 쓰러졌어요" routes to the model in the shortcut table):
+    # as "none" rows they taught the net that the plainest emergencies are ordinary (round 10).
+    emergencies = [t for t in ordinary if (v := rules.classify(t)) is not None and v.sure]
+    ordinary = [t for t in ordinary if t not in emergencies]
+    print(f"{len(ordinary)} ordinary turns; {len(emergencies)} left out, the hand-written nets escalate them: {emergencies}")
     if args.check:
         return check(rules, kinds, ordinary)
     start = time.perf_counter()

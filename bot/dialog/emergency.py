@@ -120,7 +120,18 @@ class EmergencyRules:
         ended, on a screen, a figure of speech) is asked, not escalated, unless another hit of its kind stands.
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read. A turn written one syllable at a time is read spaced as words.
+        A sure verdict of the hand-written nets that the learned net reads as an ordinary turn
+        (``LearnedNet.doubts``) is asked instead.
         """
+        verdict = self._verdict(text)
+        if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith("+learned"):
+            return verdict
+        if self.learned.doubts(self.standard(self._read(text)[0])):
+            return Verdict(verdict.kind, False, f"{verdict.rule}-doubted")
+        return verdict
+
+    def _verdict(self, text: str) -> Verdict | None:
+        """``classify`` before the learned net's doubt."""
         text, norm = self._read(text)
         if not norm.strip(_BLANK):
             return None

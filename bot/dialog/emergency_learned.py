@@ -9,7 +9,9 @@ spaces taken out (speech-to-text runs words together; a dialect respells them). 
 net recognised gets the kind's clarifying question when the model's weight on that kind reaches
 ``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
 When the grammar or the cue net asks about a kind and this net reads the same kind at ``confirm``,
-two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``).
+two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``). And where a
+hand-written net escalates a long turn this net reads as ordinary at ``doubt`` (a worry that ended, a
+service asked about in a danger's words), the caller is asked the kind's question instead (round 10).
 
 The weights are data (``bot/data/emergency_learned.npz``), made by ``scripts/train_emergency_net.py``
 from the tables named in the file, with their sha256: a test says when a table changed since.
@@ -67,6 +69,8 @@ class LearnedNet:
     min_syllables: int  # a shorter turn ("아뇨", "뭐라고요") is left to the rules: too little to read
     confirm: float  # the weight on another net's kind that turns its question into an escalation
     sources: tuple[tuple[str, str], ...] = ()  # (table, sha256) it was trained on
+    doubt: float | None = None  # the weight on "none" that turns another net's escalation into its question
+    doubt_syllables: int = 20  # a shorter turn is never doubted ("미아 신고하려고요": plain words, few features)
 
     def scores(self, text: str) -> np.ndarray:
         """The model's probability per class for one turn."""
@@ -98,11 +102,20 @@ class LearnedNet:
             return False
         return bool(self.scores(text)[self.classes.index(kind)] >= self.confirm)
 
+    def doubts(self, text: str) -> bool:
+        """A sure verdict of another net that this net reads as an ordinary turn (at ``doubt``): the
+        caller is asked the kind's question instead (round 10: a worry that ended, a service asked about)."""
+        if self.doubt is None or len(_HANGUL.findall(text)) < self.doubt_syllables:
+            return False
+        return bool(self.scores(text)[0] >= self.doubt)
+
     def save(self, path: str | Path) -> None:
         words = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
         np.savez_compressed(path, features=np.array(words), weights=self.weights.astype(np.float16),
                             classes=np.array(self.classes), threshold=np.float32(self.threshold),
                             min_syllables=np.int32(self.min_syllables), confirm=np.float32(self.confirm),
+                            doubt=np.float32(np.nan if self.doubt is None else self.doubt),
+                            doubt_syllables=np.int32(self.doubt_syllables),
                             sources=np.array([f"{name}\t{digest}" for name, digest in self.sources]))
 
     @classmethod
@@ -117,6 +130,7 @@ class LearnedNet:
                 words, weights, classes = z["features"], z["weights"], z["classes"]
                 threshold, min_syllables, sources = float(z["threshold"]), int(z["min_syllables"]), z["sources"]
                 confirm = float(z["confirm"])
+                doubt, doubt_syllables = float(z["doubt"]), int(z["doubt_syllables"])
         except (OSError, ValueError, KeyError) as e:
             raise LearnedNetError(f"{path}: not a weights file of the learned emergency net ({e})") from e
         names = tuple(str(c) for c in classes)
@@ -125,7 +139,8 @@ class LearnedNet:
         if kinds is not None and (unknown := set(names[1:]) - kinds):
             raise LearnedNetError(f"{path}: classes {sorted(unknown)} are not kinds of the emergency file")
         return cls({str(w): i for i, w in enumerate(words)}, weights.astype(np.float32), names, threshold,
-                   min_syllables, confirm, tuple(_source(str(s)) for s in sources))
+                   min_syllables, confirm, tuple(_source(str(s)) for s in sources),
+                   None if math.isnan(doubt) else doubt, doubt_syllables)
 
 
 def _source(line: str) -> tuple[str, str]:
@@ -134,7 +149,8 @@ def _source(line: str) -> tuple[str, str]:
 
 
 def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
-          confirm: float = 1.0, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0,
+          confirm: float = 1.0, doubt: float | None = None, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4,
+          seed: int = 0,
           orders: int = 1, sources: Iterable[tuple[str, str]] = (),
           featurize: Callable[[str], set[str]] = features) -> LearnedNet:
     """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
@@ -155,7 +171,7 @@ def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold:
         w += _fit(x, y, len(vocabulary), len(classes), epochs, rate, l2, seed + k)
     w /= orders
     assert math.isfinite(float(w.sum()))
-    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources))
+    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources), doubt)
 
 
 def _fit(x: list[np.ndarray], y: list[int], features: int, classes: int, epochs: int, rate: float, l2: float,

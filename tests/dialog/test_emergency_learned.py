@@ -112,8 +112,8 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_p" in n or "heldout_q" in n for n in expected)  # the held-out tables of the round
-    assert {"bench/emergency_heldout_n.toml", "bench/emergency_heldout_o.toml"} <= expected  # read once: training now
+    assert not any("heldout_r" in n or "heldout_s" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_p.toml", "bench/emergency_heldout_q.toml"} <= expected  # read once: training now
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
@@ -173,3 +173,43 @@ def test_a_cue_question_asked_despite_a_story_is_not_seconded():
     assert net.confirms(said, "crime")
     verdict = dataclasses.replace(shipped, learned=net).classify(text)
     assert verdict is None or not verdict.sure
+
+
+# Round 10: a near miss of table P (read once, training now) that the grammar escalated as a rescue.
+STUCK_IN_TRAFFIC = "남편이 출근길에 차가 막혀서 도로에 갇혔다고 하네요 그 구간 공사 언제 끝나요"
+
+
+def test_an_escalation_the_net_reads_as_an_ordinary_turn_is_asked_instead():
+    """The net's doubt: the caller hears the kind's question, not the number; the escalation stands
+    without the net, with a net that doubts nothing, and where the turn is too short to judge."""
+    shipped = EmergencyRules.load()
+    without = dataclasses.replace(shipped, learned=None).classify(STUCK_IN_TRAFFIC)
+    assert without is not None and without.sure and without.kind.name == "rescue"
+    verdict = shipped.classify(STUCK_IN_TRAFFIC)
+    assert verdict is not None and not verdict.sure and verdict.kind.name == "rescue"
+    assert verdict.rule == f"{without.rule}-doubted"
+    assert shipped.learned is not None and shipped.learned.doubt == pytest.approx(0.999)
+    trusting = dataclasses.replace(shipped, learned=dataclasses.replace(shipped.learned, doubt=None))
+    assert trusting.classify(STUCK_IN_TRAFFIC) == without
+    short = dataclasses.replace(shipped, learned=dataclasses.replace(shipped.learned, doubt_syllables=40))
+    assert short.classify(STUCK_IN_TRAFFIC) == without
+
+
+@pytest.mark.parametrize("text", [
+    "119 불러 주세요 사람이 다쳤어요", "미아 신고하려고요", "여보세요 여보세요 사람이 쓰러졌어요 쓰러졌어요",
+    # Danger told after an ordinary request: the shortest wording the issue names, and a longer one.
+    "쓰레기 수거 요일 물어보려고 했는데요 지금 밖에서 살려 달라는 비명이 들려요",
+    "대형폐기물 신청이요 아 밖에 사람 찔렸어요 쓰러졌어요",
+])
+def test_plain_emergencies_are_never_doubted(text):
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is not None and verdict.sure, (text, verdict and verdict.rule)
+
+
+def test_the_doubt_round_trips_and_a_net_that_never_doubts_says_so(tmp_path):
+    net = fit(doubt=0.97)
+    net.save(tmp_path / "net.npz")
+    assert LearnedNet.load(tmp_path / "net.npz").doubt == pytest.approx(0.97)
+    fit().save(tmp_path / "never.npz")
+    never = LearnedNet.load(tmp_path / "never.npz")
+    assert never.doubt is None and not never.doubts("작년에 아버지가 가슴 수술하셨는데 의료비 지원 되나요 서류가 뭐예요")
