@@ -184,3 +184,17 @@ def test_a_crisis_kind_must_have_all_three_keys(tmp_path):
     path.write_text("\n".join(line for line in lines if not line.startswith("closing = [")), encoding="utf-8")
     with pytest.raises(EmergencyDataError, match="stay, will_call and closing go together"):
         EmergencyRules.load(path)
+
+
+def test_an_escalation_the_learned_net_doubts_is_one_question_and_a_yes_still_escalates():
+    """Round 10 (docs/line.md, the learned net's doubt): a near miss in a danger's words hears the kind's
+    question, not the number; a caller who says yes to it is escalated as before."""
+    text = "남편이 출근길에 차가 막혀서 도로에 갇혔다고 하네요 그 구간 공사 언제 끝나요"
+    p = policy()
+    ask = p.decide(text, DialogState())
+    rescue = ASSETS.emergency.kinds["rescue"]
+    assert isinstance(ask, Speak) and ask.sentences == (rescue.question,) and ask.escalation is None
+    assert ask.rule.startswith("unsure:") and ask.rule.endswith("-doubted")
+    yes = p.decide("네 지금이요", _after(ask))
+    assert isinstance(yes, Speak) and yes.escalation == rescue.number
+    assert p.decide("아니요 길이 막혔다는 거예요", _after(ask)) == AskModel("아니요 길이 막혔다는 거예요")
