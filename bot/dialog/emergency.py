@@ -121,12 +121,14 @@ class EmergencyRules:
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read. A turn written one syllable at a time is read spaced as words.
         A sure verdict of the hand-written nets that the learned net reads as an ordinary turn
-        (``LearnedNet.doubts``) is asked instead.
+        (``LearnedNet.doubts``) is asked instead, unless the talk turns in it (``QuestionCues.turned``:
+        "주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
         """
         verdict = self._verdict(text)
         if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith("+learned"):
             return verdict
-        if self.learned.doubts(self.standard(self._read(text)[0])):
+        said = self.standard(self._read(text)[0])
+        if self.learned.doubts(said) and not (self.question_cues is not None and self.question_cues.turned(said)):
             return Verdict(verdict.kind, False, f"{verdict.rule}-doubted")
         return verdict
 

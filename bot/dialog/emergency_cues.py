@@ -215,6 +215,15 @@ class QuestionCues:
                                           or max(b for _, b in spans) > (max(turned, first[kind] - 1) if cue.lead else turned))))
         return out, {cue.name for cue in said}
 
+    def turned(self, text: str) -> bool:
+        """A turn of the talk in the turn (``turns``: 근데, 잠깐, 지금): a request may come before a danger."""
+        for pattern, replacement in self.dialect:
+            text = pattern.sub(replacement, text)
+        morphs = analyse(text)
+        at = _index(morphs)
+        memo: dict[int, list[Span]] = {}
+        return any(_find(item, morphs, at, memo) for item in self.turns)
+
     def doubted(self, text: str, kind: str) -> bool:
         """A negative group counted against ``kind`` in the turn (a story, a figure of speech, a
         request after the danger): the question stands, but no other net may turn it into an escalation."""

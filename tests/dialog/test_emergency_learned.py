@@ -112,8 +112,8 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_r" in n or "heldout_s" in n for n in expected)  # the held-out tables of the round
-    assert {"bench/emergency_heldout_p.toml", "bench/emergency_heldout_q.toml"} <= expected  # read once: training now
+    assert not any("heldout_t" in n or "heldout_u" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_r.toml", "bench/emergency_heldout_s.toml"} <= expected  # read once: training now
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
@@ -213,3 +213,19 @@ def test_the_doubt_round_trips_and_a_net_that_never_doubts_says_so(tmp_path):
     fit().save(tmp_path / "never.npz")
     never = LearnedNet.load(tmp_path / "never.npz")
     assert never.doubt is None and not never.doubts("작년에 아버지가 가슴 수술하셨는데 의료비 지원 되나요 서류가 뭐예요")
+
+
+def test_the_doubt_never_reaches_a_danger_told_after_the_talk_turns():
+    """Four folds of whole tables: the 3 emergencies the doubt would have asked about at 0.999 were all
+    told after an ordinary request, past a turn of the talk (근데, 근디, 지금); the request's words outweigh
+    the danger's in a bag of words. Even a net that doubts every long turn leaves those escalated."""
+    shipped = EmergencyRules.load()
+    assert shipped.learned is not None
+    doubting = dataclasses.replace(shipped, learned=dataclasses.replace(shipped.learned, doubt=0.0))
+    for text in ("아니 우리 아파트 앞 불법 주차 좀 어떻게 해 주세요 매일 그래요 근데 지금 그 차 주인이 경비 아저씨 "
+                 "멱살 잡고 벽에 밀어붙이고 있어요 아저씨 코피 나요",
+                 "공영주차장 요금 문의 마씸 근디 주차장서 사람이 막 두들겨 맞암수다 피 남수다"):
+        verdict = doubting.classify(text)
+        assert verdict is not None and verdict.sure and verdict.kind.name == "crime", (text, verdict and verdict.rule)
+    verdict = doubting.classify(STUCK_IN_TRAFFIC)  # no turn of the talk: asked
+    assert verdict is not None and not verdict.sure and verdict.rule.endswith("-doubted")
