@@ -48,7 +48,8 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_g.toml", "emergency_training_t7.toml", "emergency_training_t8.toml",
     "emergency_heldout_h.toml", "emergency_heldout_i.toml", "emergency_heldout_j.toml", "emergency_heldout_k.toml",
     "emergency_heldout_l.toml", "emergency_heldout_m.toml", "emergency_heldout_n.toml", "emergency_heldout_o.toml",
-    "emergency_heldout_p.toml", "emergency_heldout_q.toml", "emergency_heldout_r.toml", "emergency_heldout_s.toml")]
+    "emergency_heldout_p.toml", "emergency_heldout_q.toml", "emergency_heldout_r.toml", "emergency_heldout_s.toml",
+    "emergency_heldout_t.toml", "emergency_heldout_u.toml")]
 THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).
@@ -61,7 +62,8 @@ CONFIRM = 0.99
 # A sure verdict of the hand-written nets on a turn of 20+ syllables that this net reads as "none" at DOUBT is
 # asked instead (round 10), unless the talk turns in it (근데, 지금: round 11). Four folds of whole tables
 # (30 tables; 7,462 emergencies escalated, 65 near misses escalated): at 0.99 5 emergencies asked instead and
-# 48 near misses held, at 0.999 3 and 44; the 3 were all told past a turn of the talk, so with the guard 0 and 39.
+# 48 near misses held, at 0.999 3 and 44; the 3 were all told past a turn of the talk. Round 11's guard (no doubt
+# where the talk turns) gave 0 and 39; round 12's (the danger read again after the turn) 0 and 44.
 DOUBT = 0.999
 # --check's bounds: ordinary turns asked about (five folds), near misses newly asked about per table.
 MAX_ORDINARY_SHARE = 0.01

@@ -121,19 +121,28 @@ class EmergencyRules:
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read. A turn written one syllable at a time is read spaced as words.
         A sure verdict of the hand-written nets that the learned net reads as an ordinary turn
-        (``LearnedNet.doubts``) is asked instead, unless the talk turns in it (``QuestionCues.turned``:
-        "주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
+        (``LearnedNet.doubts``) is asked instead, unless the danger is told after a turn of the talk
+        ("주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
         """
         verdict = self._verdict(text)
         if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith("+learned"):
             return verdict
         said = self.standard(self._read(text)[0])
-        if self.learned.doubts(said) and not (self.question_cues is not None and self.question_cues.turned(said)):
+        if self.learned.doubts(said) and not self._told_after_a_turn(said, verdict.kind.name):
             return Verdict(verdict.kind, False, f"{verdict.rule}-doubted")
         return verdict
 
-    def _verdict(self, text: str) -> Verdict | None:
-        """``classify`` before the learned net's doubt."""
+    def _told_after_a_turn(self, said: str, kind: str) -> bool:
+        """The hand-written nets read ``kind`` in what follows the turn's last turn of the talk
+        (``QuestionCues.after_turn``); not where the danger came before it ("열경기를 했었는데요 지금은
+        괜찮아요 근데 유치원 서류에 ...")."""
+        after = self.question_cues.after_turn(said) if self.question_cues is not None else None
+        again = self._verdict(after, net=False) if after else None
+        return again is not None and again.kind.name == kind
+
+    def _verdict(self, text: str, net: bool = True) -> Verdict | None:
+        """``classify`` before the learned net's doubt (``net=False``: nor its question or second opinion)."""
+        learned = self.learned if net else None
         text, norm = self._read(text)
         if not norm.strip(_BLANK):
             return None
@@ -158,9 +167,9 @@ class EmergencyRules:
         said = self.standard(text)
         if unsure is None and self.question_cues is not None and (kind := self.question_cues.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
-        if unsure is None and self.learned is not None and (kind := self.learned.classify(said)):
+        if unsure is None and learned is not None and (kind := learned.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
-        elif unsure is not None and self._confirmed(unsure, said, hedged):
+        elif unsure is not None and net and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
 

@@ -215,14 +215,16 @@ class QuestionCues:
                                           or max(b for _, b in spans) > (max(turned, first[kind] - 1) if cue.lead else turned))))
         return out, {cue.name for cue in said}
 
-    def turned(self, text: str) -> bool:
-        """A turn of the talk in the turn (``turns``: 근데, 잠깐, 지금): a request may come before a danger."""
+    def after_turn(self, text: str) -> str | None:
+        """What follows the last turn of the talk (``turns``: 근데, 잠깐, 지금) in the turn, dialect endings
+        rewritten; None where the talk does not turn."""
         for pattern, replacement in self.dialect:
             text = pattern.sub(replacement, text)
         morphs = analyse(text)
         at = _index(morphs)
         memo: dict[int, list[Span]] = {}
-        return any(_find(item, morphs, at, memo) for item in self.turns)
+        ends = [morphs[s[1]].end for item in self.turns for s in _find(item, morphs, at, memo)]
+        return text[max(ends):] if ends else None
 
     def doubted(self, text: str, kind: str) -> bool:
         """A negative group counted against ``kind`` in the turn (a story, a figure of speech, a

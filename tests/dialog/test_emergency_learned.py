@@ -112,8 +112,8 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_t" in n or "heldout_u" in n for n in expected)  # the held-out tables of the round
-    assert {"bench/emergency_heldout_r.toml", "bench/emergency_heldout_s.toml"} <= expected  # read once: training now
+    assert not any("heldout_v" in n or "heldout_w" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_t.toml", "bench/emergency_heldout_u.toml"} <= expected  # read once: training now
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
@@ -218,7 +218,8 @@ def test_the_doubt_round_trips_and_a_net_that_never_doubts_says_so(tmp_path):
 def test_the_doubt_never_reaches_a_danger_told_after_the_talk_turns():
     """Four folds of whole tables: the 3 emergencies the doubt would have asked about at 0.999 were all
     told after an ordinary request, past a turn of the talk (근데, 근디, 지금); the request's words outweigh
-    the danger's in a bag of words. Even a net that doubts every long turn leaves those escalated."""
+    the danger's in a bag of words. Even a net that doubts every long turn leaves those escalated; a danger
+    said BEFORE the talk turns to a request is still doubted (round 12)."""
     shipped = EmergencyRules.load()
     assert shipped.learned is not None
     doubting = dataclasses.replace(shipped, learned=dataclasses.replace(shipped.learned, doubt=0.0))
@@ -227,5 +228,9 @@ def test_the_doubt_never_reaches_a_danger_told_after_the_talk_turns():
                  "공영주차장 요금 문의 마씸 근디 주차장서 사람이 막 두들겨 맞암수다 피 남수다"):
         verdict = doubting.classify(text)
         assert verdict is not None and verdict.sure and verdict.kind.name == "crime", (text, verdict and verdict.rule)
-    verdict = doubting.classify(STUCK_IN_TRAFFIC)  # no turn of the talk: asked
-    assert verdict is not None and not verdict.sure and verdict.rule.endswith("-doubted")
+    for text in (STUCK_IN_TRAFFIC,  # no turn of the talk: asked
+                 "여보세요 우리 아이가 두 살 때 열경기를 한 번 했었는데요 지금은 여섯 살이고 괜찮아요 근데 유치원 서류에 "
+                 "병력 적는 칸이 있어서 어떻게 써야 하나 해서요"):  # table S: the danger before the turn
+        verdict = doubting.classify(text)
+        assert verdict is not None and not verdict.sure and verdict.rule.endswith("-doubted"), (text, verdict)
+        assert dataclasses.replace(shipped, learned=None).classify(text).sure  # the hand-written nets escalate it
