@@ -150,8 +150,7 @@ def _source(line: str) -> tuple[str, str]:
 
 def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
           confirm: float = 1.0, doubt: float | None = None, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4,
-          seed: int = 0,
-          orders: int = 1, sources: Iterable[tuple[str, str]] = (),
+          seed: int = 0, orders: int = 1, sources: Iterable[tuple[str, str]] = (),
           featurize: Callable[[str], set[str]] = features) -> LearnedNet:
     """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
     rows give the same weights). Features seen in one row only are left out (they name a row, not a
