@@ -124,10 +124,11 @@ class EmergencyRules:
         (``LearnedNet.doubts``) is asked instead, unless the danger is told after a turn of the talk
         ("주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
         """
-        verdict = self._verdict(text)
+        text, norm = self._read(text)
+        verdict = self._verdict(text, norm)
         if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith("+learned"):
             return verdict
-        said = self.standard(self._read(text)[0])
+        said = self.standard(text)
         if self.learned.doubts(said) and not self._told_after_a_turn(said, verdict.kind.name):
             return Verdict(verdict.kind, False, f"{verdict.rule}-doubted")
         return verdict
@@ -137,13 +138,13 @@ class EmergencyRules:
         (``QuestionCues.after_turn``); not where the danger came before it ("열경기를 했었는데요 지금은
         괜찮아요 근데 유치원 서류에 ...")."""
         after = self.question_cues.after_turn(said) if self.question_cues is not None else None
-        again = self._verdict(after, net=False) if after else None
+        again = self._verdict(*self._read(after), net=False) if after else None
         return again is not None and again.kind.name == kind
 
-    def _verdict(self, text: str, net: bool = True) -> Verdict | None:
-        """``classify`` before the learned net's doubt (``net=False``: nor its question or second opinion)."""
+    def _verdict(self, text: str, norm: str, net: bool = True) -> Verdict | None:
+        """``classify`` of a turn ``_read`` read, before the learned net's doubt (``net=False``: nor its
+        question or second opinion)."""
         learned = self.learned if net else None
-        text, norm = self._read(text)
         if not norm.strip(_BLANK):
             return None
         hedged = self._hedged(norm)

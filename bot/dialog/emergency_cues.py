@@ -149,14 +149,20 @@ class QuestionCues:
         """Each kind with an own positive cue in the turn: the weight of its own cues, and its score."""
         return self._read(text)[0]
 
-    def _read(self, text: str) -> tuple[dict[str, tuple[float, float]], set[str]]:
-        """The scores, and the names of the cues found."""
+    def _analyse(self, text: str) -> tuple[str, list[Morph], dict[str, list[int]], dict[int, list[Span]], list[Span]]:
+        """The turn with dialect endings rewritten, its morphemes, their index, the lookups' memo and
+        where the talk turns in it."""
         for pattern, replacement in self.dialect:
             text = pattern.sub(replacement, text)
         morphs = analyse(text)
         at = _index(morphs)
         memo: dict[int, list[Span]] = {}  # each item looked up once a turn
-        turns = [s[0] for item in self.turns for s in _find(item, morphs, at, memo)]
+        return text, morphs, at, memo, [s for item in self.turns for s in _find(item, morphs, at, memo)]
+
+    def _read(self, text: str) -> tuple[dict[str, tuple[float, float]], set[str]]:
+        """The scores, and the names of the cues found."""
+        _, morphs, at, memo, turned_at = self._analyse(text)
+        turns = [s[0] for s in turned_at]
         said = {cue: spans for cue in self.cues if (spans := cue.where(morphs, at, memo=memo))}
         # The danger's own words hold no ordinary word: 어디 in 어디 갔는지 몰라요, 괜찮 in 아까는 괜찮았는데.
         # (A phrase of the danger, longer than the word: 담배 said alone is a poison and a smoker's smoke
@@ -218,13 +224,8 @@ class QuestionCues:
     def after_turn(self, text: str) -> str | None:
         """What follows the last turn of the talk (``turns``: 근데, 잠깐, 지금) in the turn, dialect endings
         rewritten; None where the talk does not turn."""
-        for pattern, replacement in self.dialect:
-            text = pattern.sub(replacement, text)
-        morphs = analyse(text)
-        at = _index(morphs)
-        memo: dict[int, list[Span]] = {}
-        ends = [morphs[s[1]].end for item in self.turns for s in _find(item, morphs, at, memo)]
-        return text[max(ends):] if ends else None
+        text, morphs, _, _, turned_at = self._analyse(text)
+        return text[max(morphs[s[1]].end for s in turned_at):] if turned_at else None
 
     def doubted(self, text: str, kind: str) -> bool:
         """A negative group counted against ``kind`` in the turn (a story, a figure of speech, a
