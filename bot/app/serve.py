@@ -68,8 +68,9 @@ def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[Call
 
     private_umask()  # recordings, the SQLite records: 0600 in 0700 folders (every worker of --workers runs this)
     # A SIGTERM while loading (a supervisor stopping a worker it just restarted) is a clean stop:
-    # no call was taken. uvicorn installs its own handlers (the drain) once it serves.
-    signal.signal(signal.SIGTERM, _stop_before_serving)
+    # no call was taken. Once the listeners are built, SIGTERM drains.
+    stop = StopWhileLoading()
+    signal.signal(signal.SIGTERM, stop)
     trusted_proxies(config)  # a bad entry stops us before minutes of model loading
     config, secrets, models = _load_and_check(config, llm_server, prepare_models)
     _warn_open_doors(config, secrets)
@@ -83,7 +84,7 @@ def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[Call
                                            ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
     admin = OperationsServer(uvicorn_config(app.state.admin_app, config, host=config.server.admin_host,
                                             port=config.server.admin_port, lifespan="off"))
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # serving: uvicorn's handlers (the drain) from here
+    stop.hand_over(public)
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))
 
@@ -143,9 +144,29 @@ def _warn_open_doors(config: Config, secrets: Secrets) -> None:
         logger.info("records API (/api/turns) is OFF: set env RECORDS_API_TOKEN to read turn records over HTTP")
 
 
-def _stop_before_serving(signum: int, _frame: FrameType | None) -> None:
-    logger.warning("{} before serving: stopping (no call was taken)", signal.Signals(signum).name)
-    raise SystemExit(0)
+class StopWhileLoading:
+    """SIGTERM before serving: exit 0, no call was taken.
+
+    The handler's SystemExit lands wherever the main thread is. Inside a finalizer or a garbage
+    collector's callback (``freeze_startup_heap``'s collection runs SQLAlchemy's) Python prints it and
+    goes on, and the worker would serve after its supervisor asked it to stop; so ``hand_over`` looks
+    again before the listener takes the signal.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        if not self.requested:
+            self.requested = True
+            logger.warning("{} before serving: stopping (no call was taken)", signal.Signals(signum).name)
+        raise SystemExit(0)
+
+    def hand_over(self, public: uvicorn.Server) -> None:
+        """From here SIGTERM is ``public``'s (the drain); raises SystemExit(0) if one came before."""
+        signal.signal(signal.SIGTERM, public.handle_exit)  # before uvicorn's own; one now drains
+        if self.requested:
+            raise SystemExit(0)
 
 
 class OperationsServer(uvicorn.Server):
