@@ -295,20 +295,18 @@ def _check_one_lock(lock: str, *extra: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_the_check_refuses_the_old_vllm_lock_with_pip_23_and_takes_the_lock_with_the_pinned_pip(tmp_path):
+def test_the_check_refuses_the_old_vllm_lock_with_pip_23(tmp_path):
     # The break CI missed: Python 3.11.7's venv ships pip 23.2.1, which refused requirements-vllm.txt in
     # hash-checking mode (an extra of a dependency counted as unpinned); uv, which CI resolved with, took it.
+    # That the same check takes today's locks with the pinned pip is .ci/run's own step before the tests
+    # (scripts/check_install_sets.sh, every lock); running it here too cost the suite ~140 s.
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "old")], check=True, timeout=120)
     old_py = tmp_path / "old" / "bin" / "python"
     shipped = subprocess.run([str(old_py), "-m", "pip", "--version"], capture_output=True, text=True).stdout.split()[1]
     if shipped != "23.2.1":
         pytest.skip(f"this Python's venv ships pip {shipped}, not 23.2.1")
     old = _check_one_lock(OLD_VLLM_LOCK, "--pip-python", str(old_py))
-    new = _check_one_lock("requirements-vllm.txt")
     old_out, _ = old.communicate(timeout=540)
-    new_out, _ = new.communicate(timeout=540)
     assert old.returncode == 1, old_out[-3000:]
     assert "In --require-hashes mode, all requirements must have their versions pinned with ==" in old_out
     assert "nvidia-cutlass-dsl[cu13]>=4.8.0" in old_out and "DOES NOT RESOLVE with pip 23.2.1" in old_out
-    assert new.returncode == 0, new_out[-3000:]
-    assert re.search(rf"requirements-vllm.txt: resolves with pip {re.escape(_installer_version())} \(\d+ packages\)", new_out)

@@ -354,7 +354,7 @@ def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str
 
 # That the same config passes against a saved baseline is the CI perf gate's own check
 # (scripts/perf_gate.sh: the shipped config against bench/baseline-cpu.json, with the gate's rule).
-@pytest.mark.slow  # three real bench runs (real Whisper, the stand-in TTS)
+@pytest.mark.slow  # two real bench runs (real Whisper, the stand-in TTS)
 def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, standin_tts_dir):
     audio = ROOT / "bench" / "audio"
     turns = tmp_path / "turns.toml"
@@ -380,16 +380,5 @@ def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, stan
     assert "| llm_first_token | 3/3 |" in table and "**REGRESSION** llm_first_token: p50" in table
     assert "Verdict: **FAIL**" in table and "llm_first_token" in table.split("Verdict:")[1]
     assert "| stt |" in table and "**REGRESSION** stt" not in table
-
-    # One call (one model turn) at 2.5 s, the default rule: once "ok, within noise" from 2 turns
-    # (the stage was never judged); now slower by the few-turns rule, and the rest "not judged".
-    one = _bench(tmp_path, "one", turns, whisper_dir, standin_tts_dir, "--compare", str(saved), "--rounds", "1",
-                 "--fake-llm-first-token-ms", "2500")
-    table = (tmp_path / "one" / "compare.md").read_text()
-    assert one.returncode == 1, table
-    row = table.split("| llm_first_token | 3/1 |")[1].split("\n")[0]
-    assert "**SLOWER**" in row and "**REGRESSION** llm_first_token: every one of 1 turn(s)" in table
-    verdict = table.split("Verdict:")[1]
-    assert "llm_first_token" in verdict.split(";")[0] and "within noise" not in verdict
-    assert "| stt | 6/2 |" in table and "**not judged**" in table.split("| stt | 6/2 |")[1].split("\n")[0]
-    assert "**REGRESSION** stt" not in table
+    # One turn of a slower model (the few-turns rule) and stages with too few turns ("not judged"): the
+    # same compare on figures, tests above (a third bench run here took ~70 s of the suite for them).
