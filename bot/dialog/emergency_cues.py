@@ -32,6 +32,7 @@ from bot.dialog.emergency_grammar import (
     _find,
     _index,
     analyse,
+    kept_stems,
     read_dialect,
 )
 
@@ -258,7 +259,8 @@ class QuestionCues:
         """
         source = DataFile.read(path, GrammarError, "emergency question cues")
         beside = Path(path).parent / GRAMMAR_PATH.name
-        return _load_cues(source, kinds, grammar or (beside if beside.is_file() else None))
+        with kept_stems():
+            return _load_cues(source, kinds, grammar or (beside if beside.is_file() else None))
 
 
 def _load_cues(source: DataFile, kinds: set[str] | None, grammar: str | Path | None) -> QuestionCues:
