@@ -76,15 +76,15 @@ def serve(config: Config, llm_server: LLMServer, *, call_builder: Callable[[Call
     _warn_open_doors(config, secrets)
     app = create_app(config, secrets, models, call_builder=call_builder or build_call)
     freeze_startup_heap()
-    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
-                config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
-                config.server.admin_port)
     # SIGTERM drains (busy to new calls, server.drain_secs for calls in progress, goodbye) and exits 0.
     public = DrainingServer(uvicorn_config(app, config, host=config.server.host, port=config.server.port,
                                            ws_max_size=WS_MAX_BYTES), drain=app.state.drain)
     admin = OperationsServer(uvicorn_config(app.state.admin_app, config, host=config.server.admin_host,
                                             port=config.server.admin_port, lifespan="off"))
     stop.hand_over(public)
+    logger.info("serving on http://{}:{} (Twilio webhook: https://{}/twilio/voice); operations on http://{}:{}",
+                config.server.host, config.server.port, config.server.public_host, config.server.admin_host,
+                config.server.admin_port)
     with asyncio.Runner(loop_factory=public.config.get_loop_factory()) as runner:
         return runner.run(serve_both(public, admin))
 
