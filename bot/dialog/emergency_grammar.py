@@ -342,10 +342,10 @@ _STEMS: dict[str, tuple[tuple[str, str], ...]] = {}  # _split_stem's answers, th
 class StemCache:
     """``_split_stem``'s answers kept across starts (``cache/emergency_stems.json``).
 
-    Loading the grammar and the cues asks Kiwi about ~2,900 of their words: measured on 2 CPU cores,
-    the dialog assets load in 3.1 s with the file and 3.9-4.0 s without (a worker starts in ~9.5 s). The answers depend only on Kiwi, its model, this module and
-    ``bot/core/kiwi.py``, so the file is keyed by their versions and the two files' digest; another key, a damaged or unwritable
-    file: the words are analysed again, as without it.
+    Loading the grammar and the cues asks Kiwi about ~2,900 of their words: on 2 CPU cores the dialog
+    assets load in 3.1 s with the file, 3.9-4.0 s without (a worker starts in ~9.5 s). The answers
+    depend only on Kiwi, its model, this module and ``bot/core/kiwi.py``: the file is keyed by their
+    versions and the two files' digest. Another key, a damaged or unwritable file: analysed again.
     """
 
     def __init__(self, path: Path) -> None:
@@ -380,12 +380,13 @@ class StemCache:
 
     def save(self) -> None:
         """``_STEMS`` to the file (atomically: workers start side by side), when it holds more than was read."""
-        if len(_STEMS) <= self.read:
+        stems = dict(_STEMS)  # a copy: a load on another thread may add to it
+        if len(stems) <= self.read:
             return
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"key": self.key, "stems": _STEMS}, ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(json.dumps({"key": self.key, "stems": stems}, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as e:
             logger.debug("emergency grammar: stems not cached in {} ({})", self.path, e)
