@@ -50,7 +50,7 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_l.toml", "emergency_heldout_m.toml", "emergency_heldout_n.toml", "emergency_heldout_o.toml",
     "emergency_heldout_p.toml", "emergency_heldout_q.toml", "emergency_heldout_r.toml", "emergency_heldout_s.toml",
     "emergency_heldout_t.toml", "emergency_heldout_u.toml", "emergency_heldout_v.toml", "emergency_heldout_w.toml",
-    "emergency_heldout_x.toml", "emergency_heldout_y.toml")]
+    "emergency_heldout_x.toml", "emergency_heldout_y.toml", "emergency_heldout_z.toml", "emergency_heldout_aa.toml")]
 THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).
@@ -72,10 +72,17 @@ MAX_NEAR_SHARE = 0.03
 MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the second opinion escalates, all tables together
 # --check also measures the net escalating ALONE (round 9): a turn no net escalates, not hedged, that the
 # net puts at least this weight on one kind; "net" where no hand-written net asks, "any" where one asks too.
-ALONE_TRIES = (0.995, 0.999, 0.9995)
-# Not adopted (round 9): left out in turn, where no hand-written net asks, 0.995 escalated 39 more emergencies
+ALONE_TRIES = (0.995, 0.999, 0.9995, 0.9999)
+# Not adopted in round 9: left out in turn, where no hand-written net asks, 0.995 escalated 39 more emergencies
 # (all of the right kind) and 5 of 5,601 near misses, 0.999 35 and 4, 0.9995 33 and 4, no ordinary turn; but the
 # net trained on every table escalated two near misses of tests/dialog (a cat on a railing: rescue 0.99993).
+# Adopted in round 15, four folds of whole tables (36 tables: 8,971 emergencies, 7,136 near misses, 759 ordinary
+# turns), where no hand-written net asks and the turn is not hedged: at 0.999 74 more emergencies escalated (all
+# of the right kind) and 4 near misses, all under 20 syllables ("누가 집 앞에 차를 대고 있어요"); with the floor
+# of 20, 73 and 1; 0.9995 67 and 0; 0.9999 64 and 0; no ordinary turn at any. The shipped net puts 0.9998 on
+# the shelf near miss of tests/dialog (boxes nobody can lift), hence 0.9999.
+ALONE = 0.9999
+ALONE_SYLLABLES = 20
 QUESTION_TRIES = (0.9, THRESHOLD)  # --check: the net's own questions at each weight
 
 
@@ -85,7 +92,8 @@ def rows_of(rules: EmergencyRules, tables: list[Path]) -> list[tuple[str, str]]:
 
 def fit(rows: list[tuple[str, str]], kinds: list[str], sources=()) -> LearnedNet:
     return train(rows, [NONE, *kinds], threshold=THRESHOLD, min_syllables=MIN_SYLLABLES, confirm=CONFIRM, doubt=DOUBT,
-                 l2=L2, orders=ORDERS, sources=sources, featurize=_features)
+                 alone=ALONE, alone_syllables=ALONE_SYLLABLES, l2=L2, orders=ORDERS, sources=sources,
+                 featurize=_features)
 
 
 _features = functools.lru_cache(maxsize=None)(features)  # --check fits 17 times on the same turns

@@ -120,13 +120,15 @@ class EmergencyRules:
         ended, on a screen, a figure of speech) is asked, not escalated, unless another hit of its kind stands.
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
         what follows it is read. A turn written one syllable at a time is read spaced as words.
+        A long turn no hand-written net reads that the learned net is nearly certain of
+        (``LearnedNet.escalates``) escalates; a hedged one is asked.
         A sure verdict of the hand-written nets that the learned net reads as an ordinary turn
         (``LearnedNet.doubts``) is asked instead, unless the danger is told after a turn of the talk
         ("주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
         """
         text, norm = self._read(text)
         verdict = self._verdict(text, norm)
-        if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith("+learned"):
+        if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith(("+learned", "+alone")):
             return verdict
         said = self.standard(text)
         if self.learned.doubts(said) and not self._told_after_a_turn(said, verdict.kind.name):
@@ -169,6 +171,8 @@ class EmergencyRules:
         if unsure is None and self.question_cues is not None and (kind := self.question_cues.classify(said)):
             unsure = Verdict(self.kinds[kind], False, f"like:{kind}")
         if unsure is None and learned is not None and (kind := learned.classify(said)):
+            if not hedged and learned.escalates(said, kind):  # nearly certain where no other net reads a thing
+                return Verdict(self.kinds[kind], True, f"learned:{kind}+alone")
             unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
         elif unsure is not None and net and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")

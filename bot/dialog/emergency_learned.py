@@ -7,7 +7,9 @@ a multinomial logistic regression over what the grammar reads in a turn (Kiwi le
 negation, unreality and intent, lemma pairs) and the character pairs and triples of the turn with its
 spaces taken out (speech-to-text runs words together; a dialect respells them). A turn no hand-written
 net recognised gets the kind's clarifying question when the model's weight on that kind reaches
-``threshold``; it never escalates by itself, so a false hit costs one question, not a dispatcher.
+``threshold``. Where it is nearly certain (``alone``, on a turn of ``alone_syllables`` or more) it
+escalates by itself (round 15: a danger described, never named, gives the hand-written nets nothing
+to read); below that a false hit costs one question, not a dispatcher.
 When the grammar or the cue net asks about a kind and this net reads the same kind at ``confirm``,
 two nets that share no rule agree and the turn escalates (``EmergencyRules.classify``). And where a
 hand-written net escalates a long turn this net reads as ordinary at ``doubt`` (a worry that ended, a
@@ -71,6 +73,8 @@ class LearnedNet:
     sources: tuple[tuple[str, str], ...] = ()  # (table, sha256) it was trained on
     doubt: float | None = None  # the weight on "none" that turns another net's escalation into its question
     doubt_syllables: int = 20  # a shorter turn is never doubted ("미아 신고하려고요": plain words, few features)
+    alone: float | None = None  # the weight on a kind at which this net escalates where no other net asks
+    alone_syllables: int = 20  # a shorter turn is only asked ("가스 냄새는 안 나는데 보일러가 이상해요")
 
     def scores(self, text: str) -> np.ndarray:
         """The model's probability per class for one turn."""
@@ -102,6 +106,12 @@ class LearnedNet:
             return False
         return bool(self.scores(text)[self.classes.index(kind)] >= self.confirm)
 
+    def escalates(self, text: str, kind: str) -> bool:
+        """A turn only this net reads, as ``kind`` at ``alone``: escalated, not asked (round 15)."""
+        if self.alone is None or kind not in self.classes or len(_HANGUL.findall(text)) < self.alone_syllables:
+            return False
+        return bool(self.scores(text)[self.classes.index(kind)] >= self.alone)
+
     def doubts(self, text: str) -> bool:
         """A sure verdict of another net that this net reads as an ordinary turn (at ``doubt``): the
         caller is asked the kind's question instead (round 10: a worry that ended, a service asked about)."""
@@ -116,6 +126,8 @@ class LearnedNet:
                             min_syllables=np.int32(self.min_syllables), confirm=np.float32(self.confirm),
                             doubt=np.float32(np.nan if self.doubt is None else self.doubt),
                             doubt_syllables=np.int32(self.doubt_syllables),
+                            alone=np.float32(np.nan if self.alone is None else self.alone),
+                            alone_syllables=np.int32(self.alone_syllables),
                             sources=np.array([f"{name}\t{digest}" for name, digest in self.sources]))
 
     @classmethod
@@ -131,6 +143,7 @@ class LearnedNet:
                 threshold, min_syllables, sources = float(z["threshold"]), int(z["min_syllables"]), z["sources"]
                 confirm = float(z["confirm"])
                 doubt, doubt_syllables = float(z["doubt"]), int(z["doubt_syllables"])
+                alone, alone_syllables = float(z["alone"]), int(z["alone_syllables"])
         except (OSError, ValueError, KeyError) as e:
             raise LearnedNetError(f"{path}: not a weights file of the learned emergency net ({e})") from e
         names = tuple(str(c) for c in classes)
@@ -140,7 +153,8 @@ class LearnedNet:
             raise LearnedNetError(f"{path}: classes {sorted(unknown)} are not kinds of the emergency file")
         return cls({str(w): i for i, w in enumerate(words)}, weights.astype(np.float32), names, threshold,
                    min_syllables, confirm, tuple(_source(str(s)) for s in sources),
-                   None if math.isnan(doubt) else doubt, doubt_syllables)
+                   None if math.isnan(doubt) else doubt, doubt_syllables, None if math.isnan(alone) else alone,
+                   alone_syllables)
 
 
 def _source(line: str) -> tuple[str, str]:
@@ -149,9 +163,9 @@ def _source(line: str) -> tuple[str, str]:
 
 
 def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold: float, min_syllables: int,
-          confirm: float = 1.0, doubt: float | None = None, epochs: int = 8, rate: float = 0.5, l2: float = 1e-4,
-          seed: int = 0, orders: int = 1, sources: Iterable[tuple[str, str]] = (),
-          featurize: Callable[[str], set[str]] = features) -> LearnedNet:
+          confirm: float = 1.0, doubt: float | None = None, alone: float | None = None, alone_syllables: int = 20,
+          epochs: int = 8, rate: float = 0.5, l2: float = 1e-4, seed: int = 0, orders: int = 1,
+          sources: Iterable[tuple[str, str]] = (), featurize: Callable[[str], set[str]] = features) -> LearnedNet:
     """Fit the net on ``(text, kind or "none")`` rows: AdaGrad on the softmax loss, seeded (the same
     rows give the same weights). Features seen in one row only are left out (they name a row, not a
     meaning). With ``orders`` > 1 the rows are fitted that many times, each in its own seeded order
@@ -170,7 +184,8 @@ def train(rows: Sequence[tuple[str, str]], classes: Sequence[str], *, threshold:
         w += _fit(x, y, len(vocabulary), len(classes), epochs, rate, l2, seed + k)
     w /= orders
     assert math.isfinite(float(w.sum()))
-    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources), doubt)
+    return LearnedNet(vocabulary, w, tuple(classes), threshold, min_syllables, confirm, tuple(sources), doubt,
+                      alone=alone, alone_syllables=alone_syllables)
 
 
 def _fit(x: list[np.ndarray], y: list[int], features: int, classes: int, epochs: int, rate: float, l2: float,

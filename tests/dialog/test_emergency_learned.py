@@ -112,8 +112,8 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_z" in n or "heldout_aa" in n for n in expected)  # the held-out tables of the round
-    assert {"bench/emergency_heldout_x.toml", "bench/emergency_heldout_y.toml"} <= expected  # read once: training now
+    assert not any("heldout_ab" in n or "heldout_ac" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_z.toml", "bench/emergency_heldout_aa.toml"} <= expected  # read once: training now
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
@@ -234,3 +234,40 @@ def test_the_doubt_never_reaches_a_danger_told_after_the_talk_turns():
         verdict = doubting.classify(text)
         assert verdict is not None and not verdict.sure and verdict.rule.endswith("-doubted"), (text, verdict)
         assert dataclasses.replace(shipped, learned=None).classify(text).sure  # the hand-written nets escalate it
+
+
+def test_a_long_turn_only_the_net_reads_escalates_where_it_is_nearly_certain(tmp_path):
+    """Round 15: no hand-written net reads the turn and the net puts ``alone`` on a kind: the number, not
+    the question (rule ``learned:<kind>+alone``). A hedged turn, a turn under ``alone_syllables`` and a
+    net without ``alone`` ask."""
+    shutil.copy(DEFAULT_PATH, tmp_path / "emergency.toml")  # the regex net only: it reads none of these
+    text = "어머니가 가슴을 부여잡고 식은땀을 흘리고 계세요"  # 21 syllables
+    net = fit(alone=0.5, alone_syllables=20)
+    assert net.scores(text)[net.classes.index("medical")] >= 0.5
+    net.save(tmp_path / LEARNED_PATH.name)
+    rules = EmergencyRules.load(tmp_path / "emergency.toml")
+    assert rules.learned is not None and rules.learned.alone == pytest.approx(0.5)
+    assert rules.learned.alone_syllables == 20
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == "medical"
+    assert verdict.rule == "learned:medical+alone"
+
+    hedged = rules.classify(text + " 그런 것 같기도 하고요")
+    assert hedged is not None and not hedged.sure and hedged.rule == "learned:medical"
+    longer = dataclasses.replace(rules, learned=dataclasses.replace(rules.learned, alone_syllables=30))
+    short = longer.classify(text)
+    assert short is not None and not short.sure and short.rule == "learned:medical"
+    never = dataclasses.replace(rules, learned=dataclasses.replace(rules.learned, alone=None))
+    assert never.classify(text).rule == "learned:medical" and not never.classify(text).sure
+
+
+def test_the_shipped_net_escalates_a_described_danger_the_hand_written_nets_miss():
+    """A missing elder told by what she does and left behind (table AA, round 14), never by the words
+    for it: the hand-written nets read nothing; the shipped net escalates alone."""
+    text = "할머니가 시장 가셨다가 다섯 시간째 연락이 없어요 요즘 집 가는 길도 헷갈려 하시는데 배회감지기는 충전한다고 빼놓으셨고요"
+    shipped = EmergencyRules.load()
+    assert shipped.learned is not None
+    assert shipped.learned.alone == pytest.approx(0.9999) and shipped.learned.alone_syllables == 20
+    assert dataclasses.replace(shipped, learned=None).classify(text) is None
+    verdict = shipped.classify(text)
+    assert verdict is not None and verdict.sure and verdict.rule == "learned:missing_child+alone"
