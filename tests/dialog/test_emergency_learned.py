@@ -94,7 +94,8 @@ def test_a_broken_weights_file_beside_the_rules_stops_the_load(tmp_path):
 
 
 def test_the_net_only_asks(tmp_path):
-    """Beside the regex rules alone, a turn only a net without ``alone`` reads gets the kind's question, never the number."""
+    """Beside the regex rules alone, a turn only a net without ``alone`` reads gets the kind's question,
+    never the number."""
     shutil.copy(DEFAULT_PATH, tmp_path / "emergency.toml")
     fit().save(tmp_path / LEARNED_PATH.name)
     rules = EmergencyRules.load(tmp_path / "emergency.toml")
