@@ -10,13 +10,13 @@ a table joins TRAINING only once it has been read as held-out.
 
 ``--check`` trains once per table without that table and reads it as fresh: of its emergencies the
 hand-written nets neither escalate nor ask, how many the net asks about, and how many of their
-questions its second opinion turns into an escalation of the right kind; of its near misses, how many
-get a false question from the net, and how many a false escalation; and, five folds over the ordinary
+questions its second opinion turns into an escalation of the right kind (with what it escalates alone);
+of its near misses, how many get a false question from the net, and how many a false escalation; and, five folds over the ordinary
 turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound
 (below), 2 when it could not judge. It also prints how many escalations the net's doubt turns into questions
 (emergencies, near misses), the net's own questions at each of ``QUESTION_TRIES`` and what the net would
-escalate ALONE (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``: emergencies of the
-right kind and not, near misses, ordinary turns.
+escalate ALONE beyond ``ALONE`` (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``:
+emergencies of the right kind and not, near misses, ordinary turns.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ DOUBT = 0.999
 # --check's bounds: ordinary turns asked about (five folds), near misses newly asked about per table.
 MAX_ORDINARY_SHARE = 0.01
 MAX_NEAR_SHARE = 0.03
-MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the second opinion escalates, all tables together
+MAX_NEAR_ESCALATED_SHARE = 0.002  # near misses the net escalates (second opinion, alone), all tables together
 # --check also measures the net escalating ALONE (round 9): a turn no net escalates, not hedged, that the
 # net puts at least this weight on one kind; "net" where no hand-written net asks, "any" where one asks too.
 ALONE_TRIES = (0.995, 0.999, 0.9995, 0.9999)
@@ -105,8 +105,8 @@ def read(rules: EmergencyRules, text: str) -> str:
 
 
 def seconded(rules: EmergencyRules, with_net: EmergencyRules, text: str) -> Verdict | None:
-    """A sure verdict the net's second opinion (``with_net``: the same rules and the net) gives where
-    the hand-written nets only asked."""
+    """A sure verdict the net gives (``with_net``: the same rules and the net) where the hand-written
+    nets only asked or read nothing: its second opinion, and its escalations alone (round 15)."""
     before = rules.classify(text)
     after = with_net.classify(text)
     return after if after is not None and after.sure and not (before is not None and before.sure) else None
@@ -198,12 +198,12 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
         totals = [totals[0] + len(escalated), totals[1] + len(false_escalated), totals[2] + len(near)]
         if len(false) > MAX_NEAR_SHARE * len(near):
             failures.append(f"{held.name}: {len(false)} near misses asked")
-    print(f"second opinion, all tables left out in turn: {totals[0]} emergencies escalated, "
+    print(f"second opinion and alone, all tables left out in turn: {totals[0]} emergencies escalated, "
           f"{totals[1]} of {totals[2]} near misses escalated")
     print(f"the net's doubt, all tables left out in turn: {doubts[0]} emergencies asked instead of escalated, "
           f"{doubts[1]} near misses asked instead of escalated")
     if totals[1] > MAX_NEAR_ESCALATED_SHARE * totals[2]:
-        failures.append(f"second opinion: {totals[1]} near misses escalated")
+        failures.append(f"second opinion and alone: {totals[1]} near misses escalated")
     folds = 5
     shuffled = ordinary[:]
     random.Random(0).shuffle(shuffled)

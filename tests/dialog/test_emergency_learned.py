@@ -1,5 +1,5 @@
 """Issue 44: the emergency recogniser's learned question net (bot/dialog/emergency_learned.py,
-bot/data/emergency_learned.npz, scripts/train_emergency_net.py): it only ever asks, it reads what the
+bot/data/emergency_learned.npz, scripts/train_emergency_net.py): it asks, escalates alone only where nearly certain, reads what the
 grammar reads, and its weights are the ones the script makes from today's tables."""
 
 from __future__ import annotations
