@@ -1,6 +1,7 @@
-"""Issue 44: the emergency recogniser's learned question net (bot/dialog/emergency_learned.py,
-bot/data/emergency_learned.npz, scripts/train_emergency_net.py): it asks, escalates alone only where nearly certain, reads what the
-grammar reads, and its weights are the ones the script makes from today's tables."""
+"""Issue 44: the emergency recogniser's learned net (bot/dialog/emergency_learned.py,
+bot/data/emergency_learned.npz, scripts/train_emergency_net.py): it asks, escalates alone only where
+nearly certain, reads what the grammar reads, and its weights are the ones the script makes from
+today's tables."""
 
 from __future__ import annotations
 
