@@ -12,11 +12,12 @@ a table joins TRAINING only once it has been read as held-out.
 hand-written nets neither escalate nor ask, how many the net asks about, and how many of their
 questions its second opinion turns into an escalation of the right kind (with what it escalates alone);
 of its near misses, how many get a false question from the net, and how many a false escalation; and,
-five folds over the ordinary turns, how many ordinary turns the net asks about or escalates. It exits 1 when a figure misses its bound
-(below), 2 when it could not judge. It also prints how many escalations the net's doubt turns into questions
-(emergencies, near misses), the net's own questions at each of ``QUESTION_TRIES`` and what the net would
-escalate ALONE beyond ``ALONE`` (no hand-written net asking, or one asking too) at each of ``ALONE_TRIES``:
-emergencies of the right kind and not, near misses, ordinary turns.
+five folds over the ordinary turns, how many ordinary turns the net asks about or escalates. It exits 1
+when a figure misses its bound (below), 2 when it could not judge. It also prints how many escalations
+the net's doubt turns into questions (emergencies, near misses), the net's own questions at each of
+``QUESTION_TRIES`` and what the net would escalate ALONE beyond ``ALONE`` (no hand-written net asking,
+or one asking too) at each of ``ALONE_TRIES``: emergencies of the right kind and not, near misses,
+ordinary turns.
 """
 
 from __future__ import annotations
