@@ -778,3 +778,23 @@ def test_a_blow_of_yesterday_or_on_a_thing_is_no_assault_now(rules: EmergencyRul
 
 def test_a_sleeper_in_a_running_car_who_does_not_wake_is_the_fumes(rules: EmergencyRules) -> None:
     _escalates_as(rules, "눈 쌓인 주차장에서 시동 걸어 놓고 잠든 아빠가 흔들어도 안 일어나요", "gas")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("저 혼자 있는데 누가 현관 비번을 계속 눌러요 벌써 열 번째예요 누구냐고 물어도 대답을 안 해요", "crime"),
+    ("휴대폰 충전기에서 불꽃이 튀더니 커튼이 타요 저 열 살이에요 물 부어도 안 꺼져요", "fire"),
+])
+def test_ten_counted_is_no_fever(rules: EmergencyRules, text: str, kind: str) -> None:
+    # Kiwi reads 열 before a counter as the numeral ten; the fever is the noun
+    _escalates_as(rules, text, kind)
+
+
+def test_a_fever_with_its_figure_is_a_fever(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "아기가 열 39.8 인데 방금 몸이 경직되고 깨워도 안 깨요", "medical")
+
+
+@pytest.mark.parametrize("text", ["경로당 프로그램 물어보려고 했는데 손주가 전화로 할머니가 부엌에서 쓰러져서 안 일어난다고 울어요",
+                                  "아내가 영상통화로 애를 보여주는데 애가 축 늘어져서 입술이 보라색이에요"])
+def test_a_call_on_the_phone_is_no_brazier(rules: EmergencyRules, text: str) -> None:
+    # 전화로, 통화로: "by phone" holds the letters of 화로 (a charcoal brazier), a gas rule's fuel
+    _escalates_as(rules, text, "medical")
