@@ -7,6 +7,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -352,6 +353,12 @@ def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str
     )  # fmt: skip
 
 
+def _model_turns(out: Path) -> int:
+    """The bench's turns that the server's records say went to the model."""
+    rows = [json.loads(line) for line in (out / "turns.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    return sum(1 for r in rows if (r.get("server") or {}).get("route") == "llm")
+
+
 # That the same config passes against a saved baseline is the CI perf gate's own check
 # (scripts/perf_gate.sh: the shipped config against bench/baseline-cpu.json, with the gate's rule).
 @pytest.mark.slow  # two real bench runs (real Whisper, the stand-in TTS)
@@ -367,7 +374,10 @@ def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, stan
     saved = tmp_path / "base.json"
     first = _bench(tmp_path, "base", turns, whisper_dir, standin_tts_dir, "--save-baseline", str(saved))
     assert first.returncode == 0, first.stderr[-3000:]
-    assert baseline.load(saved)["stages"]["llm_first_token"]["n"] == 3
+    # One first token per turn the model answered: the three "trash" turns, and a "bye" that real Whisper
+    # misheard on a starved machine (CI once: "아만룡히 개 배용") goes to the model too and counts.
+    base_llm = _model_turns(tmp_path / "base")
+    assert base_llm >= 3 and baseline.load(saved)["stages"]["llm_first_token"]["n"] == base_llm
 
     # The gate's rule (scripts/perf_gate.sh): real Whisper on a loaded 2-core box moves x1.5 run to run.
     # The slowdown is far past it: on a loaded CI machine the 150 ms fake's first token took 324 ms (p50) in
@@ -377,7 +387,8 @@ def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, stan
                   "--fake-llm-first-token-ms", "2000", *gate)
     assert slow.returncode == 1, slow.stdout[-3000:] + slow.stderr[-3000:]
     table = (tmp_path / "slow" / "compare.md").read_text()
-    assert "| llm_first_token | 3/3 |" in table and "**REGRESSION** llm_first_token: p50" in table
+    counts = f"| llm_first_token | {base_llm}/{_model_turns(tmp_path / 'slow')} |"
+    assert counts in table and "**REGRESSION** llm_first_token: p50" in table
     assert "Verdict: **FAIL**" in table and "llm_first_token" in table.split("Verdict:")[1]
     assert "| stt |" in table and "**REGRESSION** stt" not in table
     # One turn of a slower model (the few-turns rule) and stages with too few turns ("not judged"): the
