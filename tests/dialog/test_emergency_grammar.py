@@ -798,3 +798,9 @@ def test_a_fever_with_its_figure_is_a_fever(rules: EmergencyRules) -> None:
 def test_a_call_on_the_phone_is_no_brazier(rules: EmergencyRules, text: str) -> None:
     # 전화로, 통화로: "by phone" holds the letters of 화로 (a charcoal brazier), a gas rule's fuel
     _escalates_as(rules, text, "medical")
+
+
+def test_a_stranger_who_drank_is_no_poison_taken_unknowingly(rules: EmergencyRules) -> None:
+    # 모르는 아저씨가 ... 먹고 held the words of 모르고 먹었어요 (swallowed without knowing)
+    _escalates_as(rules, "모르는 아저씨가 술 먹고 우리 집을 자기 집이라고 비번을 막 누르고 문을 흔들어요 혼자 있는데 무서워요", "crime")
+    _escalates_as(rules, "할아버지가 음료수인 줄 알고 농약을 드셨어요", "medical")
