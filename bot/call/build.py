@@ -48,8 +48,8 @@ def build_call(request: CallRequest) -> CallSession:
             dialog.restore(resume.dialog)  # the slots, read-back, language, keypad menu of the stream that ended
     # The call's language lives in the dialog state; STT and TTS start in it (a resumed call's too)
     # and are told when it moves (settings frames from the dialog stage).
-    stt = _stt(config, models, dialog.language)
     vad = SharedSileroVADAnalyzer(session=models.vad_session, config=config.vad)
+    stt = _stt(config, models, dialog.language, vad)
 
     user_agg, assistant_agg = LLMContextAggregatorPair(
         LLMContext(messages=history),
@@ -73,16 +73,17 @@ def build_call(request: CallRequest) -> CallSession:
     return session
 
 
-def _stt(config: Config, models: SharedModels, language: str) -> WhisperSTTProcessor:
+def _stt(config: Config, models: SharedModels, language: str, vad: SharedSileroVADAnalyzer) -> WhisperSTTProcessor:
     """Whisper on the shared engine, decoding in the call's ``language``; with ``stt.language = "auto"``
     it detects among the line's languages. A forced ``stt.language`` holds until the call leaves the
-    line's first language."""
+    line's first language. ``vad``: the call's VAD (downstream, in the user aggregator): its audio
+    clock places the segment's lead-in."""
     auto = config.stt.language == "auto"
     return WhisperSTTProcessor(engine=models.whisper, language=language,
                                decode_as={} if auto else {config.line.languages[0]: config.stt.language},
                                unclear_min_segment_secs=config.stt.unclear_min_segment_secs,
                                detect=tuple(config.line.languages) if auto else None,
-                               decode_p=config.stt.language_repeat_p)
+                               decode_p=config.stt.language_repeat_p, vad_heard=vad.audio_heard)
 
 
 def _tts(config: Config, models: SharedModels, language: str) -> SupertonicTTSService:

@@ -43,12 +43,18 @@ class SharedSileroVADAnalyzer(SileroVADAnalyzer):
         self._windows_since_reset = 0
         self._low_confidence_windows = 0
         self._quiet_secs = 0.0  # audio analysed since the analyzer last heard speech
+        self._analysed_secs = 0.0  # all the audio analysed in the call
 
     async def analyze_audio(self, buffer: bytes) -> VADState:
         state = await super().analyze_audio(buffer)
         heard = len(buffer) / (2 * self.sample_rate)
         self._quiet_secs = self._quiet_secs + heard if state == VADState.QUIET else 0.0
+        self._analysed_secs += heard
         return state
+
+    def audio_heard(self) -> float:
+        """Seconds of the call's audio analysed so far (the STT's lead-in reads it: WhisperSTTProcessor)."""
+        return self._analysed_secs
 
     def silence_heard(self) -> float:
         """Seconds of audio analysed since the analyzer last heard speech (0 while it hears some).

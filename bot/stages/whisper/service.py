@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
-from pipecat.frames.frames import DataFrame, ErrorFrame, Frame, TranscriptionFrame
+from pipecat.frames.frames import (
+    DataFrame,
+    ErrorFrame,
+    Frame,
+    InputAudioRawFrame,
+    TranscriptionFrame,
+    UserAudioRawFrame,
+    UserMuteStoppedFrame,
+)
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import SegmentedSTTService, STTService
@@ -49,6 +57,13 @@ class SegmentUnreadFrame(DataFrame):
 
 # Rejections that are probably speech we failed to read (not silence, not an over-long segment).
 UNCLEAR_REASONS = ("no_speech", "low_confidence", "repetitive", "prompt_echo")
+# The most lead-in kept beyond Pipecat's second while the VAD lags (see _handle_user_started_speaking).
+MAX_VAD_BACKLOG_S = 4.0
+
+
+def _pcm_bytes(secs: float, rate: int) -> int:
+    """Bytes of ``secs`` of 16-bit mono PCM at ``rate``, whole samples."""
+    return 2 * round(secs * rate)
 
 
 def _whisper_language(language: Language | str) -> str:
@@ -101,6 +116,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         detect: tuple[str, ...] | None = None,
         decode_p: float = 0.5,
         decode_as: Mapping[str, str] | None = None,
+        vad_heard: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
         if ttfs_p99_latency is None:
@@ -128,6 +144,11 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self.rejected_counts: Counter[str] = Counter()
         # VAD segments queued behind the one being transcribed (see push_frame).
         self._segments_waiting = 0
+        # The VAD's audio clock (SharedSileroVADAnalyzer.audio_heard), this stage's, and how far apart
+        # they stand with nothing queued between them (see _handle_user_started_speaking).
+        self._vad_heard = vad_heard
+        self._passed_secs = 0.0
+        self._unheard_secs = 0.0
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         """Mark a transcript final only when no later speech is pending.
@@ -161,6 +182,36 @@ class WhisperSTTProcessor(SegmentedSTTService):
             return Language(code)
         except ValueError:
             return None
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, UserMuteStoppedFrame) and self._vad_heard is not None:
+            # A muted caller's audio never reaches the VAD (the aggregator drops it): the clocks part for good.
+            self._unheard_secs = self._passed_secs - self._vad_heard()
+
+    async def process_audio_frame(self, frame: InputAudioRawFrame, direction: FrameDirection) -> None:
+        """Pipecat's buffering, keeping enough audio for a VAD that lags behind this stage."""
+        self._passed_secs += len(frame.audio) / (2 * self.sample_rate)
+        if self._vad_heard is None:
+            await super().process_audio_frame(frame, direction)
+            return
+        self._user_id = frame.user_id if isinstance(frame, UserAudioRawFrame) else ""
+        self._audio_buffer += frame.audio
+        most = self._audio_buffer_size_1s + _pcm_bytes(MAX_VAD_BACKLOG_S, self.sample_rate)
+        if not self._user_speaking and len(self._audio_buffer) > most:
+            del self._audio_buffer[: len(self._audio_buffer) - most]
+
+    async def _handle_user_started_speaking(self, frame):
+        """Keep the second before the VAD's start, as Pipecat does, counted from the audio the VAD had
+        heard: the VAD sits downstream (in the user aggregator), and what has passed this stage but is
+        still queued before it is not yet speech to this stage. Pipecat counts the second back from here,
+        so a queue of a second (a loaded machine) cut the caller's first syllables off the segment."""
+        if self._vad_heard is not None:
+            queued = self._passed_secs - self._vad_heard() - self._unheard_secs
+            keep = self._audio_buffer_size_1s + _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate)
+            if len(self._audio_buffer) > keep:
+                del self._audio_buffer[: len(self._audio_buffer) - keep]
+        await super()._handle_user_started_speaking(frame)
 
     async def _handle_user_stopped_speaking(self, frame):
         queued = self._segment_queue.qsize()
