@@ -18,8 +18,8 @@ from pipecat.frames.frames import (
     ErrorFrame,
     Frame,
     InputAudioRawFrame,
+    StartFrame,
     TranscriptionFrame,
-    UserAudioRawFrame,
     UserMuteStoppedFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection
@@ -149,6 +149,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._vad_heard = vad_heard
         self._passed_secs = 0.0
         self._unheard_secs = 0.0
+        self._lead_in_bytes = 0  # set with the sample rate (start)
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         """Mark a transcript final only when no later speech is pending.
@@ -189,17 +190,15 @@ class WhisperSTTProcessor(SegmentedSTTService):
             # A muted caller's audio never reaches the VAD (the aggregator drops it): the clocks part for good.
             self._unheard_secs = self._passed_secs - self._vad_heard()
 
+    async def start(self, frame: StartFrame) -> None:
+        await super().start(frame)
+        self._lead_in_bytes = self._audio_buffer_size_1s  # Pipecat's second before the VAD's start
+        if self._vad_heard is not None:  # its idle bound (named for that second) holds the VAD's lag too
+            self._audio_buffer_size_1s += _pcm_bytes(MAX_VAD_BACKLOG_S, self.sample_rate)
+
     async def process_audio_frame(self, frame: InputAudioRawFrame, direction: FrameDirection) -> None:
-        """Pipecat's buffering, keeping enough audio for a VAD that lags behind this stage."""
         self._passed_secs += len(frame.audio) / (2 * self.sample_rate)
-        if self._vad_heard is None:
-            await super().process_audio_frame(frame, direction)
-            return
-        self._user_id = frame.user_id if isinstance(frame, UserAudioRawFrame) else ""
-        self._audio_buffer += frame.audio
-        most = self._audio_buffer_size_1s + _pcm_bytes(MAX_VAD_BACKLOG_S, self.sample_rate)
-        if not self._user_speaking and len(self._audio_buffer) > most:
-            del self._audio_buffer[: len(self._audio_buffer) - most]
+        await super().process_audio_frame(frame, direction)
 
     async def _handle_user_started_speaking(self, frame):
         """Keep the second before the VAD's start, as Pipecat does, counted from the audio the VAD had
@@ -208,7 +207,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         so a queue of a second (a loaded machine) cut the caller's first syllables off the segment."""
         if self._vad_heard is not None:
             queued = self._passed_secs - self._vad_heard() - self._unheard_secs
-            keep = self._audio_buffer_size_1s + _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate)
+            keep = self._lead_in_bytes + _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate)
             if len(self._audio_buffer) > keep:
                 del self._audio_buffer[: len(self._audio_buffer) - keep]
         await super()._handle_user_started_speaking(frame)
