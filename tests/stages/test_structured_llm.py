@@ -34,12 +34,20 @@ def turn(reply, **kw):
     return base
 
 
+def _patient(config):
+    """The module's config without its short model timeouts, for a test of what is sent or streamed, not of
+    the timeouts: the 0.6 s first token and 3 s whole answer gave the apology on a loaded CI machine
+    (stress-ng beside a fresh-clone .ci/run), the request not yet at the fake."""
+    return dataclasses.replace(config, llm=dataclasses.replace(config.llm, first_token_timeout_ms=10_000,
+                                                               total_timeout_ms=30_000))
+
+
 APOLOGY_START = "죄송합니다"
 JSON_DEBRIS = re.compile(r'[{}"\\]|"?(intent|category|location|flow)"?\s*:')
 
 
 async def test_schema_is_sent_in_the_openai_dialect(fake, config):
-    async with DialogSession(config) as s:
+    async with DialogSession(_patient(config)) as s:
         await s.turn("쓰레기 수거 문의드리려고요")
     body = fake.requests[-1]
     rf = body["response_format"]
@@ -52,6 +60,7 @@ async def test_schema_is_sent_in_the_openai_dialect(fake, config):
 
 
 async def test_schema_is_sent_in_the_llama_cpp_dialect(fake, config):
+    config = _patient(config)
     config = dataclasses.replace(config, llm=dataclasses.replace(config.llm, dialect="llama_cpp"))
     async with DialogSession(config) as s:
         await s.turn("쓰레기 수거 문의드리려고요")
@@ -62,11 +71,7 @@ async def test_schema_is_sent_in_the_llama_cpp_dialect(fake, config):
 async def test_first_sentence_reaches_tts_before_the_json_ends(fake, config):
     long_tail = "수거 일정은 동마다 다릅니다. " * 3
     fake.script(turn("네, 대형 폐기물 수거를 도와드릴게요. " + long_tail + "어느 동이신가요?"), token_delay=0.03)
-    # Streaming is what is tested, not the timeouts: the module's 0.6 s first token and 3 s whole answer
-    # gave the apology on a loaded CI machine (stress-ng beside a fresh-clone .ci/run).
-    config = dataclasses.replace(config, llm=dataclasses.replace(config.llm, first_token_timeout_ms=10_000,
-                                                                 total_timeout_ms=30_000))
-    async with DialogSession(config) as s:
+    async with DialogSession(_patient(config)) as s:  # streaming is what is tested, not the timeouts
         t = await s.turn("대형 폐기물 버리려고요")
     first_at, first = t.sentences[0]
     assert first == "네, 대형 폐기물 수거를 도와드릴게요."
