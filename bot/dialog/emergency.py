@@ -23,7 +23,7 @@ from loguru import logger
 
 from bot.core.datafile import DataFile, Keys
 from bot.dialog.emergency_cues import CUES_PATH, QuestionCues
-from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, analyse, respace
+from bot.dialog.emergency_grammar import GRAMMAR_PATH, Grammar, GrammarError, GrammarRule, analyse, respace
 from bot.dialog.emergency_learned import LEARNED_PATH, LearnedNet, LearnedNetError
 from bot.dialog.patterns import compile_pattern, load_macros
 from bot.dialog.shortcuts import normalize
@@ -115,7 +115,8 @@ class EmergencyRules:
         an unsure one. A hedge ("같기도", "인지 모르겠") anywhere makes a sure hit unsure: the caller
         is asked first. With no hit, a turn with the danger cues of a kind (the question cues) is asked too.
         A regex hit of one kind and a grammar rule marked ``overrides`` of another: the grammar's kind
-        (it read who and what: a child who swallowed pills is poisoned, not suicidal).
+        (it read who and what: a child who swallowed pills is poisoned, not suicidal). A sure grammar
+        rule of another kind that the learned net also reads as the likelier kind wins too (two nets to one).
         A sure regex hit that the grammar reads as no event now (``Grammar.against``: past, hypothetical,
         ended, on a screen, a figure of speech) is asked, not escalated, unless another hit of its kind stands.
         Before a topic change ([context].aside: "그건 그렇고", "그거 말고") the turn was an aside: only
@@ -157,6 +158,8 @@ class EmergencyRules:
                 if self.lemmas is not None and (hit := self.lemmas.classify(text, overriding=True)) is not None \
                         and hit.sure and hit.kind != g.kind.name:
                     return Verdict(self.kinds[hit.kind], not hedged, f"grammar:{hit.name}")
+                if (hit := self._second_kind(text, g.kind.name, learned)) is not None:
+                    return Verdict(self.kinds[hit.kind], not hedged, f"grammar:{hit.name}/two-nets")
                 if hedged or (why := self._vetoed(g, own, text)) is None:  # a hedge asks already
                     return Verdict(g.kind, not hedged, rule)
                 if unsure is None:  # no event now, as the grammar reads it: the kind's question at most
@@ -177,6 +180,18 @@ class EmergencyRules:
         elif unsure is not None and net and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure
+
+    def _second_kind(self, text: str, kind: str, learned: LearnedNet | None) -> GrammarRule | None:
+        """A sure grammar rule of another kind than a sure regex hit's ``kind``, which the learned net
+        reads as the likelier one: two nets against one ("불러도 대답이 없어요" is a symptom, but of a
+        child who is gone). None where the nets do not say so."""
+        if learned is None or self.lemmas is None:
+            return None
+        hit = self.lemmas.classify(text, besides=kind)
+        if hit is None or not hit.sure:
+            return None
+        likeliest = learned.likeliest(self.standard(text))
+        return hit if likeliest is not None and likeliest[0] == hit.kind else None
 
     def _read(self, text: str) -> tuple[str, str]:
         """The turn as ``classify`` reads it: after the aside, respaced for the grammar; and that text

@@ -593,15 +593,15 @@ class Grammar:
             text = pattern.sub(replacement, text)
         return text
 
-    def classify(self, text: str, overriding: bool = False) -> GrammarRule | None:
+    def classify(self, text: str, overriding: bool = False, besides: str | None = None) -> GrammarRule | None:
         """The first sure rule that holds, else the first unsure one, else None (``overriding``: among
-        the rules marked ``overrides`` only)."""
+        the rules marked ``overrides`` only; ``besides``: among the rules of another kind than this)."""
         morphs = analyse(self.standard(text))
         where = _index(morphs)
         memo: dict[int, list[Span]] = {}
         unsure = None
         for rule in self.rules:
-            if overriding and not rule.overrides:
+            if (overriding and not rule.overrides) or rule.kind == besides:
                 continue
             if (rule.sure or unsure is None) and rule.match(morphs, self.reach, where, memo):
                 if rule.sure:

@@ -804,3 +804,25 @@ def test_a_stranger_who_drank_is_no_poison_taken_unknowingly(rules: EmergencyRul
     # 모르는 아저씨가 ... 먹고 held the words of 모르고 먹었어요 (swallowed without knowing)
     _escalates_as(rules, "모르는 아저씨가 술 먹고 우리 집을 자기 집이라고 비번을 막 누르고 문을 흔들어요 혼자 있는데 무서워요", "crime")
     _escalates_as(rules, "할아버지가 음료수인 줄 알고 농약을 드셨어요", "medical")
+
+
+def test_a_farewell_and_a_burning_smell_behind_the_door_is_a_suicide(rules: EmergencyRules) -> None:
+    # a burning smell alone is the fire's question; with a farewell left at the door it is charcoal lit to die
+    _escalates_as(rules, "삼촌 원룸 문 앞에 미안하다는 편지가 붙어 있고 문틈으로 타는 냄새가 나요", "suicide")
+    _escalates_as(rules, "누나가 어제 나한테 통장 비밀번호를 알려줬는데 오늘 누나 방에서 숯 타는 냄새가 나요", "suicide")
+
+
+def test_who_entrusts_the_children_is_no_child_out_of_contact(rules: EmergencyRules) -> None:
+    # 애들 잘 부탁한다 then silence: the one who left is the one in danger, not the children
+    _escalates_as(rules, "아내가 아침에 애들 잘 부탁한다고 하고 나가서 전화가 꺼져 있어요", "suicide")
+
+
+def test_two_nets_against_one_pick_the_kind() -> None:
+    # "불러도 대답이 없어요" is the regex net's unconscious person (medical); the grammar reads a child who
+    # is gone, and the learned net reads it so too: the child is looked for, not resuscitated
+    text = "놀이터에서 놀던 손녀가 갑자기 안 보여요 다섯 살이에요 불러도 대답이 없어요"
+    verdict = EmergencyRules.load().classify(text)
+    assert verdict is not None and verdict.sure and verdict.kind.name == "missing_child", verdict
+    assert verdict.rule.endswith("/two-nets")
+    alone = EmergencyRules.load(learned_net=False).classify(text)  # one net against one: the regex stands
+    assert alone is not None and alone.kind.name == "medical", alone
