@@ -111,6 +111,18 @@ def analyse(text: str) -> list[Morph]:
     return list(_analysed(text))
 
 
+@dataclass
+class _Reading:
+    """What a content word's endings say, while its complex is read (``Morph``'s fields, and two more)."""
+
+    negated: bool = False
+    unreal: bool = False
+    during: bool = False
+    will: bool = False
+    before: bool = False  # a past act talked about (신고했던 건): the cause told with it happened before too
+    ended: bool = False
+
+
 @functools.lru_cache(maxsize=64)
 def _analysed(text: str) -> tuple[Morph, ...]:
     """One Kiwi analysis per turn text: the grammar and the question cues read the same turn."""
@@ -130,111 +142,125 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                                       and _VERBAL.match(tokens[i + 1].tag) and not _by_mistake(tokens, i)):
             i += 1
             continue
-        negated = i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS and not _by_mistake(tokens, i - 1)
-        unreal = during = will = before = ended = False
+        r = _Reading(negated=i > 0 and tokens[i - 1].tag == "MAG" and tokens[i - 1].form in _NEGATORS
+                     and not _by_mistake(tokens, i - 1))
         if (t.form == "죽" and t.tag.startswith("V") and i >= 2 and tokens[i - 1].tag == "EC"
                 and tokens[i - 1].form in {"어", "아", "여"}
                 and (tokens[i - 2].tag.startswith("VA") or tokens[i - 2].tag == "XSA" or tokens[i - 2].form in _FEELING)):
-            unreal = True  # 떨려 죽겠대요, 심심해 죽겠어: a feeling's hyperbole (Kiwi reads this 죽 as a verb)
+            r.unreal = True  # 떨려 죽겠대요, 심심해 죽겠어: a feeling's hyperbole (Kiwi reads this 죽 as a verb)
             if out and out[-1].tag.startswith("V"):
                 out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
         if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
-        # The verb's complex: its endings, auxiliaries and a trailing 못 하 / 않, up to the next content word.
-        j = i + 1
-        while j < n:
-            u = tokens[j]
-            if u.form in _KEPT_PARTICLES and u.tag.startswith("J"):
-                break
-            if u.tag == "VX" and u.form in _NEG_AUX or (u.tag == "MAG" and u.form in _NEGATORS and j + 1 < n
-                                                          and tokens[j + 1].form == "하" and _after_ji(tokens, j)):
-                negated = True
-                j += 2 if u.tag == "MAG" else 1
-                continue
-            if u.tag in {"EC", "EF"} and u.form.removesuffix("요") in _WILL_ENDING or u.tag == "EP" and u.form == "겠":
-                will = True
-            elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 1 < n and tokens[j + 1].form in {"거", "것"}
-                  and not (j + 2 < n and tokens[j + 2].form in {"같", "처럼"})):
-                will = True  # 뛰어내릴 거예요 (뛰어내릴 것 같아요, 것처럼: how it looks, not what is meant)
-            if u.tag == "VX" and u.form == "죽":
-                unreal = True  # 더워 죽겠어요
-            elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
-                unreal = True
-                # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
-                before = u.tag == "EP" or j + 1 < n and tokens[j + 1].form in {"거", "것", "일"}
-            elif ((t.form in _STARTLED or t.tag == "XSV" and i > 0 and tokens[i - 1].form in _STARTLED) and u.tag == "EP" and u.form in {"었", "았"} and j + 1 < n
-                  and (tokens[j + 1].form in {"는데", "지만"} or tokens[j + 1].form == "는" and j + 2 < n
-                       and tokens[j + 2].form == "데")):
-                before = True  # 안 들어와서 놀랐는데 (…주무셨더라고요): a fright told as over, its cause with it
-            elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
-                unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
-            elif u.tag == "EC" and u.form in _IRREALIS_EC:
-                unreal = True
-            elif u.tag == "EC" and u.form == "다가" and tokens[j - 1].tag == "EP" and tokens[j - 1].form in {"었", "았", "였"}:
-                ended = during = True  # 잃으셨다가 (찾았어요): a state that ended (졸랐다가 놨어요: the act ended, its danger may not)
-            elif u.tag == "EC" and u.form == "다가":
-                during = True
-            elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
-                unreal = True  # 처음엔 괜찮다더니 지금 헛소리해요: fine before, not now
-            elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
-                unreal = True
-            elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form == "수":
-                # 먹을 수 있는 (can: not happening), 쉴 수가 없어요 (cannot: a negation)
-                after = next((w for w in tokens[j + 2:j + 4] if w.tag in {"VA", "VV", "VX"}), None)
-                if after is not None and after.form == "있":
-                    unreal = True
-                elif after is not None and after.form == "없":
-                    negated = True
-            elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적", "뒤", "후", "이후",
-                                                                                                "다음"}:
-                unreal = True  # 갇힌 적이 있어서, 쓰러지신 뒤로: what happened before, not now
-            elif (u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
-                  and tokens[j + 2].tag in {"JX", "JKS"} and tokens[j + 2].form in {"ᆫ", "은", "는", "이", "가"}
-                  and not (j + 3 < n and tokens[j + 3].form in _PERCEIVE)):
-                unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
-                # (목 졸리고 있는 게 보여요: what the caller sees happen is an event)
-            elif u.tag == "ETM" and j + 2 < n and tokens[j + 1].form == "줄" and tokens[j + 2].form == "알":
-                unreal = True  # 먹은 줄 알았는데, 갇힌 줄 알고: what was believed, not what happened
-            elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
-                  and tokens[j + 2].form == "같이"):
-                unreal = True  # 불날 것 같이 바빠요: a likeness, not an event
-            elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
-                break
-            j += 1
-        # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐, 못 하게 되면) shares the reading of the verb it leads into.
-        if unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아", "게"}:
-            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
-        # 경기를 하면, 신고를 할 때: a light verb's hypothetical is its noun's too.
-        if (unreal and t.form == "하" and t.tag == "VV" and out and out[-1].tag.startswith("N") and i > 0
-                and tokens[i - 1].tag.startswith("J")):
-            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True, out[-1].during)
-        # 어눌해도, 걱정하면: the ending after a derivational 하 says how the root before it is meant.
-        if (t.tag in {"XSV", "XSA"} and out and i > 0 and tokens[i - 1].tag in {"XR", "NNG"}
-                and tokens[i - 1].start + tokens[i - 1].len == t.start and (negated or unreal)):
-            root = out[-1]
-            out[-1] = Morph(root.form, root.tag, root.negated or negated, root.unreal or unreal)
-        if negated and out and out[-1].form == "아무" and out[-1].tag == "NP":
-            unreal = True  # 아무도 안 와요: nobody came is no one's state (the help's, not a person's gone missing)
-        # 냄새 나서 신고했던 건: the cause of what happened before happened before too.
-        head = i - 1 if t.tag in {"XSV", "XSA"} and i > 0 and tokens[i - 1].tag in {"XR", "NNG"} else i
-        if (before and head > 0 and tokens[head - 1].tag == "EC" and tokens[head - 1].form in _CAUSE_EC
-                and len(out) >= (2 if head < i else 1) and out[head - i - 1].tag.startswith("V")):
-            k = head - i - 1
-            out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
-        if during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
-            out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
-        out.append(Morph(t.form, t.tag, negated, unreal, during, will))
+        j = _read_complex(tokens, i, r)
+        _carry_back(out, tokens, i, r)
+        out.append(Morph(t.form, t.tag, r.negated, r.unreal, r.during, r.will))
         at.append((t.start, t.start + t.len))
-        if ended:
+        if r.ended:
             over.add(len(out) - 1)
         for k in range(i + 1, j):  # auxiliaries inside the complex share its reading
             u = tokens[k]
             if u.tag == "VX" and u.form not in _NEG_AUX and u.form != "죽":
-                out.append(Morph(u.form, u.tag, negated, unreal, False, will))
+                out.append(Morph(u.form, u.tag, r.negated, r.unreal, False, r.will))
                 at.append((u.start, u.start + u.len))
         i = j
     return tuple(dataclasses.replace(m, start=a, end=b, ended=m.ended or k in over)
                  for k, (m, (a, b)) in enumerate(zip(out, at, strict=True)))
+
+
+def _read_complex(tokens: list, i: int, r: _Reading) -> int:
+    """Read the endings, auxiliaries and a trailing 못 하 / 않 of the content word ``tokens[i]`` into
+    ``r``, up to the next content word; returns that word's index."""
+    t, n = tokens[i], len(tokens)
+    j = i + 1
+    while j < n:
+        u = tokens[j]
+        if u.form in _KEPT_PARTICLES and u.tag.startswith("J"):
+            break
+        if u.tag == "VX" and u.form in _NEG_AUX or (u.tag == "MAG" and u.form in _NEGATORS and j + 1 < n
+                                                      and tokens[j + 1].form == "하" and _after_ji(tokens, j)):
+            r.negated = True
+            j += 2 if u.tag == "MAG" else 1
+            continue
+        if u.tag in {"EC", "EF"} and u.form.removesuffix("요") in _WILL_ENDING or u.tag == "EP" and u.form == "겠":
+            r.will = True
+        elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 1 < n and tokens[j + 1].form in {"거", "것"}
+              and not (j + 2 < n and tokens[j + 2].form in {"같", "처럼"})):
+            r.will = True  # 뛰어내릴 거예요 (뛰어내릴 것 같아요, 것처럼: how it looks, not what is meant)
+        if u.tag == "VX" and u.form == "죽":
+            r.unreal = True  # 더워 죽겠어요
+        elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
+            r.unreal = True
+            # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
+            r.before = u.tag == "EP" or j + 1 < n and tokens[j + 1].form in {"거", "것", "일"}
+        elif ((t.form in _STARTLED or t.tag == "XSV" and i > 0 and tokens[i - 1].form in _STARTLED) and u.tag == "EP" and u.form in {"었", "았"} and j + 1 < n
+              and (tokens[j + 1].form in {"는데", "지만"} or tokens[j + 1].form == "는" and j + 2 < n
+                   and tokens[j + 2].form == "데")):
+            r.before = True  # 안 들어와서 놀랐는데 (…주무셨더라고요): a fright told as over, its cause with it
+        elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
+            r.unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
+        elif u.tag == "EC" and u.form in _IRREALIS_EC:
+            r.unreal = True
+        elif u.tag == "EC" and u.form == "다가" and tokens[j - 1].tag == "EP" and tokens[j - 1].form in {"었", "았", "였"}:
+            r.ended = r.during = True  # 잃으셨다가 (찾았어요): a state that ended (졸랐다가 놨어요: the act ended, its danger may not)
+        elif u.tag == "EC" and u.form == "다가":
+            r.during = True
+        elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
+            r.unreal = True  # 처음엔 괜찮다더니 지금 헛소리해요: fine before, not now
+        elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
+            r.unreal = True
+        elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form == "수":
+            # 먹을 수 있는 (can: not happening), 쉴 수가 없어요 (cannot: a negation)
+            after = next((w for w in tokens[j + 2:j + 4] if w.tag in {"VA", "VV", "VX"}), None)
+            if after is not None and after.form == "있":
+                r.unreal = True
+            elif after is not None and after.form == "없":
+                r.negated = True
+        elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 1 < n and tokens[j + 1].form in {"적", "뒤", "후", "이후",
+                                                                                            "다음"}:
+            r.unreal = True  # 갇힌 적이 있어서, 쓰러지신 뒤로: what happened before, not now
+        elif (u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
+              and tokens[j + 2].tag in {"JX", "JKS"} and tokens[j + 2].form in {"ᆫ", "은", "는", "이", "가"}
+              and not (j + 3 < n and tokens[j + 3].form in _PERCEIVE)):
+            r.unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
+            # (목 졸리고 있는 게 보여요: what the caller sees happen is an event)
+        elif u.tag == "ETM" and j + 2 < n and tokens[j + 1].form == "줄" and tokens[j + 2].form == "알":
+            r.unreal = True  # 먹은 줄 알았는데, 갇힌 줄 알고: what was believed, not what happened
+        elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
+              and tokens[j + 2].form == "같이"):
+            r.unreal = True  # 불날 것 같이 바빠요: a likeness, not an event
+        elif not (_SKIP_TAG.match(u.tag) or u.tag == "VX"):
+            break
+        j += 1
+    return j
+
+
+def _carry_back(out: list[Morph], tokens: list, i: int, r: _Reading) -> None:
+    """What the reading of ``tokens[i]`` says of the words already read before it (``out``), rewritten
+    in place; a negated 아무 makes ``r`` unreal."""
+    t = tokens[i]
+    # A serial verb (굴러 떨어질까 봐, 넘어져 다칠까 봐, 못 하게 되면) shares the reading of the verb it leads into.
+    if r.unreal and out and out[-1].tag.startswith("V") and tokens[i - 1].tag == "EC" and tokens[i - 1].form in {"어", "아", "게"}:
+        out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True)
+    # 경기를 하면, 신고를 할 때: a light verb's hypothetical is its noun's too.
+    if (r.unreal and t.form == "하" and t.tag == "VV" and out and out[-1].tag.startswith("N") and i > 0
+            and tokens[i - 1].tag.startswith("J")):
+        out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, True, out[-1].during)
+    # 어눌해도, 걱정하면: the ending after a derivational 하 says how the root before it is meant.
+    if (t.tag in {"XSV", "XSA"} and out and i > 0 and tokens[i - 1].tag in {"XR", "NNG"}
+            and tokens[i - 1].start + tokens[i - 1].len == t.start and (r.negated or r.unreal)):
+        root = out[-1]
+        out[-1] = Morph(root.form, root.tag, root.negated or r.negated, root.unreal or r.unreal)
+    if r.negated and out and out[-1].form == "아무" and out[-1].tag == "NP":
+        r.unreal = True  # 아무도 안 와요: nobody came is no one's state (the help's, not a person's gone missing)
+    # 냄새 나서 신고했던 건: the cause of what happened before happened before too.
+    head = i - 1 if t.tag in {"XSV", "XSA"} and i > 0 and tokens[i - 1].tag in {"XR", "NNG"} else i
+    if (r.before and head > 0 and tokens[head - 1].tag == "EC" and tokens[head - 1].form in _CAUSE_EC
+            and len(out) >= (2 if head < i else 1) and out[head - i - 1].tag.startswith("V")):
+        k = head - i - 1
+        out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
+    if r.during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
+        out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
 
 
 class GrammarError(ValueError):
