@@ -184,8 +184,10 @@ class EmergencyRules:
     def _second_kind(self, text: str, kind: str, learned: LearnedNet | None) -> GrammarRule | None:
         """A sure grammar rule of another kind than a sure regex hit's ``kind``, which the learned net
         reads as the likelier one: two nets against one ("불러도 대답이 없어요" is a symptom, but of a
-        child who is gone). None where the nets do not say so."""
-        if learned is None or self.lemmas is None:
+        child who is gone). None where the nets do not say so, and for a kind whose danger is a thought
+        (suicide): a fistful of pills taken is the crisis line's unless a rule marked ``overrides`` read who
+        took them (a toddler)."""
+        if learned is None or self.lemmas is None or kind in self.lemmas.thoughts:
             return None
         hit = self.lemmas.classify(text, besides=kind)
         if hit is None or not hit.sure:

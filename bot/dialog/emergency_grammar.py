@@ -52,6 +52,7 @@ _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요:
 _LIKENESS = {"기분", "느낌"}  # X은 기분이에요: a feeling likened to an event
 _STARTLED = {"놀라", "식겁", "철렁", "걱정"}
 _CAUSE_EC = {"서", "어서", "아서", "여서", "니까", "으니까"}
+_OUTCOME = {"지", "이기"}  # a game lost or won
 _KEPT_PARTICLES = {"마다", "처럼", "밖에"}  # kept as words: 밤마다 (a habit), 유서처럼 (a likeness), 애기밖에 (only)
 _ITEM_SPEC = re.compile(r"^([!?+]?)([^\s*!?+/]+)(\*?)(?:/([A-Z]+))?$")
 # 려고, ᆯ래, ᆯ게, ᆯ라고: what the speaker means to do (죽을래요, 먹을라고, 끝낼게요); its 요 aside.
@@ -261,6 +262,10 @@ def _carry_back(out: list[Morph], tokens: list, i: int, r: _Reading) -> None:
         out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
     if r.during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
         out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
+    # 게임 지고, 경기 이기고: a game lost or won was being played, no story on a screen (게임 지고 빡친
+    # 손님이 커터칼을 들었어요: a regex hit is not read as a scene of the game).
+    if t.form in _OUTCOME and t.tag == "VV" and out and out[-1].tag == "NNG" and tokens[i - 1].tag != "JKS":
+        out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True, out[-1].will)
 
 
 class GrammarError(ValueError):

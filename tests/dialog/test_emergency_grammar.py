@@ -826,3 +826,28 @@ def test_two_nets_against_one_pick_the_kind() -> None:
     assert verdict.rule.endswith("/two-nets")
     alone = EmergencyRules.load(learned_net=False).classify(text)  # one net against one: the regex stands
     assert alone is not None and alone.kind.name == "medical", alone
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # locked in by a broken handle: trapped, not a break-in
+    ("원룸 욕실 문손잡이가 부서져서 제가 안에 갇혔어요 두 시간째 못 나가요", "rescue"),
+    # a foot still held by a machine is a rescue, whatever bleeds (freed and bleeding: below)
+    ("애 발이 에스컬레이터에 끼었어요 안 빠져요 멈추긴 했는데 피가 나요", "rescue"),
+    # a sickle (낫) carried after people, and someone who bleeds already
+    ("장터에서 어떤 놈이 낫을 들고 사람을 쫓아가부러요 피 흘린 사람도 있어라", "crime"),
+    # smoke from a locked room and a letter left: charcoal lit to die
+    ("형 방문이 잠겨 있는데 문틈으로 연기가 새어 나오고 식탁에 편지가 있어요", "suicide"),
+    # a game lost in a PC room is what they were doing, no story on a screen
+    ("PC방에서 게임 지고 화난 사람이 커터칼을 꺼내서 옆 사람을 위협해요", "crime"),
+])
+def test_round_eighteen_structures_pick_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_game_s_own_story_is_still_a_story(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "게임에서 캐릭터가 칼로 사람을 찔렀어요 너무 잔인해요")
+
+
+def test_a_hand_freed_from_a_machine_and_bleeding_is_the_bleeding(rules: EmergencyRules) -> None:
+    # guards the rule of a hand still held (held_in_a_machine): freed, the caller needs the ambulance's words
+    _escalates_as(rules, "공장 기계에 손이 끼었다가 빠졌는데 피가 많이 나요", "medical")
