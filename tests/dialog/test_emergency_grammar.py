@@ -851,3 +851,10 @@ def test_a_game_s_own_story_is_still_a_story(rules: EmergencyRules) -> None:
 def test_a_hand_freed_from_a_machine_and_bleeding_is_the_bleeding(rules: EmergencyRules) -> None:
     # guards the rule of a hand still held (held_in_a_machine): freed, the caller needs the ambulance's words
     _escalates_as(rules, "공장 기계에 손이 끼었다가 빠졌는데 피가 많이 나요", "medical")
+
+
+def test_a_normal_reading_is_no_summit(rules: EmergencyRules) -> None:
+    # 정상 is "normal" as well as a mountain's summit: a stroke told beside a normal blood pressure went to
+    # the mountain rescue's words
+    _escalates_as(rules, "혈압 재 보니 정상인데 아버지가 말을 못 알아들으시고 한쪽 팔다리를 못 움직이세요", "medical")
+    _escalates_as(rules, "등산하다가 산 정상 부근에서 남편이 발목을 다쳐서 못 움직여요", "rescue")
