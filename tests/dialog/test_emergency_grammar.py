@@ -817,11 +817,11 @@ def test_who_entrusts_the_children_is_no_child_out_of_contact(rules: EmergencyRu
     _escalates_as(rules, "아내가 아침에 애들 잘 부탁한다고 하고 나가서 전화가 꺼져 있어요", "suicide")
 
 
-def test_two_nets_against_one_pick_the_kind() -> None:
+def test_two_nets_against_one_pick_the_kind(rules: EmergencyRules) -> None:
     # "불러도 대답이 없어요" is the regex net's unconscious person (medical); the grammar reads a child who
     # is gone, and the learned net reads it so too: the child is looked for, not resuscitated
     text = "놀이터에서 놀던 손녀가 갑자기 안 보여요 다섯 살이에요 불러도 대답이 없어요"
-    verdict = EmergencyRules.load().classify(text)
+    verdict = rules.classify(text)
     assert verdict is not None and verdict.sure and verdict.kind.name == "missing_child", verdict
     assert verdict.rule.endswith("/two-nets")
     alone = EmergencyRules.load(learned_net=False).classify(text)  # one net against one: the regex stands
