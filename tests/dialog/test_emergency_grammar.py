@@ -858,3 +858,37 @@ def test_a_normal_reading_is_no_summit(rules: EmergencyRules) -> None:
     # the mountain rescue's words
     _escalates_as(rules, "혈압 재 보니 정상인데 아버지가 말을 못 알아들으시고 한쪽 팔다리를 못 움직이세요", "medical")
     _escalates_as(rules, "등산하다가 산 정상 부근에서 남편이 발목을 다쳐서 못 움직여요", "rescue")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # pills taken by mistake, said with 실수로 apart from the verb: a poisoning, not a crisis line's call
+    ("제가 실수로 아내 수면제를 두 번 먹었어요 지금 눈이 자꾸 감겨요", "medical"),
+    # a bottleful swallowed and the one who took it slurring: 119 now, whatever led to it
+    ("하숙생이 수면제를 한 통 다 먹었대요 지금 말이 꼬이고 자꾸 졸려해요", "medical"),
+    # struck by someone and down: an assault (the medical nets hear only the fall)
+    ("엄마가 외삼촌한테 맞고 쓰러져서 안 일어나요", "crime"),
+    # a broken bottle held up at someone: a weapon, not a drink taken by mistake
+    ("술 먹고 깨진 소주병을 든 아저씨가 점원을 위협하고 있어요", "crime"),
+    # a crushing pain likened to a foot on the chest (거 같아요): no one is beating the caller
+    ("누가 가슴을 밟고 서 있는 거 같아요 숨이 안 쉬어져요", "medical"),
+    # a farewell (다시는 안 온다) and a phone no one answers
+    ("누나가 다시는 안 올 거라고 문자 보내고 전화를 안 받아요", "suicide"),
+    # a fever that will not come down (열이 안 내려요) is no child who never got off the bus
+    ("아들이 해열제를 먹었는데 두 시간째 열이 안 내리고 몸이 굳어요", "medical"),
+])
+def test_round_nineteen_structures_pick_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_wound_tied_by_a_helper_is_no_one_confined(rules: EmergencyRules) -> None:
+    verdict = rules.classify("할아버지가 낫에 손을 베여서 피가 나는데 할머니가 수건으로 묶고 있어요")
+    assert verdict is not None and verdict.kind.name == "medical", verdict and verdict.rule
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("수면제를 한 통 다 먹었어요 이제 다 끝내고 싶어요 말이 꼬여요", "suicide"),  # the wish said: the crisis line
+    ("엄마가 주사 맞고 쓰러졌어요 숨을 잘 못 쉬어요", "medical"),  # a shot, not a blow
+    ("남편이 저를 의자에 묶어 놓고 나갔어요 못 움직여요", "crime"),  # tied up: still confined
+])
+def test_round_nineteen_rules_leave_their_neighbours(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
