@@ -35,7 +35,7 @@ _BLANK = "#"
 _NUMBER_RE = re.compile(r"\d{3,4}")
 _TABLES = {"macros", "context", "answer", "kind"}
 _ANSWER_KEYS = {"yes", "no"}
-_CONTEXT_KEYS = {"negative", "hedge", "aside"}
+_CONTEXT_KEYS = {"negative", "hedge", "aside", "taken_back"}
 _ABSENT = object()
 _KIND_KEYS = {"number", "sentences", "question", "ends_call", "sure", "unsure", "negative", "stay", "will_call",
               "closing"}
@@ -103,6 +103,7 @@ class EmergencyRules:
     question_cues: QuestionCues | None = None
     aside: tuple[re.Pattern[str], ...] = ()
     learned: LearnedNet | None = None
+    taken_back: tuple[re.Pattern[str], ...] = ()
     kinds: dict[str, EmergencyKind] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -150,7 +151,7 @@ class EmergencyRules:
         learned = self.learned if net else None
         if not norm.strip(_BLANK):
             return None
-        hedged = self._hedged(norm)
+        hedged = self._hedged(norm) or self._taken_back(text)
         unsure: Verdict | None = None
         for g in self.grammars:
             own = _blank(norm, g.negative)
@@ -206,9 +207,17 @@ class EmergencyRules:
     def _hedged(self, norm: str) -> bool:
         return any(h.search(norm) for h in self.hedge)
 
+    def _taken_back(self, text: str) -> bool:
+        """The caller takes back what they said and says all is well ([context].taken_back): searched on
+        the whole normalized turn, before the negatives blank the harmless end that says so."""
+        norm = normalize(text)
+        return any(t.search(norm) for t in self.taken_back)
+
     def hedged(self, text: str) -> bool:
-        """A hedge in the turn ("같기도", "인지 모르겠"): every verdict of ``classify`` is then a question."""
-        return self._hedged(self._read(text)[1])
+        """A hedge in the turn ("같기도", "인지 모르겠") or a report taken back: every verdict of ``classify``
+        is then a question."""
+        text, norm = self._read(text)
+        return self._hedged(norm) or self._taken_back(text)
 
     def _vetoed(self, g: _Grammar, own: str, text: str) -> str | None:
         """Why every sure hit of ``g`` in the turn is no event now, as the grammar reads it (a past or
@@ -270,6 +279,7 @@ class EmergencyRules:
         negative = _compile(source, ("context", "negative"), macros)
         hedge = _compile(source, ("context", "hedge"), macros)
         aside = _compile(source, ("context", "aside"), macros)
+        taken_back = _compile(source, ("context", "taken_back"), macros)
         source.table(("answer",), default={})
         source.no_unknown(("answer",), _ANSWER_KEYS)
         yes = _compile(source, ("answer", "yes"), macros)
@@ -294,7 +304,7 @@ class EmergencyRules:
         logger.debug("loaded {} emergency kinds from {} ({} grammar rules, {} question cues)", len(grammars),
                      source.path.name, len(lemmas.rules) if lemmas else 0,
                      len(question_cues.cues) if question_cues else 0)
-        return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside, learned)
+        return cls(grammars, negative, hedge, yes, no, lemmas, question_cues, aside, learned, taken_back)
 
 
 # --- loading -----------------------------------------------------------------------------------

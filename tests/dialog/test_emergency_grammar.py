@@ -892,3 +892,21 @@ def test_a_wound_tied_by_a_helper_is_no_one_confined(rules: EmergencyRules) -> N
 ])
 def test_round_nineteen_rules_leave_their_neighbours(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "강에 사람이 빠졌다고 했는데 제가 잘못 봤어요 마네킹이 떠내려간 거였어요 다들 괜찮아요",
+    "아들이 칼에 찔렸다고 했던 거 제가 말을 잘못했어요 종이에 손가락 베인 거예요 밴드 붙이고 놀고 있어요",
+])
+def test_a_report_taken_back_and_all_well_is_asked_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+    assert rules.hedged(text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("정정할게요 세 살이 아니라 다섯 살이에요 지금 경련해요 눈이 돌아갔어요", "medical"),  # a detail corrected
+    ("아까 괜찮다고 했던 거 아니에요 지금 숨을 안 쉬어요", "medical"),  # the all-clear is what is taken back
+    ("다친 데 없다고 했던 거 정정할게요 괜찮은 줄 알았는데 다리에서 피가 계속 나요 뼈가 보여요", "medical"),
+])
+def test_a_correction_toward_the_danger_still_escalates(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
