@@ -54,7 +54,8 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_x.toml", "emergency_heldout_y.toml", "emergency_heldout_z.toml", "emergency_heldout_aa.toml",
     "emergency_heldout_ab.toml", "emergency_heldout_ac.toml", "emergency_heldout_ad.toml",
     "emergency_heldout_ae.toml", "emergency_heldout_af.toml", "emergency_heldout_ag.toml",
-    "emergency_heldout_ah.toml", "emergency_heldout_ai.toml", "emergency_heldout_aj.toml", "emergency_heldout_ak.toml")]
+    "emergency_heldout_ah.toml", "emergency_heldout_ai.toml", "emergency_heldout_aj.toml", "emergency_heldout_ak.toml",
+    "emergency_heldout_al.toml", "emergency_heldout_am.toml")]
 THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).

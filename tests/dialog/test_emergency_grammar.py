@@ -910,3 +910,22 @@ def test_a_report_taken_back_and_all_well_is_asked_not_escalated(rules: Emergenc
 ])
 def test_a_correction_toward_the_danger_still_escalates(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a smoker's cigarette set the sofa alight: 담배 after 술 마시고 is smoked, not swallowed
+    ("아버지가 막걸리 드시고 담배 피우다 떨어뜨려서 지금 소파가 타고 있어요", "fire"),
+    # a beast's blow (뒷발, 뿔) is no assault, whoever was struck
+    ("소가 뒷발로 차서 남편이 배를 맞고 쓰러졌어요 배가 딱딱해요", "medical"),
+    ("염소가 뿔로 받아서 아들이 가슴을 맞고 쓰러졌어요 숨을 헐떡여요", "medical"),
+    # a child who ran after a cat follows no one into death
+    ("딸이 고양이 따라간다고 나갔는데 두 시간째 안 들어오고 전화도 꺼져 있어요 아홉 살이에요", "missing_child"),
+    # a gas bottle kicked loose and hissing: the leak, not a beating
+    ("손님이 취해서 가스통을 발로 찼는데 호스가 빠져서 쉬익 소리가 나요", "gas"),
+])
+def test_round_twenty_one_structures_pick_their_kind(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_drunk_partner_s_kicks_are_still_a_beating(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "남편이 술 먹고 저를 발로 차고 때려서 쓰러졌어요 아직 집에 있어요", "crime")
