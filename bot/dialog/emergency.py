@@ -209,7 +209,7 @@ class EmergencyRules:
 
     def _taken_back(self, text: str) -> bool:
         """The caller takes back what they said and says all is well ([context].taken_back): searched on
-        the whole normalized turn, before the negatives blank the harmless end that says so."""
+        the turn as read, normalized but not blanked: the negatives blank the harmless end that says so."""
         norm = normalize(text)
         return any(t.search(norm) for t in self.taken_back)
 
