@@ -929,3 +929,12 @@ def test_round_twenty_one_structures_pick_their_kind(rules: EmergencyRules, text
 
 def test_a_drunk_partner_s_kicks_are_still_a_beating(rules: EmergencyRules) -> None:
     _escalates_as(rules, "남편이 술 먹고 저를 발로 차고 때려서 쓰러졌어요 아직 집에 있어요", "crime")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("아빠가 술 먹고 엄마를 막 패요 엄마가 쓰러져서 안 일어나요", "crime"),  # 패다 is a blow too
+    ("아버지가 살 맛이 없다면서 밧줄을 들고 산에 간다고 나가셨어요", "suicide"),  # 살 맛이 없다: despair
+    ("우리 양반이 장작 패다가 도끼에 발등을 찍었어요 피가 철철 나요", "medical"),  # chopping wood is no blow
+])
+def test_blows_despair_and_chores_read_as_said(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
