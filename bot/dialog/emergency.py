@@ -128,8 +128,8 @@ class EmergencyRules:
         (``LearnedNet.doubts``) is asked instead, unless the danger is told after a turn of the talk
         ("주차 문의인데요 근데 지금 ...": the request's words outweigh the danger's in that net).
         """
-        text, norm = self._read(text)
-        verdict = self._verdict(text, norm)
+        text, norm, hedged = self._read(text)
+        verdict = self._verdict(text, norm, hedged)
         if verdict is None or not verdict.sure or self.learned is None or verdict.rule.endswith(("+learned", "+alone")):
             return verdict
         said = self.standard(text)
@@ -145,13 +145,12 @@ class EmergencyRules:
         again = self._verdict(*self._read(after), net=False) if after else None
         return again is not None and again.kind.name == kind
 
-    def _verdict(self, text: str, norm: str, net: bool = True) -> Verdict | None:
+    def _verdict(self, text: str, norm: str, hedged: bool, net: bool = True) -> Verdict | None:
         """``classify`` of a turn ``_read`` read, before the learned net's doubt (``net=False``: nor its
         question or second opinion)."""
         learned = self.learned if net else None
         if not norm.strip(_BLANK):
             return None
-        hedged = self._hedged(norm) or self._taken_back(text)
         unsure: Verdict | None = None
         for g in self.grammars:
             own = _blank(norm, g.negative)
@@ -196,28 +195,23 @@ class EmergencyRules:
         likeliest = learned.likeliest(self.standard(text))
         return hit if likeliest is not None and likeliest[0] == hit.kind else None
 
-    def _read(self, text: str) -> tuple[str, str]:
-        """The turn as ``classify`` reads it: after the aside, respaced for the grammar; and that text
-        normalized with the negatives blanked out (what the regex nets and the hedges search)."""
+    def _read(self, text: str) -> tuple[str, str, bool]:
+        """The turn as ``classify`` reads it: after the aside, respaced for the grammar; that text
+        normalized with the negatives blanked out (what the regex nets and the hedges search); and whether
+        it is hedged: a hedge in it, or a report taken back ([context].taken_back, searched before the
+        negatives blank the harmless end that says so)."""
         text = self.after_aside(text)
         if self.lemmas is not None:
             text = respace(text)
-        return text, _blank(normalize(text), self.negative)
-
-    def _hedged(self, norm: str) -> bool:
-        return any(h.search(norm) for h in self.hedge)
-
-    def _taken_back(self, text: str) -> bool:
-        """The caller takes back what they said and says all is well ([context].taken_back): searched on
-        the turn as read, normalized but not blanked: the negatives blank the harmless end that says so."""
-        norm = normalize(text)
-        return any(t.search(norm) for t in self.taken_back)
+        plain = normalize(text)
+        norm = _blank(plain, self.negative)
+        hedged = any(h.search(norm) for h in self.hedge) or any(t.search(plain) for t in self.taken_back)
+        return text, norm, hedged
 
     def hedged(self, text: str) -> bool:
         """A hedge in the turn ("같기도", "인지 모르겠") or a report taken back: every verdict of ``classify``
         is then a question."""
-        text, norm = self._read(text)
-        return self._hedged(norm) or self._taken_back(text)
+        return self._read(text)[2]
 
     def _vetoed(self, g: _Grammar, own: str, text: str) -> str | None:
         """Why every sure hit of ``g`` in the turn is no event now, as the grammar reads it (a past or
