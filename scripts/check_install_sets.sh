@@ -9,6 +9,8 @@
 #      setup.sh installs that set with, into an empty venv of this CPython 3.11. Resolving with another
 #      tool than the one that installs is how a lock that pip 23.2.1 refuses passed CI once
 #      (tests/test_install_sets.py keeps that lock and shows this step refusing it with that pip).
+#      Its own test (--guard, run by .ci/run beside the suite): the lock pip 23.2.1 once refused
+#      (tests/fixtures/) is refused by step 2 run with pip 23.2.1.
 #   3. NVIDIA's stub packages (requirements/gpu-nvidia.txt: TensorRT) by name and version against
 #      docs/cuda.md (scripts/check_cuda_table.py), and found on the index, never installed.
 # Only metadata is read. In hash-checking mode pip downloads every whole wheel, even for --dry-run (its
@@ -19,19 +21,22 @@
 # (67 MB) are downloaded to read their metadata (llama-cpp-python's through its build backend, without
 # compiling). Caches are thrown away at the end. Measured here: 75 s (the five locks at once, beside uv).
 #
-#   scripts/check_install_sets.sh                      everything above
+#   scripts/check_install_sets.sh                      steps 1 to 3
 #   scripts/check_install_sets.sh --lock FILE [--pip-python PY]   step 2 for one lock file only, with the
-#                                      pinned pip, or with the pip of the Python PY (an old one, in tests)
+#                                      pinned pip, or with the pip of the Python PY (an old one)
+#   scripts/check_install_sets.sh --guard              step 2's own test (above): exit 1 unless refused
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
 only_lock=
 pip_python=
+guard_only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --lock) only_lock=$2; shift ;;
     --pip-python) pip_python=$2; shift ;;
-    *) echo "usage: scripts/check_install_sets.sh [--lock FILE [--pip-python PYTHON]]" >&2; exit 2 ;;
+    --guard) guard_only=1 ;;
+    *) echo "usage: scripts/check_install_sets.sh [--lock FILE [--pip-python PYTHON] | --guard]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -120,6 +125,33 @@ resolve() {
   fi
 }
 
+# --guard, the check's own test: the vLLM lock that pip 23.2.1 refused (an extra of a dependency counted as
+# unpinned) while uv took it must be refused by step 2 when run with pip 23.2.1, the pip CPython 3.11.7's
+# venv ships. A step that took it would pass any lock. It waits ~160 s on PyPI: .ci/run runs it beside the suite.
+refused_lock=tests/fixtures/requirements-vllm.pip23-refused.txt
+refusal_guard() {
+  python3 -m venv "$scratch/pip23"
+  if [ "$("$scratch/pip23/bin/python" -m pip --version | cut -d' ' -f2)" != 23.2.1 ]; then
+    "$scratch/pip23/bin/python" -m pip install -q --disable-pip-version-check pip==23.2.1
+  fi
+  local out
+  if out=$(pip_python=$scratch/pip23/bin/python used_pip=23.2.1; resolve "$refused_lock" 2>&1); then
+    echo "$refused_lock: RESOLVED with pip 23.2.1, which refuses it: this check would pass a broken lock" >&2
+    return 1
+  fi
+  if ! grep -q "all requirements must have their versions pinned with ==" <<<"$out" \
+     || ! grep -qF "nvidia-cutlass-dsl[cu13]>=4.8.0" <<<"$out"; then
+    echo "$out" | tail -20 >&2
+    echo "$refused_lock: pip 23.2.1 refused it for another reason than the unpinned extra (above)" >&2
+    return 1
+  fi
+  echo "$refused_lock: refused with pip 23.2.1 as it should be (nvidia-cutlass-dsl[cu13]>=4.8.0 unpinned)"
+}
+
+if [ -n "$guard_only" ]; then
+  refusal_guard
+  exit
+fi
 if [ -n "$only_lock" ]; then
   resolve "$only_lock"
   exit
@@ -132,6 +164,7 @@ for lock in "${locks[@]}"; do  # at once: the time goes to the network
   resolve "$lock" > "$scratch/${lock%.txt}.out" 2>&1 &
   pids+=($!)
 done
+
 
 uv=$(scripts/lock.sh --print-uv)
 UV_CACHE_DIR="$scratch/uv-cache"

@@ -76,7 +76,7 @@ def db_url(request, tmp_path) -> str:
 # The longest modules, longest first, measured (`pytest -n 3 --durations`, 2026-12-05, a shared 2-core
 # box: seconds per module): the line's faults behind nginx (661), a real bench run (521), the
 # scale-out (306), the fault lab (265), the capacity search (243), the bench (205), ... Under
-# `-n 3 --dist loadscope` a module runs on one worker (its processes start once); these go out first
+# `-n 4 --dist loadscope` a module runs on one worker (its processes start once); these go out first
 # so that the quick modules fill in around them.
 RUN_FIRST = (
     "tests/call/test_line_faults.py",

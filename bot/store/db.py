@@ -356,7 +356,7 @@ class Store:
 
     def find_callback(self, *, callback_id: int | None = None, call_sid: str | None = None) -> dict[str, Any] | None:
         """One callback by id, or by the SID of the call placed for it (the webhooks), with the
-        language its ticket was taken in ("ko" without a ticket)."""
+        language its ticket was taken in (the line's first language without a ticket)."""
         q = (sa.select(callbacks, calls.c.caller, sa.func.coalesce(tickets.c.language, languages.FIRST).label("language"))
              .select_from(callbacks.outerjoin(calls, calls.c.call_sid == callbacks.c.call_sid)
                           .outerjoin(tickets, tickets.c.reception_no == callbacks.c.reception_no)))

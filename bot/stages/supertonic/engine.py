@@ -524,7 +524,7 @@ class SupertonicEngine:
                 None for fresh randomness.
             cancel: When set by another thread, synthesis stops before the next session run and
                 raises ``SynthesisCancelled`` (a barge-in frees the CPU/GPU at once).
-            language: Supertonic's language tag ("ko", "en"): the text normalizer and the ``<xx>`` wrap.
+            language: Supertonic's language tag ("en", "vi", ...): the text normalizer and the ``<xx>`` wrap.
 
         Returns:
             The audio and its timings. Text with nothing speakable gives empty ``pcm``.

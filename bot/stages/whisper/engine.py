@@ -63,7 +63,7 @@ class TranscriptResult:
             prompt copied back: ``is_prompt_echo``), ``too_long`` (longer than
             ``max_segment_secs``: not transcribed), ``empty`` (no audio, or the model produced
             no text).
-        language: The language the model was forced to (a Whisper code such as "ko").
+        language: The language the model was forced to (a Whisper code such as "en").
         avg_logprob: Average token log-probability of the first decoded segment (diagnostics).
         no_speech_prob: No-speech probability of the first decoded segment (diagnostics).
         queue_ms: Time ``transcribe_async`` waited for a free worker before ``transcribe``

@@ -67,7 +67,7 @@ def _pcm_bytes(secs: float, rate: int) -> int:
 
 
 def _whisper_language(language: Language | str) -> str:
-    """``Language.KO`` / "ko-KR" / "ko" -> "ko" (Whisper takes base codes only)."""
+    """``Language.VI`` / "vi-VN" / "vi" -> "vi" (Whisper takes base codes only)."""
     return str(language.value if isinstance(language, Language) else language).split("-")[0].lower()
 
 
@@ -175,7 +175,7 @@ class WhisperSTTProcessor(SegmentedSTTService):
         return True
 
     def language_to_service_language(self, language: Language) -> str | None:
-        """Whisper takes base language codes: ``Language.KO_KR`` -> "ko"."""
+        """Whisper takes base language codes: ``Language.VI_VN`` -> "vi"."""
         return _whisper_language(language)
 
     def _frame_language(self, code: str) -> Language | None:
