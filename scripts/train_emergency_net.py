@@ -3,6 +3,8 @@
 
     python scripts/train_emergency_net.py            # write bot/data/emergency_learned.npz
     python scripts/train_emergency_net.py --check    # leave one table out: what it would add, per table
+    python scripts/train_emergency_net.py --curve 0,10,50 --read bench/emergency_heldout_an.toml
+                                                     # trained on the first K tables, read on spent tables
 
 The rows are the shipped tables and the training tables below (emergencies and near misses) and the line's ordinary turns
 (``scripts/eval_emergency.py --ordinary``'s tables) as "none". Held-out tables are never read here:
@@ -26,7 +28,10 @@ import argparse
 import dataclasses
 import functools
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +42,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from eval_emergency import ORDINARY, ordinary_turns  # noqa: E402
 
 from bot.core.digest import sha256_file  # noqa: E402
-from bot.dialog.emergency import EmergencyRules, Verdict  # noqa: E402
+from bot.dialog.emergency import DEFAULT_PATH, EmergencyRules, Verdict  # noqa: E402
 from bot.dialog.emergency_eval import load_cases  # noqa: E402
 from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, features, train  # noqa: E402
 
@@ -245,9 +250,41 @@ def check(rules: EmergencyRules, kinds: list[str], ordinary: list[str]) -> int:
     return 0
 
 
+def curve(rules: EmergencyRules, kinds: list[str], ordinary: list[str], sizes: list[int], tables: list[Path]) -> int:
+    """A net trained on the first K training tables, for each K (0: no learned net), in a copy of the
+    rules' folder; each of ``tables`` read with it (``eval_emergency.py --summary``, its line for all families).
+    The tables must be spent and out of TRAINING: what more tables buy the net, read on words it never saw."""
+    bad = [t for t in tables if not t.is_file() or t.resolve() in {x.resolve() for x in TRAINING}]
+    if bad or not tables or any(not 0 <= k <= len(TRAINING) for k in sizes):
+        print(f"cannot judge: no --read tables, tables missing or in TRAINING {[str(t) for t in bad]}, "
+              f"or K outside 0..{len(TRAINING)}")
+        return 2
+    for k in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / "data"
+            shutil.copytree(DEFAULT_PATH.parent, copy)
+            (copy / LEARNED_PATH.name).unlink(missing_ok=True)
+            if k:
+                rows = rows_of(rules, TRAINING[:k]) + [(read(rules, t), NONE) for t in ordinary]
+                fit(rows, kinds).save(copy / LEARNED_PATH.name)
+            for table in tables:
+                out = subprocess.run([sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--rules",
+                                      str(copy / DEFAULT_PATH.name), "--table", str(table), "--summary"],
+                                     capture_output=True, text=True, cwd=ROOT)
+                line = next((x for x in out.stdout.splitlines() if x.startswith("all ")), None)
+                if line is None:
+                    print(f"cannot judge: {table} gave no summary\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+                    return 2
+                print(f"K={k:<3} {table.name}: {' '.join(line.split()[1:])}", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="leave one table out and print what the net adds")
+    parser.add_argument("--curve", metavar="K,K,...", help="train on the first K training tables, for each K, and "
+                        "read the --read tables with each net (emergencies, escalated, esc.|asked, near, held, quiet)")
+    parser.add_argument("--read", nargs="+", type=Path, default=[], help="--curve's tables: spent, not in TRAINING")
     parser.add_argument("--out", default=str(LEARNED_PATH), help="where the weights go (default: %(default)s)")
     args = parser.parse_args()
     rules = EmergencyRules.load(learned_net=False)  # the hand-written nets alone
@@ -263,6 +300,8 @@ def main() -> int:
     print(f"{len(ordinary)} ordinary turns; {len(emergencies)} left out, the hand-written nets escalate them: {emergencies}")
     if args.check:
         return check(rules, kinds, ordinary)
+    if args.curve:
+        return curve(rules, kinds, ordinary, [int(k) for k in args.curve.split(",")], args.read)
     start = time.perf_counter()
     sources = [(str(t.relative_to(ROOT)), sha256_file(t)) for t in [*TRAINING, *ORDINARY]]
     net = fit(rows_of(rules, TRAINING) + [(read(rules, t), NONE) for t in ordinary], kinds, sources)
