@@ -273,3 +273,21 @@ def test_the_shipped_net_escalates_a_described_danger_the_hand_written_nets_miss
     assert dataclasses.replace(shipped, learned=None).classify(text) is None
     verdict = shipped.classify(text)
     assert verdict is not None and verdict.sure and verdict.rule == "learned:missing_child+alone"
+
+
+
+def test_the_curve_reads_a_fresh_table_per_size_and_refuses_one_the_net_was_trained_on(tmp_path, capsys):
+    """--curve: a table in TRAINING read as fresh would flatter the net, so it cannot judge (exit 2)."""
+    import train_emergency_net
+
+    rules = EmergencyRules.load(learned_net=False)
+    assert train_emergency_net.curve(rules, list(rules.kinds), [], [0], [TRAINING[-1]]) == 2
+    assert "cannot judge" in capsys.readouterr().out
+    assert train_emergency_net.curve(rules, list(rules.kinds), [], [len(TRAINING) + 1], [tmp_path / "x.toml"]) == 2
+    capsys.readouterr()
+    table = tmp_path / "fresh.toml"
+    table.write_text('[[case]]\ntext = "불이 났어요 연기가 자욱해요"\nexpect = "fire"\nfamily = "fire_and_gas"\n\n'
+                     '[[case]]\ntext = "불고기 맛집 좀 알려 주세요"\nexpect = "none"\nfamily = "fire_and_gas"\n',
+                     encoding="utf-8")
+    assert train_emergency_net.curve(rules, list(rules.kinds), [], [0], [table]) == 0
+    assert capsys.readouterr().out.strip() == "K=0   fresh.toml: 1 1/1 100% 1/1 100% 1 1/1 100% 1/1 100%"
