@@ -7,10 +7,9 @@
 #   2. Every lock resolved by the installer itself: the pip of requirements/installer.txt (the version
 #      setup.sh puts into every venv first), `pip install --dry-run --require-hashes`, with the flags
 #      setup.sh installs that set with, into an empty venv of this CPython 3.11. Resolving with another
-#      tool than the one that installs is how a lock that pip 23.2.1 refuses passed CI once
-#      (tests/test_install_sets.py keeps that lock and shows this step refusing it with that pip).
-#      Its own test (--guard, run by .ci/run beside the suite): the lock pip 23.2.1 once refused
-#      (tests/fixtures/) is refused by step 2 run with pip 23.2.1.
+#      tool than the one that installs is how a lock that pip 23.2.1 refuses passed CI once. Its own
+#      test (--guard, run by .ci/run beside the suite): that lock (tests/fixtures/) is refused by this
+#      step run with pip 23.2.1.
 #   3. NVIDIA's stub packages (requirements/gpu-nvidia.txt: TensorRT) by name and version against
 #      docs/cuda.md (scripts/check_cuda_table.py), and found on the index, never installed.
 # Only metadata is read. In hash-checking mode pip downloads every whole wheel, even for --dry-run (its
@@ -164,7 +163,6 @@ for lock in "${locks[@]}"; do  # at once: the time goes to the network
   resolve "$lock" > "$scratch/${lock%.txt}.out" 2>&1 &
   pids+=($!)
 done
-
 
 uv=$(scripts/lock.sh --print-uv)
 UV_CACHE_DIR="$scratch/uv-cache"
