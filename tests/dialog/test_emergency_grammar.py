@@ -938,3 +938,17 @@ def test_a_drunk_partner_s_kicks_are_still_a_beating(rules: EmergencyRules) -> N
 ])
 def test_blows_despair_and_chores_read_as_said(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a wrist or thigh cut still bleeding is 119's wound, not a crime's blade nor only the suicide line's talk
+    ("동생이 커터칼로 손목을 그었는데 피가 계속 나요", "medical"),
+    ("아들이 방에서 자해를 했어요 피가 멈추질 않아요", "medical"),
+    ("작업하다가 깨진 유리에 허벅지를 베었는데 피가 철철 나요", "medical"),
+    # the neighbours: another person's arm cut is a crime; a wish to die or a farewell beside the cut, the suicide line
+    ("강도가 칼로 점원 팔을 그었어요 피가 나요 아직 칼 들고 있어요", "crime"),
+    ("손목을 그었어요 피가 많이 나요 이제 다 끝내고 싶어요", "suicide"),
+    ("언니가 손목을 그었는데 피가 안 멈춰요 유서도 써 놨어요", "suicide"),
+])
+def test_a_cut_still_bleeding_is_a_wound_unless_a_wish_to_die_is_said(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
