@@ -952,3 +952,18 @@ def test_blows_despair_and_chores_read_as_said(rules: EmergencyRules, text: str,
 ])
 def test_a_cut_still_bleeding_is_a_wound_unless_a_wish_to_die_is_said(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # 열이 나가 (the dialect's fever rising) is no vulnerable child going out
+    ("발달장애 있는 딸이 열이 나가 해열제를 먹였는데 지금 경기를 하고 눈이 뒤집어졌어요", "medical"),
+    # struck by a firework's debris, not by a hand
+    ("폭죽 파편에 맞은 사람이 있어요 머리에서 피가 나요", "medical"),
+    # a train's door holding a child's bag as the train leaves: a rescue, not someone dragged off
+    ("전철 문에 아들 가방이 끼었는데 문이 닫히고 열차가 떠나려고 해요 애가 끌려가요", "rescue"),
+    # the neighbours: a child who opened the door and went out is still gone; a woman dragged off, a crime
+    ("자폐 있는 열한 살 딸이 현관문 열고 나갔어요 신발도 안 신었어요", "missing_child"),
+    ("남자가 여자를 억지로 끌고 가요 여자가 살려달라고 해요", "crime"),
+])
+def test_a_fever_debris_and_a_train_door_read_as_what_they_are(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
