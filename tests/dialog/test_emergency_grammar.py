@@ -967,3 +967,16 @@ def test_a_cut_still_bleeding_is_a_wound_unless_a_wish_to_die_is_said(rules: Eme
 ])
 def test_a_fever_debris_and_a_train_door_read_as_what_they_are(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+def test_someone_fallen_onto_the_tracks_is_a_rescue_whatever_was_asked_before(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "교통카드 충전 물어보려다가요 지금 할아버지 한 분이 선로로 떨어지셨어요 열차 들어온대요", "rescue")
+
+
+@pytest.mark.parametrize("text", [
+    "휴대폰이 선로로 떨어졌는데 어떻게 찾아요",  # a thing, not a person
+    "선로에 떨어진 사람 구한 역무원 칭찬하고 싶어요",  # a thanks: it is over
+    "어제 선로에 사람이 떨어졌다는 뉴스 봤어요",
+])
+def test_a_thing_on_the_tracks_a_thanks_or_the_news_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
