@@ -977,6 +977,7 @@ def test_someone_fallen_onto_the_tracks_is_a_rescue_whatever_was_asked_before(ru
     "휴대폰이 선로로 떨어졌는데 어떻게 찾아요",  # a thing, not a person
     "선로에 떨어진 사람 구한 역무원 칭찬하고 싶어요",  # a thanks: it is over
     "어제 선로에 사람이 떨어졌다는 뉴스 봤어요",
+    "선로에 떨어진 사람 안전하게 구조됐대요 다행이에요",  # the relief: it is over
 ])
 def test_a_thing_on_the_tracks_a_thanks_or_the_news_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
