@@ -46,6 +46,13 @@ status=0
 # The installer: the pip of requirements/installer.txt in a venv of its own (made as setup.sh makes
 # every venv), kept in the tools cache beside the pinned uv.
 pip_version=$(sed -n 's/^pip==\([0-9][0-9.]*\).*/\1/p' requirements/installer.txt)
+if [ -n "$guard_only" ]; then  # --guard (below) runs step 2 with pip 23.2.1, the pip CPython 3.11.7's venv ships
+  python3 -m venv "$scratch/pip23"
+  if [ "$("$scratch/pip23/bin/python" -m pip --version | cut -d' ' -f2)" != 23.2.1 ]; then
+    "$scratch/pip23/bin/python" -m pip install -q --disable-pip-version-check pip==23.2.1
+  fi
+  pip_python=$scratch/pip23/bin/python
+fi
 if [ -z "$pip_python" ]; then
   tools="${VOICE_BOT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/voice-bot-tools}/pip-$pip_version"
   if [ "$("$tools/bin/python" -m pip --version 2>/dev/null | cut -d' ' -f2)" != "$pip_version" ]; then
@@ -129,12 +136,8 @@ resolve() {
 # venv ships. A step that took it would pass any lock. It waits ~160 s on PyPI: .ci/run runs it beside the suite.
 refused_lock=tests/fixtures/requirements-vllm.pip23-refused.txt
 refusal_guard() {
-  python3 -m venv "$scratch/pip23"
-  if [ "$("$scratch/pip23/bin/python" -m pip --version | cut -d' ' -f2)" != 23.2.1 ]; then
-    "$scratch/pip23/bin/python" -m pip install -q --disable-pip-version-check pip==23.2.1
-  fi
   local out
-  if out=$(pip_python=$scratch/pip23/bin/python used_pip=23.2.1; resolve "$refused_lock" 2>&1); then
+  if out=$(resolve "$refused_lock" 2>&1); then
     echo "$refused_lock: RESOLVED with pip 23.2.1, which refuses it: this check would pass a broken lock" >&2
     return 1
   fi

@@ -259,14 +259,15 @@ def curve(rules: EmergencyRules, kinds: list[str], ordinary: list[str], sizes: l
         print(f"cannot judge: no --read tables, tables missing or in TRAINING {[str(t) for t in bad]}, "
               f"or K outside 0..{len(TRAINING)}")
         return 2
+    per_table = [rows_of(rules, [t]) for t in TRAINING[: max(sizes)]]  # each table read once, whatever K
+    none = [(read(rules, t), NONE) for t in ordinary]
     for k in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / "data"
             shutil.copytree(DEFAULT_PATH.parent, copy)
             (copy / LEARNED_PATH.name).unlink(missing_ok=True)
             if k:
-                rows = rows_of(rules, TRAINING[:k]) + [(read(rules, t), NONE) for t in ordinary]
-                fit(rows, kinds).save(copy / LEARNED_PATH.name)
+                fit([row for rows in per_table[:k] for row in rows] + none, kinds).save(copy / LEARNED_PATH.name)
             for table in tables:
                 out = subprocess.run([sys.executable, str(ROOT / "scripts" / "eval_emergency.py"), "--rules",
                                       str(copy / DEFAULT_PATH.name), "--table", str(table), "--summary"],
