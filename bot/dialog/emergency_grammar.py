@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,13 +79,13 @@ class Morph:
     ended: bool = field(default=False, compare=False)
 
 
-def _by_mistake(tokens: list, k: int) -> bool:
+def _by_mistake(tokens: Sequence, k: int) -> bool:
     """잘못 (by mistake) written as one word, which Kiwi splits into 잘 + 못: not a negation."""
     return (tokens[k].form == "못" and k > 0 and tokens[k - 1].form == "잘"
             and tokens[k - 1].start + tokens[k - 1].len == tokens[k].start)
 
 
-def _after_ji(tokens: list, k: int) -> bool:
+def _after_ji(tokens: Sequence, k: int) -> bool:
     """못 하 after 지, or after 지 and a particle (걷질 못해요, 쉬지를 못해요, 일어나지도 못해요): a negation."""
     return tokens[k - 1].form == "지" or (k >= 2 and tokens[k - 1].tag.startswith("J") and tokens[k - 2].form == "지")
 
@@ -125,9 +125,15 @@ class _Reading:
 
 
 @functools.lru_cache(maxsize=64)
+def kiwi_tokens(text: str) -> tuple:
+    """One Kiwi tokenization per turn text: the grammar, the question cues and the learned net read it."""
+    return tuple(load_kiwi().tokenize(text))
+
+
+@functools.lru_cache(maxsize=64)
 def _analysed(text: str) -> tuple[Morph, ...]:
     """One Kiwi analysis per turn text: the grammar and the question cues read the same turn."""
-    tokens = load_kiwi().tokenize(text)
+    tokens = kiwi_tokens(text)
     out: list[Morph] = []
     at: list[tuple[int, int]] = []  # each morpheme's place, beside ``out`` (which rewrites its items' readings)
     over: set[int] = set()  # the morphemes read as a state that ended
@@ -169,7 +175,7 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                  for k, (m, (a, b)) in enumerate(zip(out, at, strict=True)))
 
 
-def _read_complex(tokens: list, i: int, r: _Reading) -> int:
+def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
     """Read the endings, auxiliaries and a trailing 못 하 / 않 of the content word ``tokens[i]`` into
     ``r``, up to the next content word; returns that word's index."""
     t, n = tokens[i], len(tokens)
@@ -236,7 +242,7 @@ def _read_complex(tokens: list, i: int, r: _Reading) -> int:
     return j
 
 
-def _carry_back(out: list[Morph], tokens: list, i: int, r: _Reading) -> None:
+def _carry_back(out: list[Morph], tokens: Sequence, i: int, r: _Reading) -> None:
     """What the reading of ``tokens[i]`` says of the words already read before it (``out``), rewritten
     in place; a negated 아무 makes ``r`` unreal."""
     t = tokens[i]

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from bot.core.digest import sha256_file
+from bot.core.kiwi import load_kiwi
+from bot.dialog import emergency_learned
 from bot.dialog.emergency import DEFAULT_PATH, EmergencyDataError, EmergencyRules
-from bot.dialog.emergency_learned import LEARNED_PATH, NONE, LearnedNet, LearnedNetError, train
+from bot.dialog.emergency_learned import LEARNED_PATH, NONE, Anchors, LearnedNet, LearnedNetError, features, train
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -87,6 +89,52 @@ def test_weights_round_trip_and_bad_files_name_the_file(tmp_path):
         LearnedNet.load(broken)
 
 
+# Round 22: collapses said with one verb, and ordinary turns; a fresh turn says it with a neighbour (주저앉다).
+FALLS = [("할머니가 쓰러지셨어요 의식이 없어요", "medical"), ("아버지가 방에서 쓰러지셨어요 빨리 와 주세요", "medical"),
+         ("남편이 화장실에서 쓰러졌어요 숨만 쉬어요", "medical"), ("엄마가 부엌에서 쓰러졌는데 안 일어나요", "medical"),
+         ("음식물 쓰레기 수거 요일이 언제예요", NONE), ("주차 위반 과태료 납부는 어디서 해요", NONE),
+         ("여권 재발급 서류가 뭐예요", NONE), ("도서관 운영 시간 알려 주세요", NONE), ("마당 공사 허가는 어디서 받아요", NONE),
+         ("할아버지 기초연금 신청하려고요", NONE), ("경로당 점심 시간이 바뀌었나요", NONE), ("분리수거 날짜 알려 주세요", NONE)]
+
+
+def falls_net(anchors: Anchors | None) -> LearnedNet:
+    return train(FALLS, [NONE, "medical"], threshold=0.75, min_syllables=6, anchors=anchors)
+
+
+def test_a_word_the_rows_never_had_reads_as_the_anchor_near_it():
+    anchors = Anchors.of([text for text, kind in FALLS if kind != NONE], min_rows=2)
+    assert anchors.names == ("쓰러지/VV",)  # the verb of every collapse; no other word stands in two
+    fresh = "할아버지가 마당에서 털썩 주저앉으셨어요"
+    assert "k:쓰러지/VV" in features(fresh, anchors)
+    assert falls_net(anchors).classify(fresh) == "medical"
+    assert falls_net(None).classify(fresh) is None  # its characters alone do not reach the question
+    assert falls_net(anchors).classify("할아버지가 마당 공사 허가 받으셨어요") is None
+
+
+def test_a_word_kiwi_does_not_know_is_no_anchor_and_has_no_neighbours():
+    """Kiwi gives an unknown word its tag's empty placeholder id: every unknown word would sit at one place."""
+    anchors = Anchors.of(["아이가 에피펜을 찾아요 쓰러졌어요"] * 3, min_rows=2)
+    assert "에피펜/NNP" not in anchors.names and "쓰러지/VV" in anchors.names
+    assert not {f for f in features("홈캠에 어버버 에피펜", anchors) if f.startswith("k:")}
+
+
+def test_anchors_round_trip_and_a_net_of_another_kiwi_model_is_refused(tmp_path, monkeypatch):
+    anchors = Anchors.of([text for text, kind in FALLS if kind != NONE], min_rows=2)
+    path = tmp_path / "net.npz"
+    falls_net(anchors).save(path)
+    back = LearnedNet.load(path)
+    assert back.anchors is not None and back.anchors.names == anchors.names and back.anchors.ids == anchors.ids
+    assert back.anchors.table and back.anchors.near(load_kiwi().tokenize("주저앉았어요")[0].id) == ("k:쓰러지/VV",)
+    with monkeypatch.context() as m:  # a call reads the table the file carries: no similarity is measured
+        m.setattr(load_kiwi(), "morpheme_similarity", None)
+        assert back.classify("할아버지가 마당에서 털썩 주저앉으셨어요") == "medical"
+    falls_net(None).save(tmp_path / "plain.npz")
+    assert LearnedNet.load(tmp_path / "plain.npz").anchors is None
+    monkeypatch.setattr(emergency_learned, "kiwi_model", lambda: "0.99.0")  # another model's ids mean other words
+    with pytest.raises(LearnedNetError, match=r"net.npz: made with kiwipiepy_model .* 0.99.0 is installed"):
+        LearnedNet.load(path)
+
+
 def test_a_broken_weights_file_beside_the_rules_stops_the_load(tmp_path):
     shutil.copy(DEFAULT_PATH, tmp_path / "emergency.toml")
     (tmp_path / LEARNED_PATH.name).write_bytes(b"\x00" * 10)
@@ -114,8 +162,9 @@ def test_the_shipped_weights_are_made_from_todays_tables():
     assert {name for name, _ in net.sources} == expected
     stale = [name for name, digest in net.sources if sha256_file(ROOT / name) != digest]
     assert not stale, f"retrain: python scripts/train_emergency_net.py ({stale} changed)"
-    assert not any("heldout_an" in n or "heldout_ao" in n for n in expected)  # the held-out tables of the round
-    assert {"bench/emergency_heldout_al.toml", "bench/emergency_heldout_am.toml"} <= expected  # read once: training now
+    assert not any("heldout_ap" in n or "heldout_aq" in n for n in expected)  # the held-out tables of the round
+    assert {"bench/emergency_heldout_an.toml", "bench/emergency_heldout_ao.toml"} <= expected  # spent: training now
+    assert net.anchors is not None and net.anchors.table  # round 22: it reads each word's nearest anchor
 
 
 # Written for this test: what the cue net asks about, and a net that reads gas and fire in other words.
