@@ -981,3 +981,22 @@ def test_someone_fallen_onto_the_tracks_is_a_rescue_whatever_was_asked_before(ru
 ])
 def test_a_thing_on_the_tracks_a_thanks_or_the_news_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a cry for help from a shut place is someone trapped: 119's rescue, not a crime
+    ("하수구 공사하는 데 맨홀 안에서 살려 달라는 소리가 나요", "rescue"),
+    ("헬스장 샤워실 문이 고장 나서 안에서 누가 도와달라고 문을 두드려요", "rescue"),
+    # the neighbour: a woman crying for help as a man drags her off is still a crime
+    ("골목에서 여자가 살려 달라고 소리쳐요 남자가 끌고 가요", "crime"),
+])
+def test_a_cry_for_help_from_a_shut_place_is_a_rescue(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "화장실 문이 고장 났어요 고쳐 주세요",
+    "우물 옆에서 애들이 살려 달라고 장난치면서 놀아요 시끄러워요",
+])
+def test_a_broken_door_or_children_playing_by_a_well_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
