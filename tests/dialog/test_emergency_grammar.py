@@ -1000,3 +1000,18 @@ def test_a_cry_for_help_from_a_shut_place_is_a_rescue(rules: EmergencyRules, tex
 ])
 def test_a_broken_door_or_children_playing_by_a_well_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a small thing a child can swallow gone while the child plays, with a sign in the throat or stomach
+    ("세 살 아들이 자석 가지고 놀았는데 하나가 없어졌어요 배를 아파하고 토하려고 해요", "medical"),
+    ("아기가 동전 가지고 놀다가 하나가 안 보여요 자꾸 캑캑거리고 침을 흘려요", "medical"),
+    # the neighbour: the child gone with a toy is still a child gone
+    ("애가 건전지 든 장난감 가지고 나갔는데 애가 없어졌어요", "missing_child"),
+])
+def test_a_small_thing_gone_in_play_with_a_sign_is_swallowed(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_battery_gone_with_no_child_is_not_escalated(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "리모컨 건전지가 없어졌는데 어디서 사요")
