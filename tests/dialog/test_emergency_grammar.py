@@ -1015,3 +1015,15 @@ def test_a_small_thing_gone_in_play_with_a_sign_is_swallowed(rules: EmergencyRul
 
 def test_a_battery_gone_with_no_child_is_not_escalated(rules: EmergencyRules) -> None:
     _not_escalated(rules, "리모컨 건전지가 없어졌는데 어디서 사요")
+
+
+def test_a_farewell_streamed_live_with_a_blade_is_now_not_a_video(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "동생이 유튜브 방송 켜 놓고 지금 손목 긋겠다고 칼 들고 있어요", "suicide")
+
+
+@pytest.mark.parametrize("text", [
+    "유튜브에서 손목 긋는 장면 보고 애가 무섭대요",  # a video watched stays a video
+    "유튜브 영상에서 칼 들고 협박하는 거 봤어요 신고해야 하나요",
+])
+def test_a_video_watched_on_youtube_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
