@@ -1027,3 +1027,17 @@ def test_a_farewell_streamed_live_with_a_blade_is_now_not_a_video(rules: Emergen
 ])
 def test_a_video_watched_on_youtube_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # the children entrusted in a note left behind, and the one who wrote it gone: a farewell, not a missing adult
+    ("아빠 카톡 프로필에 아이들 잘 부탁한다는 글이 올라왔고 아빠가 없어졌어요 차도 없어요", "suicide"),
+    ("누나 일기장에 아이들 잘 부탁한다는 글이 있고 누나가 집에 없어요", "suicide"),
+])
+def test_children_entrusted_in_a_note_and_the_writer_gone_is_a_farewell(rules: EmergencyRules, text: str,
+                                                                        kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_children_entrusted_for_a_business_trip_is_not_escalated(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "애들 잘 부탁한다고 친정엄마한테 맡기고 출장 갔어요 돌봄 서비스 신청하려고요")
