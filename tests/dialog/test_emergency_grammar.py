@@ -1041,3 +1041,13 @@ def test_children_entrusted_in_a_note_and_the_writer_gone_is_a_farewell(rules: E
 
 def test_children_entrusted_for_a_business_trip_is_not_escalated(rules: EmergencyRules) -> None:
     _not_escalated(rules, "애들 잘 부탁한다고 친정엄마한테 맡기고 출장 갔어요 돌봄 서비스 신청하려고요")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # ash falling in the yard is the fire's sign, not somebody's fall
+    ("뒷산 불길이 이쪽으로 내려와요 연기 때문에 눈을 못 뜨겠고 재가 마당에 막 떨어져요", "fire"),
+    # the neighbour: a grandmother fallen with ash blowing by is still a fall
+    ("할머니가 마당에서 넘어지셨는데 못 일어나세요 옆에서 낙엽 태우던 재가 날려요", "medical"),
+])
+def test_ash_falling_from_a_fire_is_no_fall(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
