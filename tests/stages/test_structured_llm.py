@@ -86,7 +86,7 @@ async def test_first_sentence_reaches_tts_before_the_json_ends(fake, config):
 async def test_escaped_quotes_and_newlines_in_the_reply_are_spoken_as_text(fake, config):
     fake.script(turn('"민원24"에서 발급하실 수 있어요.\n다른 문의 있으신가요?', intent="ask_info", category="certificates"),
                 chunk_chars=1)
-    async with DialogSession(config) as s:
+    async with DialogSession(_patient(config)) as s:  # the escapes are what is tested, not the timeouts
         t = await s.turn("등본 어디서 떼요")
     assert t.reply == '"민원24"에서 발급하실 수 있어요. 다른 문의 있으신가요?'
     assert "\\" not in t.reply
