@@ -377,10 +377,14 @@ def _desk_command(fn):
     return run
 
 
-def cmd_call(config, args) -> int:
-    from bot.tools.call import run_call
+def _tool(target: str):
+    """A command that is ``module:function(config, args)``, imported only when it runs (the CLI starts fast)."""
+    def run(config, args) -> int:
+        import importlib
 
-    return run_call(config, args)
+        module, name = target.split(":")
+        return getattr(importlib.import_module(module), name)(config, args)
+    return run
 
 
 @_desk_command
@@ -405,6 +409,13 @@ def cmd_tickets(config, args) -> int:
 
 
 @_desk_command
+def cmd_ticket(config, args) -> int:
+    from bot.tools.desk import update_ticket
+
+    return update_ticket(config, args.number, args.status)
+
+
+@_desk_command
 def cmd_callbacks(config, args) -> int:
     from bot.tools.desk import list_callbacks, place_callbacks
 
@@ -414,28 +425,11 @@ def cmd_callbacks(config, args) -> int:
 
 
 @_desk_command
-def cmd_audit(config, args) -> int:
-    from bot.tools.audit import run_audit
+def cmd_desk(config, args) -> int:
+    from bot.tools.staff import serve_desk
 
-    return run_audit(config, args)
+    return serve_desk(config, args.port, args.host)
 
-
-@_desk_command
-def cmd_recording(config, args) -> int:
-    from bot.tools.recording import run
-
-    return run(config, args)
-
-
-@_desk_command
-def cmd_ticket(config, args) -> int:
-    from bot.tools.desk import update_ticket
-
-    return update_ticket(config, args.number, args.status)
-
-
-COMMANDS = {"recording": cmd_recording, "call": cmd_call, "calls": cmd_calls, "tickets": cmd_tickets, "ticket": cmd_ticket, "callbacks": cmd_callbacks, "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
-            "bench": cmd_bench}
 
 def cmd_check(config, args) -> int:
     from bot.modelfiles.local_llm import serving_llm
@@ -462,50 +456,19 @@ def cmd_llm_command(config, args) -> int:
     return 0
 
 
-def cmd_eval(config, args) -> int:
-    from bot.tools.eval import run_eval
+COMMANDS = {
+    "serve": cmd_serve, "models": cmd_models, "transcribe": cmd_transcribe, "say": cmd_say, "chat": cmd_chat,
+    "bench": cmd_bench, "check": cmd_check, "llm-command": cmd_llm_command,
+    "call": _tool("bot.tools.call:run_call"), "eval": _tool("bot.tools.eval:run_eval"),
+    "faults": _tool("bot.tools.faults:run_faults"), "abuse": _tool("bot.tools.abuse:run_abuse"),
+    # the records' commands: a database that cannot be opened is one line and exit 2
+    "calls": cmd_calls, "report": cmd_report, "tickets": cmd_tickets, "ticket": cmd_ticket,
+    "callbacks": cmd_callbacks, "desk": cmd_desk,
+    "audit": _desk_command(_tool("bot.tools.audit:run_audit")),
+    "recording": _desk_command(_tool("bot.tools.recording:run")),
+    "staff": _desk_command(_tool("bot.tools.staff:run_staff")),
+}
 
-    return run_eval(config, args)
-
-
-COMMANDS.update({"check": cmd_check, "llm-command": cmd_llm_command, "eval": cmd_eval})
-
-
-def cmd_faults(config, args) -> int:
-    from bot.tools.faults import run_faults
-
-    return run_faults(config, args)
-
-
-COMMANDS["faults"] = cmd_faults
-
-
-def cmd_abuse(config, args) -> int:
-    from bot.tools.abuse import run_abuse
-
-    return run_abuse(config, args)
-
-
-COMMANDS["abuse"] = cmd_abuse
-COMMANDS["audit"] = cmd_audit
-
-
-@_desk_command
-def cmd_staff(config, args) -> int:
-    from bot.tools.staff import run_staff
-
-    return run_staff(config, args)
-
-
-@_desk_command
-def cmd_desk(config, args) -> int:
-    from bot.tools.staff import serve_desk
-
-    return serve_desk(config, args.port, args.host)
-
-
-COMMANDS.update({"staff": cmd_staff, "desk": cmd_desk})
-COMMANDS["report"] = cmd_report
 
 if __name__ == "__main__":
     sys.exit(main())
