@@ -1051,3 +1051,22 @@ def test_children_entrusted_for_a_business_trip_is_not_escalated(rules: Emergenc
 ])
 def test_ash_falling_from_a_fire_is_no_fall(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # modesty before the facts (별건 아닐 수도 있는데요) is no doubt about them
+    ("별건 아닐 수도 있는데요 남편이 갑자기 말이 어눌해지고 한쪽 팔에 힘이 없어요", "medical"),
+    # the danger said as going on, and a service asked after it: the danger is now
+    ("바쁘신데 죄송해요 옆집 남자가 골프채를 들고 우리 문을 내리치고 있어요 방범창 지원 신청은 어디서 해요", "crime"),
+    ("죄송한데요 아버지가 아까부터 말을 못 하시고 오른쪽 팔다리를 못 움직이세요 보건소 예약은 어디로 해요", "medical"),
+])
+def test_a_hedged_caller_with_a_danger_going_on_is_escalated(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "별건 아닐 수도 있는데 누가 현관문을 여는 것 같기도 하고 바람 소리인지 잘 모르겠어요",  # a real doubt stays one
+    "작년에 남편이 갑자기 말이 어눌해져서 입원했었어요 지금은 괜찮고 재활 프로그램 신청하려고요",  # over
+])
+def test_a_doubt_or_a_danger_that_is_over_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
