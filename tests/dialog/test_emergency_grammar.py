@@ -1070,3 +1070,20 @@ def test_a_hedged_caller_with_a_danger_going_on_is_escalated(rules: EmergencyRul
 ])
 def test_a_doubt_or_a_danger_that_is_over_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize("text", [
+    "안녕하세요 바다에서 수영하던 친구가 안 보여요",
+    "미안합니다 바다에서 낚시하던 남편이 안 보여요 배도 없어요",
+])
+def test_a_greeting_or_an_apology_that_opens_the_call_is_no_farewell(rules: EmergencyRules, text: str) -> None:
+    verdict = rules.classify(text)
+    assert verdict is not None and verdict.kind.name == "rescue", (text, verdict and verdict.rule)
+
+
+@pytest.mark.parametrize("text", [
+    "엄마한테 미안하다고 문자 보내고 동생이 바다로 나갔어요 연락이 안 돼요",
+    "미안해요 그동안 고마웠다는 문자 남기고 아빠가 없어졌어요",  # the apology of a note, said first
+])
+def test_a_farewell_with_its_apology_is_still_one(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "suicide")
