@@ -1087,3 +1087,11 @@ def test_a_greeting_or_an_apology_that_opens_the_call_is_no_farewell(rules: Emer
 ])
 def test_a_farewell_with_its_apology_is_still_one(rules: EmergencyRules, text: str) -> None:
     _escalates_as(rules, text, "suicide")
+
+
+def test_charcoal_bought_to_grill_meat_is_no_dose(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "번개탄 사서 캠핑장에서 삼겹살 구워 먹으려고요 번개탄 파는 곳 있어요")
+
+
+def test_charcoal_and_pills_meant_to_be_taken_is_still_a_dose(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "형이 번개탄이랑 수면제 사 와서 다 먹겠대요", "suicide")
