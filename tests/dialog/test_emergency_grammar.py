@@ -1095,3 +1095,22 @@ def test_charcoal_bought_to_grill_meat_is_no_dose(rules: EmergencyRules) -> None
 
 def test_charcoal_and_pills_meant_to_be_taken_is_still_a_dose(rules: EmergencyRules) -> None:
     _escalates_as(rules, "형이 번개탄이랑 수면제 사 와서 다 먹겠대요", "suicide")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # modesty that opens the call (별일 아닌데, 괜찮을 것 같긴 한데) is said to the line: nothing was resolved
+    ("별일 아닌데 고등학생 아들이 어제 저녁에 축구하러 나가서 아직 안 들어왔어요 핸드폰도 꺼져 있어요", "missing_child"),
+    ("괜찮을 것 같긴 한데 고등학생 아들이 어제 저녁에 축구하러 나가서 아직 안 들어왔어요 핸드폰도 꺼져 있어요", "missing_child"),
+    ("별일 아닌데요 치매 있는 할머니가 아침에 시장 가신다고 나가셨는데 여섯 시간째 안 오세요 전화도 안 받으세요", "missing_child"),
+])
+def test_modesty_that_opens_the_call_resolves_nothing(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "아들이 학교 끝나고 아직 안 들어왔는데 방금 연락 됐어요 괜찮대요 학원 차량 문의요",
+    "별일 없었어요 아들이 친구 집에 있다가 들어왔어요 학원 차량 시간 문의요",
+    "별일 아니었어요 할머니가 시장에서 길을 잃으셨다가 경찰이 모셔다 주셨어요",
+])
+def test_a_worry_that_ended_well_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
