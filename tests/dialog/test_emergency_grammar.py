@@ -1114,3 +1114,12 @@ def test_modesty_that_opens_the_call_resolves_nothing(rules: EmergencyRules, tex
 ])
 def test_a_worry_that_ended_well_is_not_escalated(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+def test_a_lock_that_rusted_and_broke_is_no_break_in(rules: EmergencyRules) -> None:
+    text = "베란다 창문 잠금장치가 녹슬어서 부서졌는데 누가 들어온 건 아니에요 고쳐 주는 데 있어요"
+    assert rules.classify(text) is None, rules.classify(text).rule
+
+
+def test_a_rusted_window_guard_torn_open_by_someone_is_still_a_break_in(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "혼자 있는데 누가 녹슨 방범창을 뜯고 들어오려고 해요", "crime")
