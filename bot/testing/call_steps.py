@@ -24,14 +24,10 @@ def model_turn(reply: str, **kw) -> dict[str, Any]:
 
 
 async def say(call: TwilioCallSimulator, wav: Path) -> None:
-    """Speak, then wait until the bot has answered and gone quiet.
-
-    Quiet means 1.5 s without audio: on a loaded machine a reply's sentences can come further apart than
-    0.8 s, and a caller who speaks into that pause talks over the bot's next sentence.
-    """
+    """Speak, then wait until the bot has answered and gone quiet."""
     await call.send_wav(wav)
     await call.wait_for_media(timeout=30, after=time.monotonic())
-    await call.wait_for_silence_from_bot(gap=1.5, timeout=40)
+    await call.wait_for_silence_from_bot(gap=0.8, timeout=40)
 
 
 async def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition"):
