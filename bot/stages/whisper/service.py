@@ -213,9 +213,20 @@ class WhisperSTTProcessor(SegmentedSTTService):
         await super()._handle_user_started_speaking(frame)
 
     async def _handle_user_stopped_speaking(self, frame):
-        queued = self._segment_queue.qsize()
+        """End the segment where the VAD heard the speech stop, not at the audio that has passed this stage:
+        what is queued before the VAD came after the stop (on a loaded machine the start of the caller's next
+        words), so it stays in the buffer for the next segment instead of being cut off and then cleared."""
+        tail = b""
+        if self._vad_heard is not None:
+            queued = self._passed_secs - self._vad_heard() - self._unheard_secs
+            n = min(len(self._audio_buffer), _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate))
+            if n:
+                tail = bytes(self._audio_buffer[-n:])
+                del self._audio_buffer[-n:]
+        waiting = self._segment_queue.qsize()
         await super()._handle_user_stopped_speaking(frame)
-        self._segments_waiting += self._segment_queue.qsize() - queued
+        self._segments_waiting += self._segment_queue.qsize() - waiting
+        self._audio_buffer += tail
 
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Transcribe one VAD segment (raw PCM16 mono at ``self.sample_rate``)."""
