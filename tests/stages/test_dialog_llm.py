@@ -30,7 +30,6 @@ from pipecat.tests.utils import SleepFrame, run_test
 from bot.call.assets import DialogAssets
 from bot.call.wiring import make_llm, make_policy
 from bot.config import Secrets, load_config
-from bot.dialog.emergency import EmergencyRules
 from bot.dialog.state import CannedReplies
 from bot.languages.ko.normalize import read_digits
 from bot.stages.dialog_llm import DialogLLMService
@@ -253,8 +252,8 @@ async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fa
     # The flag is the first field (the schema's order): nothing of the reply is spoken.
     fake.script({"emergency": "crime"} | model("무슨 일인지 조금 더 말씀해 주시겠어요?", intent="other", category="none"))
     text = "헤어진 사람이 오늘 밤에 또 찾아오겠대요"
-    assert EmergencyRules.load().classify(text) is None, "a turn the rules leave to the model (pick another)"
     stage = make_stage(llm_url)
+    assert stage.policy.emergency.classify(text) is None, "a turn the rules leave to the model (pick another)"
     down = await run(stage, said(text))
     assert fake.calls == 1
     (turn,) = answered(down)

@@ -39,6 +39,7 @@ from bot.config import load_config
 from bot.core.wav import read_wav
 from bot.stages.silero_vad import SharedSileroVADAnalyzer, load_silero_session
 from bot.stages.whisper import WhisperSTTProcessor
+from bot.stages.whisper.service import _pcm_bytes
 from tests.conftest import ROOT
 
 RATE = 8000  # the phone line's rate, as the bench clips
@@ -132,10 +133,9 @@ async def _two_utterances_behind_a_lagging_vad(lag_s: float) -> tuple[list[bytes
     stages.append(stt)
     a, b = b"\x10\x27" * RATE, b"\xf0\xd8" * RATE  # 1 s each, told apart by their samples
     audio = bytes(2 * RATE * 2) + a + bytes(2 * RATE * 2 // 5) + b + bytes(2 * RATE)
-    at = lambda secs: 2 * round(secs * RATE)  # noqa: E731
 
     def upto(start: float, end: float) -> list[InputAudioRawFrame]:
-        return _frames(audio[at(start) : at(end)])
+        return _frames(audio[_pcm_bytes(start, RATE) : _pcm_bytes(end, RATE)])
 
     events = [*upto(0, 2.0 + lag_s), VADUserStartedSpeakingFrame(),  # a starts at 2.0
               *upto(2.0 + lag_s, 3.2 + lag_s), VADUserStoppedSpeakingFrame(),  # a ends at 3.0, the stop at 3.2

@@ -200,14 +200,21 @@ class WhisperSTTProcessor(SegmentedSTTService):
         self._passed_secs += len(frame.audio) / (2 * self.sample_rate)
         await super().process_audio_frame(frame, direction)
 
+    def _queued_bytes(self) -> int:
+        """The audio that has passed this stage but not yet the VAD (at most MAX_VAD_BACKLOG_S; none without
+        the VAD's clock)."""
+        if self._vad_heard is None:
+            return 0
+        queued = self._passed_secs - self._vad_heard() - self._unheard_secs
+        return _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate)
+
     async def _handle_user_started_speaking(self, frame):
         """Keep the second before the VAD's start, as Pipecat does, counted from the audio the VAD had
         heard: the VAD sits downstream (in the user aggregator), and what has passed this stage but is
         still queued before it is not yet speech to this stage. Pipecat counts the second back from here,
         so a queue of a second (a loaded machine) cut the caller's first syllables off the segment."""
         if self._vad_heard is not None:
-            queued = self._passed_secs - self._vad_heard() - self._unheard_secs
-            keep = self._lead_in_bytes + _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate)
+            keep = self._lead_in_bytes + self._queued_bytes()
             if len(self._audio_buffer) > keep:
                 del self._audio_buffer[: len(self._audio_buffer) - keep]
         await super()._handle_user_started_speaking(frame)
@@ -217,12 +224,9 @@ class WhisperSTTProcessor(SegmentedSTTService):
         what is queued before the VAD came after the stop (on a loaded machine the start of the caller's next
         words), so it stays in the buffer for the next segment instead of being cut off and then cleared."""
         tail = b""
-        if self._vad_heard is not None:
-            queued = self._passed_secs - self._vad_heard() - self._unheard_secs
-            n = min(len(self._audio_buffer), _pcm_bytes(min(MAX_VAD_BACKLOG_S, max(0.0, queued)), self.sample_rate))
-            if n:
-                tail = bytes(self._audio_buffer[-n:])
-                del self._audio_buffer[-n:]
+        if n := min(len(self._audio_buffer), self._queued_bytes()):
+            tail = bytes(self._audio_buffer[-n:])
+            del self._audio_buffer[-n:]
         waiting = self._segment_queue.qsize()
         await super()._handle_user_stopped_speaking(frame)
         self._segments_waiting += self._segment_queue.qsize() - waiting
