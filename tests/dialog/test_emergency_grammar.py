@@ -1123,3 +1123,52 @@ def test_a_lock_that_rusted_and_broke_is_no_break_in(rules: EmergencyRules) -> N
 
 def test_a_rusted_window_guard_torn_open_by_someone_is_still_a_break_in(rules: EmergencyRules) -> None:
     _escalates_as(rules, "혼자 있는데 누가 녹슨 방범창을 뜯고 들어오려고 해요", "crime")
+
+
+# --- round 24 (AT: callers not at the scene; AU: people on duty) -----------------------------------------
+@pytest.mark.parametrize(("text", "kind"), [
+    # 차 that fills (연기가 차고 있어요) is no car: smoke filling a home, not a sealed car
+    ("주방 쪽이 뿌옇게 연기가 차고 있어요 할머니가 전화를 안 받으세요", "fire"),
+    # a farewell's apology relayed, then the pills: a suicide, not a child's poisoning
+    ("형이 문자로 애들한테 미안하다고 전해 달래요 방금 약 다 먹었대요", "suicide"),
+    # over a bridge's railing (넘어가, one verb for Kiwi): a suicide, not a climber in danger
+    ("대교 위에서 어떤 여자가 난간을 넘어가고 있어요", "suicide"),
+    # pushed into a car while struggling (발버둥 치): taken away, not hit by a car
+    ("모르는 남자가 우리 애를 차에 강제로 태웠어요 애가 발버둥 쳤어요", "missing_child"),
+    # pills taken and a letter there (편지가 있어요): a suicide, not an overdose alone
+    ("할머니가 모아둔 수면제를 다 드신 것 같고 베개 옆에 편지가 있어요", "suicide"),
+    # decreased consciousness and lips gone blue (파래지, as Kiwi reads it), said in a carer's words
+    ("현장 작업자가 쓰러진 건 아닌데 의식 저하 상태입니다", "medical"),
+    ("할아버지 입술이 파래지셨고 숨을 몰아쉬세요", "medical"),
+    # alone at work (저만 남았어요, in the shop) and the door kicked
+    ("사무실에 저만 남았는데 누가 사무실 문을 발로 차고 있어요", "crime"),
+    ("가게에 혼자 있는데 어떤 남자가 가게 문을 계속 발로 차고 있어요", "crime"),
+])
+def test_second_hand_and_on_duty_reports_are_escalated_as_what_they_are(rules: EmergencyRules, text: str,
+                                                                         kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_riding_to_the_last_stop_burns_nothing(rules: EmergencyRules) -> None:
+    verdict = rules.classify("치매 할아버지가 종점까지 타고 오셨다가 산 쪽으로 가셨대요")  # 타고 오셨다가: rode
+    assert verdict is not None and verdict.kind.name == "missing_child", verdict and verdict.rule
+
+
+@pytest.mark.parametrize("text", [
+    # a danger relayed, then its end relayed (무사히 내려왔대요, 데리고 오셨대요)
+    "남편이 산에서 길 잃었다고 문자 보냈었는데 방금 무사히 내려왔대요 표지판 좀 고쳐 주세요",
+    "할머니가 마트에서 애를 잃어버렸다고 전화하셨는데 십 분 만에 직원분이 데리고 오셨대요 미아 방송 문의요",
+    # a game or a role the cry or the fit belonged to
+    "분리수거 문의인데요 윗집에서 살려주세요 소리가 나는데 아 애들이 술래 놀이 하는 거예요",
+    "소방 훈련 때 제가 경련하는 역할을 맡았는데 신고 연습도 해야 하나요",
+])
+def test_a_danger_relayed_as_over_or_played_is_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize("text", [
+    "어제 킥보드에 불난 거요 소방차가 와서 다 껐고요 잔해 치워 주세요",  # put out: not even asked
+    "박스 쌓아 둔 게 와르르 무너졌네요 사람은 없어요 치워 주세요",  # nobody there
+])
+def test_a_fire_put_out_or_a_collapse_with_no_one_is_not_even_asked(rules: EmergencyRules, text: str) -> None:
+    assert rules.classify(text) is None, rules.classify(text).rule

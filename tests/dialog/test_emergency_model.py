@@ -13,7 +13,7 @@ from bot.testing.fake_llm import FakeLLM
 from bot.tools.chat import DialogSession
 
 # Words the rules do not catch (checked below): only the model can see the danger in them.
-MISSED = "아 그게 좀 말씀드리기 어려운데요 그 사람이 오늘 밤에 온다고 했어요"
+MISSED = "아 그게 좀 말씀드리기 어려운데요 그 사람이 밤에 다시 온대요"
 
 
 @pytest.fixture(scope="module")
