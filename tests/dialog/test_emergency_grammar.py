@@ -1172,3 +1172,16 @@ def test_a_danger_relayed_as_over_or_played_is_not_escalated(rules: EmergencyRul
 ])
 def test_a_fire_put_out_or_a_collapse_with_no_one_is_not_even_asked(rules: EmergencyRules, text: str) -> None:
     assert rules.classify(text) is None, rules.classify(text).rule
+
+
+@pytest.mark.parametrize("text", [
+    # a field trip (현장체험학습) is where the child went missing, not a training or a show (체험: 안전 체험관)
+    "현장체험학습 갔던 아들이 안 보인대요 선생님들이 한 시간째 찾고 있대요",
+    "담임인데요 현장체험학습 중에 학생 하나가 안 보여요 삼십 분째 연락이 안 돼요",
+])
+def test_a_child_missing_on_a_field_trip_is_escalated(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "missing_child")
+
+
+def test_a_field_trip_form_is_no_emergency(rules: EmergencyRules) -> None:
+    assert rules.classify("현장 체험 학습 신청서는 어디서 받아요") is None
