@@ -205,7 +205,14 @@ class Line:
     async def _db(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking database call in a thread, with a timeout; raises on failure (logged once per outage)."""
         try:
-            result = await asyncio.wait_for(asyncio.to_thread(fn, self.store, *args, **kwargs), DB_TIMEOUT_SECS)
+            try:
+                result = await asyncio.wait_for(asyncio.to_thread(fn, self.store, *args, **kwargs), DB_TIMEOUT_SECS)
+            except asyncio.CancelledError as e:
+                # Pipecat swaps in wait_for2 below Python 3.12: a call finishing as its timeout fires comes out
+                # as CancelledError. Not this task's own cancellation: a failed call (it killed a worker's start).
+                if (task := asyncio.current_task()) is not None and task.cancelling():
+                    raise
+                raise TimeoutError(f"over {DB_TIMEOUT_SECS} s") from e
         except Exception as e:
             if not self._db_down_logged:
                 logger.error("LINE: records database unreachable for {} ({}: {}); calls go on with this worker's "

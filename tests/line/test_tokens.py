@@ -227,3 +227,38 @@ def test_the_line_limit_answers_busy_on_any_worker(tmp_path, monkeypatch):
     assert "<Stream" in _signed_webhook(a, voice_webhook_params()).text  # a reservation on the line
     busy = _signed_webhook(b, voice_webhook_params())
     assert busy.status_code == 200 and "<Say" in busy.text and "<Stream" not in busy.text
+
+
+async def test_a_lease_write_cut_by_its_timeout_does_not_stop_the_worker_starting(store, monkeypatch):
+    """Below Python 3.12 Pipecat's wait_for2 can report a call that ends as its timeout fires as CancelledError
+    (a bench worker's start on a loaded CI machine); the start retries in the heartbeat loop instead of dying."""
+    import asyncio
+
+    async def cut(aw, timeout):
+        aw.close()
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(line.asyncio, "wait_for", cut)
+    here = line.Line(store, worker="w1", line_max_calls=0, lease_secs=30)
+    await here.start()  # raised CancelledError before: the worker's lifespan failed
+    assert here._task is not None
+    with pytest.raises(TimeoutError):
+        await here._db("the worker lease", line.heartbeat, "w1", draining=False, started_at=line.now())
+    await here.stop()
+
+
+async def test_cancelling_the_worker_still_cancels_a_lease_write(store, monkeypatch):
+    import asyncio
+
+    async def slow(aw, timeout):
+        aw.close()
+        await asyncio.sleep(10)
+
+    monkeypatch.setattr(line.asyncio, "wait_for", slow)
+    here = line.Line(store, worker="w1", line_max_calls=0, lease_secs=30)
+    task = asyncio.create_task(here._db("the worker lease", line.heartbeat, "w1", draining=False,
+                                        started_at=line.now()))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
