@@ -24,6 +24,7 @@ from bot.call.openings import speak_callback_opening, speak_greeting, speak_resu
 from bot.call.request import CallRequest, Resume
 from bot.call.session import CallSession
 from bot.config import Config
+from bot.core.deadline import in_thread
 from bot.dialog.state import DialogState
 from bot.line.calls import CallKind
 from bot.privacy import mask
@@ -134,8 +135,8 @@ class PhoneStream:
             await asyncio.sleep(0.05)
         session.end_reason = HANDOVER
         try:
-            await asyncio.wait_for(asyncio.to_thread(end_segment, ctx.records.store, call_sid, self.segment,
-                                                     reason=HANDOVER, bot_ended=False), RECORDS_SECS)
+            await in_thread(RECORDS_SECS, end_segment, ctx.records.store, call_sid, self.segment,
+                            reason=HANDOVER, bot_ended=False)
         except Exception as e:  # noqa: BLE001 - an unrecorded end resumes the call all the same
             logger.error("call {}: hand-over not recorded ({}: {})", mask(call_sid), type(e).__name__, str(e)[:120])
         logger.warning("call {}: drain: handing the call over (stream {} closed)", mask(call_sid), self.segment)
@@ -202,8 +203,8 @@ class PhoneHandover:
         reason = ("emergency_transfer" if dialog.transfer_to else "transfer") if dialog.transfer_requested \
             else "completed" if dialog.ended else session.end_reason or "completed"
         try:
-            await asyncio.wait_for(asyncio.to_thread(end_segment, ctx.records.store, call_sid, self.stream.segment,
-                                                     reason=reason, bot_ended=True, then_twiml=then), RECORDS_SECS)
+            await in_thread(RECORDS_SECS, end_segment, ctx.records.store, call_sid, self.stream.segment,
+                            reason=reason, bot_ended=True, then_twiml=then)
         except Exception as e:  # noqa: BLE001 - the action then resumes the call: a sentence, not a lost caller
             logger.error("call {}: the bot's end not recorded ({}: {})", mask(call_sid), type(e).__name__,
                          str(e)[:120])
@@ -238,7 +239,7 @@ async def _placed_callback(ctx: AppContext, call_sid: str) -> dict | None:
             cb["ticket"] = store.find_ticket(cb["reception_no"])
         return cb
     try:
-        return await asyncio.wait_for(asyncio.to_thread(read), RECORDS_SECS)
+        return await in_thread(RECORDS_SECS, read)
     except Exception as e:  # noqa: BLE001 - slow or down: the caller still gets the bot
         logger.error("call {}: callback context not read ({}: {})", mask(call_sid), type(e).__name__, e)
         return None

@@ -22,7 +22,6 @@ speaking events.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -42,6 +41,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.base_output import BaseOutputTransport
 
 from bot.call.session import CallSession
+from bot.core.deadline import within
 from bot.telemetry.latency import TurnRecord
 
 # Frames after which a turn record may have changed (route and slots come with the LLM's end).
@@ -107,7 +107,7 @@ class QALiveObserver(BaseObserver):
         if self._session is None:
             return
         try:
-            await asyncio.wait_for(self._session.turns.caught_up(frame), _CATCH_UP_SECS)
+            await within(self._session.turns.caught_up(frame), _CATCH_UP_SECS)
         except TimeoutError:
             logger.debug("QA page: turn records behind {}; sent as they are", frame)
 

@@ -1,1 +1,1 @@
-"""Foundations: data files, errors, the background-task helper, WAV I/O. Imports nothing from bot."""
+"""Foundations: data files, errors, the background-task helper, deadlines, WAV I/O. Imports nothing from bot."""

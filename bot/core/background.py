@@ -13,6 +13,8 @@ from typing import Any
 
 from loguru import logger
 
+from bot.core.deadline import within
+
 Round = Callable[[], Coroutine[Any, Any, object]]
 
 
@@ -68,6 +70,6 @@ async def _every(work: Round, every: float, label: str, wake: asyncio.Event | No
             continue
         wake.clear()
         try:
-            await asyncio.wait_for(wake.wait(), every)
+            await within(wake.wait(), every)
         except TimeoutError:
             pass

@@ -42,6 +42,7 @@ from typing import Any
 import sqlalchemy as sa
 from loguru import logger
 
+from bot.core.deadline import in_thread
 from bot.line.tokens import IssuedToken
 from bot.privacy import mask
 from bot.store.db import Store, now
@@ -205,14 +206,7 @@ class Line:
     async def _db(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking database call in a thread, with a timeout; raises on failure (logged once per outage)."""
         try:
-            try:
-                result = await asyncio.wait_for(asyncio.to_thread(fn, self.store, *args, **kwargs), DB_TIMEOUT_SECS)
-            except asyncio.CancelledError as e:
-                # Pipecat swaps in wait_for2 below Python 3.12: a call finishing as its timeout fires comes out
-                # as CancelledError. Not this task's own cancellation: a failed call (it killed a worker's start).
-                if (task := asyncio.current_task()) is not None and task.cancelling():
-                    raise
-                raise TimeoutError(f"over {DB_TIMEOUT_SECS} s") from e
+            result = await in_thread(DB_TIMEOUT_SECS, fn, self.store, *args, **kwargs)
         except Exception as e:
             if not self._db_down_logged:
                 logger.error("LINE: records database unreachable for {} ({}: {}); calls go on with this worker's "

@@ -18,6 +18,7 @@ from typing import Any
 from loguru import logger
 
 from bot.config import Config, Secrets
+from bot.core.deadline import in_thread, within
 from bot.core.errors import StartupError
 from bot.privacy import mask, mask_turn
 from bot.recording import files
@@ -157,19 +158,18 @@ class CallLog:
     # --- the dialog's questions ---------------------------------------------------------------
 
     async def create_ticket(self, **fields: Any) -> str:
-        return await asyncio.wait_for(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)),
-                                      ANSWER_TIMEOUT_SECS)
+        return await within(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)), ANSWER_TIMEOUT_SECS)
 
     def transfer_note(self, call_sid: str, note: str) -> None:
         """What the person taking this call's warm transfer will hear (read back by /twilio/whisper)."""
         self.writer.submit(f"call {mask(call_sid)} transfer note", lambda s: s.set_transfer_note(call_sid, note))
 
     async def read_transfer_note(self, call_sid: str) -> str | None:
-        return await asyncio.wait_for(asyncio.to_thread(self.store.transfer_note, call_sid), ANSWER_TIMEOUT_SECS)
+        return await in_thread(ANSWER_TIMEOUT_SECS, self.store.transfer_note, call_sid)
 
     async def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str,
                                reception_no: str | None = None) -> int:
-        return await asyncio.wait_for(
+        return await within(
             self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason,
                                                                           reception_no=reception_no)),
             ANSWER_TIMEOUT_SECS)
@@ -177,8 +177,8 @@ class CallLog:
     async def text_ticket(self, reception_no: str) -> None:
         """The caller's yes to a text: consent and the SMS in the outbox (its sender is woken).
         Raises when the text cannot go (no number), so the caller is never told it will."""
-        queued = await asyncio.wait_for(self.writer.call("ticket SMS", lambda s: s.text_ticket(reception_no)),
-                                        ANSWER_TIMEOUT_SECS)
+        queued = await within(self.writer.call("ticket SMS", lambda s: s.text_ticket(reception_no)),
+                              ANSWER_TIMEOUT_SECS)
         if not queued:
             raise RuntimeError("the call has no caller number to text")
         self.on_ticket()
@@ -190,7 +190,7 @@ class CallLog:
 
     async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         # Reads need no ordering behind queued writes: a thread of their own.
-        return await asyncio.wait_for(asyncio.to_thread(self.store.find_ticket, reception_no), ANSWER_TIMEOUT_SECS)
+        return await in_thread(ANSWER_TIMEOUT_SECS, self.store.find_ticket, reception_no)
 
     async def finished_turns(self, since: float) -> list[dict[str, Any]]:
         """Finished calls' turns after ``since`` (epoch seconds), their words masked as in the logs (``mask_turn``)."""

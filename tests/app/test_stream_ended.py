@@ -193,3 +193,25 @@ def test_with_the_records_database_down_a_stream_that_ended_still_resumes_never_
     url, params = parse_twiml_stream(resp.text)  # the signed token is enough: its first use is kept at the stream
     assert params["seg"] == "1" and StreamTokens(60, load_key({"STREAM_TOKEN_KEY": KEY})[0]).verify(params["token"],
                                                                                                    call_sid)
+
+
+def test_a_records_read_cut_by_its_timeout_as_cancelled_error_still_resumes(line, monkeypatch):
+    """Below Python 3.12 Pipecat's wait_for2 can report a records call ending as its timeout fires as
+    CancelledError; the route caught only Exception, so Twilio got a 500 (the caller an application error)."""
+    import asyncio
+
+    client, _store = line()
+    call_sid, action = _webhook(client)
+    real = asyncio.wait_for
+
+    async def cut(aw, timeout):
+        if getattr(aw, "__qualname__", "") != "to_thread":
+            return await real(aw, timeout)
+        aw.close()
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(asyncio, "wait_for", cut)
+    resp = _ask(client, action, call_sid)
+    assert resp.status_code == 200
+    _url, params = parse_twiml_stream(resp.text)
+    assert params["seg"] == "1"

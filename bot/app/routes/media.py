@@ -20,6 +20,7 @@ from bot.app.context import AppContext
 from bot.app.host import CallHost
 from bot.app.phone import RECORDS_SECS, PhoneStream, ResumedStream
 from bot.call.request import Resume
+from bot.core.deadline import in_thread
 from bot.line.tokens import IssuedToken, TokenRefused
 from bot.privacy import mask
 from bot.store.segments import HANDOVER, resume_context
@@ -70,8 +71,7 @@ async def read_resume(ctx: AppContext, call_sid: str, segment: int) -> Resume:
     """The call so far, from the records: its turns (the model's context), the dialog's snapshot after
     the last one, the emergency said. The database down: the call goes on without its past (logged)."""
     try:
-        turns, before = await asyncio.wait_for(
-            asyncio.to_thread(resume_context, ctx.records.store, call_sid, segment), RECORDS_SECS)
+        turns, before = await in_thread(RECORDS_SECS, resume_context, ctx.records.store, call_sid, segment)
     except Exception as e:  # noqa: BLE001 - slow or down: the caller still gets the bot, and hears the sentence
         logger.error("call {}: resumed WITHOUT its past: the records were not read ({}: {})", mask(call_sid),
                      type(e).__name__, str(e)[:120])

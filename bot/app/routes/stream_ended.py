@@ -9,7 +9,6 @@ is free); then the duty line in hours, or the hours said and a hang-up. Never si
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from urllib.parse import urlencode
 
@@ -19,6 +18,7 @@ from loguru import logger
 
 from bot.app.context import AppContext
 from bot.app.routes.signed import signed_form
+from bot.core.deadline import in_thread
 from bot.dialog.calendar import LineCalendar
 from bot.privacy import mask
 from bot.store.segments import HANDOVER, EndedSegment, call_caller, record_resume_token, take_action
@@ -62,8 +62,7 @@ def router(ctx: AppContext) -> APIRouter:
         if form.get("CallStatus") in CALL_OVER:
             return _xml(build_hangup_twiml())
         try:
-            ended = await asyncio.wait_for(asyncio.to_thread(take_action, ctx.records.store, call_sid, idx),
-                                           DB_TIMEOUT_SECS)
+            ended = await in_thread(DB_TIMEOUT_SECS, take_action, ctx.records.store, call_sid, idx)
         except Exception as e:  # noqa: BLE001 - the database is down: the caller still gets a way on
             logger.error("call {}: stream {} ended; its record not read ({}: {}); resuming", mask(call_sid), idx,
                          type(e).__name__, str(e)[:120])
@@ -90,12 +89,10 @@ async def _resume_or_fallback(ctx: AppContext, calendar: LineCalendar, call_sid:
     if handed_over or resumes <= config.call.max_resumes:
         issued = ctx.tokens.issue(call_sid)
         try:
-            caller = await asyncio.wait_for(asyncio.to_thread(call_caller, ctx.records.store, call_sid),
-                                            DB_TIMEOUT_SECS)
-            await asyncio.wait_for(asyncio.to_thread(
-                record_resume_token, ctx.records.store, issued.token_id, call_sid, caller=caller,
-                worker=ctx.line.worker, expires_at=dt.datetime.fromtimestamp(issued.expires_at, dt.UTC)),
-                DB_TIMEOUT_SECS)
+            caller = await in_thread(DB_TIMEOUT_SECS, call_caller, ctx.records.store, call_sid)
+            await in_thread(DB_TIMEOUT_SECS, record_resume_token, ctx.records.store, issued.token_id, call_sid,
+                            caller=caller, worker=ctx.line.worker,
+                            expires_at=dt.datetime.fromtimestamp(issued.expires_at, dt.UTC))
         except Exception as e:  # noqa: BLE001 - the token is signed: its first use is recorded at the stream
             logger.error("call {}: resume token not recorded ({}: {})", mask(call_sid), type(e).__name__,
                          str(e)[:120])
