@@ -46,6 +46,9 @@ _PAST_PERFECT = {"었었", "았었", "였었"}
 _IRREALIS_EC = {"면", "으면", "다면", "ᆯ까", "을까", "ᆯ지", "을지", "려면", "으려면", "듯", "듯이", "어도", "아도", "여도",
                 "더라도", "라도", "어야", "아야", "여야"}  # 잘라야 해요: a need, not an event
 _IRREALIS_NOUN = {"때", "경우", "만큼", "정도", "뻔", "적", "듯", "듯이"}
+# 만약에 ... 쉬면: every word of the clause up to its 면 is the hypothetical (쓰러져서 숨을 안 쉬면), not only the last.
+_IF = {"만약", "만일", "가령"}
+_IF_END = re.compile(r"(?:면|거든)$")
 _FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  # X어 죽겠다 (adjectives: any)
 _FINE = {"괜찮", "멀쩡", "멀쩡하"}  # 괜찮았는데, 멀쩡하더니: how it was before
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
@@ -137,6 +140,7 @@ def _analysed(text: str) -> tuple[Morph, ...]:
     out: list[Morph] = []
     at: list[tuple[int, int]] = []  # each morpheme's place, beside ``out`` (which rewrites its items' readings)
     over: set[int] = set()  # the morphemes read as a state that ended
+    iffy = False  # inside a clause that 만약 opened, until its 면
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
@@ -160,6 +164,10 @@ def _analysed(text: str) -> tuple[Morph, ...]:
         if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         j = _read_complex(tokens, i, r)
+        if iffy:
+            r.unreal = True
+            iffy = not any(u.tag == "EC" and _IF_END.search(u.form) for u in tokens[i + 1:j])
+        iffy = iffy or (t.form in _IF and t.tag.startswith("N"))
         _carry_back(out, tokens, i, r)
         out.append(Morph(t.form, t.tag, r.negated, r.unreal, r.during, r.will))
         at.append((t.start, t.start + t.len))
@@ -528,8 +536,8 @@ class GrammarRule:
                  if (spans := [s for s in self._spans(items, morphs, where, memo) if not s[2]])]
         if len(signs) < self.least:
             return False
-        if self._spans(self.anywhere, morphs, where, memo):
-            return False
+        if any(not s[2] for s in self._spans(self.anywhere, morphs, where, memo)):
+            return False  # 찾아 주실 수 있나요 is no 찾아 줬어요: only a real one holds it back
         # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
         # Nor does a "fine" that was only before (괜찮다더니 지금 ...).
         blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where, memo)

@@ -1185,3 +1185,44 @@ def test_a_child_missing_on_a_field_trip_is_escalated(rules: EmergencyRules, tex
 
 def test_a_field_trip_form_is_no_emergency(rules: EmergencyRules) -> None:
     assert rules.classify("현장 체험 학습 신청서는 어디서 받아요") is None
+
+
+# --- round 25 (AV: seasons, weather and holidays; AW: the emergency asked as a question) --------------------
+@pytest.mark.parametrize(("text", "kind"), [
+    # a resolution only asked for (찾아 주실 수 있어요) or a need (어떻게 해야 돼요) resolves nothing
+    ("여덟 살 아들이 학원 끝나고 밤 열 시인데도 안 와요 전화도 꺼져 있어요 어떻게 해야 돼요", "missing_child"),
+    ("지적 장애가 있는 동생이 혼자 나가서 안 들어와요", "missing_child"),  # 지적 장애 as Kiwi reads it (지 적)
+    ("아들이 케이블카 타고 올라갔는데 안 내려와요 삼십 분 넘었어요", "missing_child"),
+    ("아들이 낯선 사람 차를 탔대요 지금 전화를 안 받아요", "missing_child"),
+    # stuck in the throat, no sound: choking, not asked
+    ("할머니가 인절미가 목에 걸렸는데 소리를 못 내세요", "medical"),
+    # a head hit with its bad signs on a mountain or in a valley: the ambulance's, not a cliff rescue
+    ("계곡에서 미끄러진 아이가 바위에 머리를 찧어서 피가 나고 자꾸 토해요", "medical"),
+    ("산에서 굴러떨어진 친구가 머리를 부딪혔는데 피가 나고 의식이 오락가락해요", "medical"),
+    # pushing a car (차를 밀다가) is no assault
+    ("차를 밀다가 아버지가 쓰러지셨는데 숨을 안 쉬세요", "medical"),
+    # charcoal briquettes at a shut room's door and smoke from it: lit to die, not a fire
+    ("펜션 옆방 문틈으로 연기가 나오는데 문 앞에 번개탄 포장지가 있어요", "suicide"),
+    # two men trading blows (치고받) with a bat: a crime, not only an injury
+    ("주차장에서 야구방망이 든 남자 둘이 치고받고 있어요 피가 나요", "crime"),
+])
+def test_seasonal_and_asked_emergencies_are_escalated_as_what_they_are(rules: EmergencyRules, text: str,
+                                                                       kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    # 만약 ... 면: every word of the clause is the hypothetical, not only its last verb
+    "만약에 할아버지가 쓰러져서 의식이 없으면 뭐부터 해야 돼요",
+    "만약에 아이가 세제를 삼켜서 숨을 못 쉬면 어떻게 해야 돼요",
+    # a trial's verdict (판결) is after the fact
+    "몇 달 전에 골목에서 칼 휘두른 남자 판결 나왔나요 제가 증인이었거든요",
+    # briquettes to grill (고기 굽는데): no farewell
+    "번개탄으로 고기 굽는데 연기가 너무 나요 환기 어떻게 해요",
+])
+def test_what_ifs_trials_and_grills_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+def test_a_danger_after_a_what_if_clause_still_escalates(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "만약 민원이면 죄송한데요 지금 아버지가 쓰러져서 숨을 안 쉬어요", "medical")
