@@ -77,7 +77,7 @@ class Morph:
     # Where its word stands in the analysed text (characters, end excluded): a regex hit is located by it.
     start: int = field(default=-1, compare=False)
     end: int = field(default=-1, compare=False)
-    # A state that ended (잃으셨다가 모셔다 주셨어요): only a regex hit's veto reads it (a strangling that
+    # A state that ended (잃으셨다가 모셔다 주셨어요): a regex hit's veto and a `freed` rule read it (a strangling that
     # ended, 졸랐다가 놨어요, still escalates by the grammar: he is still there).
     ended: bool = field(default=False, compare=False)
 
@@ -507,6 +507,7 @@ class GrammarRule:
     # which two a caller names differs from call to call, so a rule lists them once, not pair by pair.
     some: tuple[tuple[Item, ...], ...] = ()
     least: int = 0
+    freed: bool = False  # a state said as ended (갇혔다가 열어 줬어요) is no match: the person is out
     _index: dict[int, tuple[dict[str, list[Item]], tuple[Item, ...]]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -528,7 +529,8 @@ class GrammarRule:
               memo: dict[int, list[Span]] | None = None) -> bool:
         found = []
         for items in self.concepts:
-            spans = [s for s in self._spans(items, morphs, where, memo) if not s[2]]
+            spans = [s for s in self._spans(items, morphs, where, memo) if not s[2]
+                     and not (self.freed and (morphs[s[0]].ended or morphs[s[1]].ended))]
             if not spans:
                 return False
             found.append(spans)
@@ -692,7 +694,7 @@ class Grammar:
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
             source.no_unknown(key, {"kind", "name", "all", "some", "least", "unless", "window", "sure", "own", "anywhere",
-                                    "overrides"})
+                                    "overrides", "freed"})
             kind = source.value((*key, "kind"), str, "a kind name")
             if kinds is not None and kind not in kinds:
                 raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
@@ -712,12 +714,13 @@ class Grammar:
             sure = source.value((*key, "sure"), bool, "true or false", default=True)
             far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
             overrides = source.value((*key, "overrides"), bool, "true or false", default=False)
+            freed = source.value((*key, "freed"), bool, "true or false", default=False)
             topics = () if own else items((*key, "unless"), ["@" + c for c in common])
             rules.append(GrammarRule(
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 topics + items((*key, "unless"), ["@" + c for c in unless]),
                 window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics),
-                tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least))
+                tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed))
         return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now)
 

@@ -1226,3 +1226,32 @@ def test_what_ifs_trials_and_grills_are_not_escalated(rules: EmergencyRules, tex
 
 def test_a_danger_after_a_what_if_clause_still_escalates(rules: EmergencyRules) -> None:
     _escalates_as(rules, "만약 민원이면 죄송한데요 지금 아버지가 쓰러져서 숨을 안 쉬어요", "medical")
+
+
+def test_a_lift_that_held_the_caller_and_was_opened_is_no_trapped_rule(rules: EmergencyRules) -> None:
+    """갇혔다가 열어 주셔서 나왔어요: a state said as ended (`freed = true`); one still shut in still escalates."""
+    rule = rules.lemmas.classify("승강기에 십 분쯤 갇혔다가 관리 아저씨가 열어 주셔서 나왔어요 점검 기록 볼 수 있어요")
+    assert rule is None or not rule.sure, rule and rule.name
+    _escalates_as(rules, "엘리베이터에 갇혔는데 아직 안 열려요 숨이 답답해요", "rescue")
+
+
+FREED = """
+[concept]
+lift = ["엘리베이터"]
+shut = ["갇히"]
+
+[[rule]]
+kind = "rescue"
+name = "lift"
+all = ["lift", "shut"]
+freed = true
+"""
+
+
+def test_a_freed_rule_reads_a_state_said_as_ended_as_no_match(tmp_path: Path) -> None:
+    grammar = _grammar(tmp_path, FREED)
+    assert grammar.classify("엘리베이터에 갇혔어요") is not None
+    assert grammar.classify("엘리베이터에 갇혔다가 나왔어요") is None
+    assert _grammar(tmp_path, FREED.replace("freed = true\n", "")).classify("엘리베이터에 갇혔다가 나왔어요")
+    with pytest.raises(GrammarError, match="freed"):
+        _grammar(tmp_path, FREED.replace("freed = true", 'freed = "yes"'))
