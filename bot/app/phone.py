@@ -28,13 +28,13 @@ from bot.core.deadline import in_thread
 from bot.dialog.state import DialogState
 from bot.line.calls import CallKind
 from bot.privacy import mask
+from bot.store.db import RECORDS_SECS
 from bot.store.segments import HANDOVER, end_segment
 from bot.transports.twilio import PhoneSerializer, StreamStart, build_dial_twiml
 
 if TYPE_CHECKING:
     from bot.app.context import AppContext
 
-RECORDS_SECS = 2.0  # the longest wait for the records at a call's edges (the caller waits in silence)
 HANDOVER_WAIT_SECS = 15.0  # drain: the longest wait for the bot to finish a sentence before the hand-over
 HANDOVER_ANSWER_SECS = 5.0  # ... and for the answer to a caller's turn (a cough that gets none does not hold it)
 

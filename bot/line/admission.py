@@ -45,10 +45,9 @@ from loguru import logger
 from bot.core.deadline import in_thread
 from bot.line.tokens import IssuedToken
 from bot.privacy import mask
-from bot.store.db import Store, now
+from bot.store.db import RECORDS_SECS, Store, now
 from bot.store.schema import calls, stream_tokens, workers
 
-DB_TIMEOUT_SECS = 2.0
 PURGE_AFTER_SECS = 600.0  # token rows are deleted this long after they expired
 PURGE_EVERY_SECS = 60.0
 _PG_ADMIT_LOCK = 0x6B6F6C696E65  # serializes admission across workers on one PostgreSQL database
@@ -206,7 +205,7 @@ class Line:
     async def _db(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking database call in a thread, with a timeout; raises on failure (logged once per outage)."""
         try:
-            result = await in_thread(DB_TIMEOUT_SECS, fn, self.store, *args, **kwargs)
+            result = await in_thread(RECORDS_SECS, fn, self.store, *args, **kwargs)
         except Exception as e:
             if not self._db_down_logged:
                 logger.error("LINE: records database unreachable for {} ({}: {}); calls go on with this worker's "

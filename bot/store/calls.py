@@ -23,12 +23,11 @@ from bot.core.errors import StartupError
 from bot.privacy import mask, mask_turn
 from bot.recording import files
 from bot.store.audit import purge_audit
-from bot.store.db import Store, now, open_store
+from bot.store.db import RECORDS_SECS, Store, now, open_store
 from bot.store.recordings import fill_cut_off_lengths, held_past_retention, purge_recordings, set_recording
 from bot.store.segments import end_segment, open_segment, set_segment_recording
 from bot.store.writer import RecordWriter
 
-ANSWER_TIMEOUT_SECS = 2.0  # the caller is waiting on the line for these
 RETENTION_EVERY_SECS = 24 * 3600.0
 
 
@@ -158,27 +157,27 @@ class CallLog:
     # --- the dialog's questions ---------------------------------------------------------------
 
     async def create_ticket(self, **fields: Any) -> str:
-        return await within(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)), ANSWER_TIMEOUT_SECS)
+        return await within(self.writer.call("new ticket", lambda s: s.create_ticket(**fields)), RECORDS_SECS)
 
     def transfer_note(self, call_sid: str, note: str) -> None:
         """What the person taking this call's warm transfer will hear (read back by /twilio/whisper)."""
         self.writer.submit(f"call {mask(call_sid)} transfer note", lambda s: s.set_transfer_note(call_sid, note))
 
     async def read_transfer_note(self, call_sid: str) -> str | None:
-        return await in_thread(ANSWER_TIMEOUT_SECS, self.store.transfer_note, call_sid)
+        return await in_thread(RECORDS_SECS, self.store.transfer_note, call_sid)
 
     async def request_callback(self, *, call_sid: str | None, after: dt.datetime, reason: str,
                                reception_no: str | None = None) -> int:
         return await within(
             self.writer.call("new callback", lambda s: s.request_callback(call_sid=call_sid, after=after, reason=reason,
                                                                           reception_no=reception_no)),
-            ANSWER_TIMEOUT_SECS)
+            RECORDS_SECS)
 
     async def text_ticket(self, reception_no: str) -> None:
         """The caller's yes to a text: consent and the SMS in the outbox (its sender is woken).
         Raises when the text cannot go (no number), so the caller is never told it will."""
         queued = await within(self.writer.call("ticket SMS", lambda s: s.text_ticket(reception_no)),
-                              ANSWER_TIMEOUT_SECS)
+                              RECORDS_SECS)
         if not queued:
             raise RuntimeError("the call has no caller number to text")
         self.on_ticket()
@@ -190,7 +189,7 @@ class CallLog:
 
     async def find_ticket(self, reception_no: str) -> dict[str, Any] | None:
         # Reads need no ordering behind queued writes: a thread of their own.
-        return await in_thread(ANSWER_TIMEOUT_SECS, self.store.find_ticket, reception_no)
+        return await in_thread(RECORDS_SECS, self.store.find_ticket, reception_no)
 
     async def finished_turns(self, since: float) -> list[dict[str, Any]]:
         """Finished calls' turns after ``since`` (epoch seconds), their words masked as in the logs (``mask_turn``)."""

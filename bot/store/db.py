@@ -32,6 +32,8 @@ from bot.store.schema import (
 )
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# The longest wait for a records call someone waits on: a caller in silence, Twilio's webhook, a worker's lease.
+RECORDS_SECS = 2.0
 # A message claimed by a sender that has not reported back in this long was lost with its worker:
 # it is sent again (at worst twice; never silently dropped).
 SENDING_STALE_SECS = 300.0

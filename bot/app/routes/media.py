@@ -18,11 +18,12 @@ from loguru import logger
 
 from bot.app.context import AppContext
 from bot.app.host import CallHost
-from bot.app.phone import RECORDS_SECS, PhoneStream, ResumedStream
+from bot.app.phone import PhoneStream, ResumedStream
 from bot.call.request import Resume
 from bot.core.deadline import in_thread
 from bot.line.tokens import IssuedToken, TokenRefused
 from bot.privacy import mask
+from bot.store.db import RECORDS_SECS
 from bot.store.segments import HANDOVER, resume_context
 from bot.transports.busy import play_busy_and_close
 from bot.transports.twilio import StreamProtocolError, StreamStart, media_format_problem, read_stream_start

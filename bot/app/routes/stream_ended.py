@@ -21,11 +21,11 @@ from bot.app.routes.signed import signed_form
 from bot.core.deadline import in_thread
 from bot.dialog.calendar import LineCalendar
 from bot.privacy import mask
+from bot.store.db import RECORDS_SECS
 from bot.store.segments import HANDOVER, EndedSegment, call_caller, record_resume_token, take_action
 from bot.transports.twilio import build_dial_twiml, build_hangup_twiml, build_say_twiml, build_stream_twiml
 
 ROUTE = "/twilio/stream-ended"
-DB_TIMEOUT_SECS = 2.0
 # Twilio's CallStatus values of a call that is over: nothing to resume.
 CALL_OVER = ("completed", "canceled", "failed", "busy", "no-answer")
 
@@ -62,7 +62,7 @@ def router(ctx: AppContext) -> APIRouter:
         if form.get("CallStatus") in CALL_OVER:
             return _xml(build_hangup_twiml())
         try:
-            ended = await in_thread(DB_TIMEOUT_SECS, take_action, ctx.records.store, call_sid, idx)
+            ended = await in_thread(RECORDS_SECS, take_action, ctx.records.store, call_sid, idx)
         except Exception as e:  # noqa: BLE001 - the database is down: the caller still gets a way on
             logger.error("call {}: stream {} ended; its record not read ({}: {}); resuming", mask(call_sid), idx,
                          type(e).__name__, str(e)[:120])
@@ -89,8 +89,8 @@ async def _resume_or_fallback(ctx: AppContext, calendar: LineCalendar, call_sid:
     if handed_over or resumes <= config.call.max_resumes:
         issued = ctx.tokens.issue(call_sid)
         try:
-            caller = await in_thread(DB_TIMEOUT_SECS, call_caller, ctx.records.store, call_sid)
-            await in_thread(DB_TIMEOUT_SECS, record_resume_token, ctx.records.store, issued.token_id, call_sid,
+            caller = await in_thread(RECORDS_SECS, call_caller, ctx.records.store, call_sid)
+            await in_thread(RECORDS_SECS, record_resume_token, ctx.records.store, issued.token_id, call_sid,
                             caller=caller, worker=ctx.line.worker,
                             expires_at=dt.datetime.fromtimestamp(issued.expires_at, dt.UTC))
         except Exception as e:  # noqa: BLE001 - the token is signed: its first use is recorded at the stream
