@@ -212,6 +212,8 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
               and (tokens[j + 1].form in {"는데", "지만"} or tokens[j + 1].form == "는" and j + 2 < n
                    and tokens[j + 2].form == "데")):
             r.before = True  # 안 들어와서 놀랐는데 (…주무셨더라고요): a fright told as over, its cause with it
+        elif u.tag == "ETN" and j + 1 < n and tokens[j + 1].form == "직전":
+            r.unreal = True  # 떨어지기 직전이에요: about to, not yet
         elif u.tag == "ETM" and j + 1 < n and tokens[j + 1].form in _LIKENESS:
             r.unreal = True  # 독을 삼킨 기분, 갇혀 사는 느낌: how something feels, not what happened
         elif u.tag == "EC" and u.form in _IRREALIS_EC:

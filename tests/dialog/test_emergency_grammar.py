@@ -1255,3 +1255,32 @@ def test_a_freed_rule_reads_a_state_said_as_ended_as_no_match(tmp_path: Path) ->
     assert _grammar(tmp_path, FREED.replace("freed = true\n", "")).classify("엘리베이터에 갇혔다가 나왔어요")
     with pytest.raises(GrammarError, match="freed"):
         _grammar(tmp_path, FREED.replace("freed = true", 'freed = "yes"'))
+
+
+# --- round 26 (AX: money and disputes; AY: apartment life) ---------------------------------------------------
+@pytest.mark.parametrize(("text", "kind"), [
+    # 내리다가 ... 말을 못 하고: getting out of a car, then speech gone (no one kept from getting off: 내리지 말라고)
+    ("주차장에서 아내가 차에서 내리다가 갑자기 말을 못 하고 왼쪽 팔을 못 움직여요", "medical"),
+    # a throat tight after shrimp: an allergy, not a strangling
+    ("아들이 새우튀김 먹더니 목이 조인다고 해요 숨소리가 쌕쌕거려요", "medical"),
+    # the throat held by the one who drank (목을 잡고 괴로워하세요): a poisoning, not an assault
+    ("아버지가 생수병에 담긴 락스를 드시고 목을 잡고 괴로워하세요", "medical"),
+    # 떨어지기 직전: about to fall from where he hangs, not fallen
+    ("아파트 옥상 배관에 남자가 매달려 있어요 떨어지기 직전이에요", "rescue"),
+])
+def test_money_and_apartment_emergencies_are_escalated_as_what_they_are(rules: EmergencyRules, text: str,
+                                                                        kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_visit_announced_is_no_break_in(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "추심원이 방문하겠다고 문자가 왔는데 밤 열 시 넘어서 오는 것도 되나요")  # 방문하다: no room's door
+
+
+def test_a_death_told_as_its_cause_is_not_even_asked(rules: EmergencyRules) -> None:
+    assert rules.classify("어머니가 뇌출혈로 돌아가셔서 사망신고 하려고요") is None
+
+
+def test_a_gas_valve_that_will_not_close_is_no_break_in(rules: EmergencyRules) -> None:
+    verdict = rules.classify("집 가스레인지 밸브가 안 잠겨요 냄새가 자꾸 나서 창문 열어놨어요")
+    assert verdict is not None and verdict.kind.name == "gas", verdict and verdict.rule
