@@ -1284,3 +1284,20 @@ def test_a_death_told_as_its_cause_is_not_even_asked(rules: EmergencyRules) -> N
 def test_a_gas_valve_that_will_not_close_is_no_break_in(rules: EmergencyRules) -> None:
     verdict = rules.classify("집 가스레인지 밸브가 안 잠겨요 냄새가 자꾸 나서 창문 열어놨어요")
     assert verdict is not None and verdict.kind.name == "gas", verdict and verdict.rule
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a phishing loss or a phishing gang is where the danger came from, not who told of it
+    ("보이스피싱 당한 걸 알고 어머니가 갑자기 가슴을 움켜쥐고 쓰러지셨어요 숨을 안 쉬세요", "medical"),
+    ("보이스피싱 일당 같은 남자들이 현관문을 발로 차고 있어요 저 혼자 있어요", "crime"),
+])
+def test_a_danger_beside_a_phishing_scam_is_escalated(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "보이스피싱 문자에 아들이 납치됐다고 돈을 보내라는데 아들은 학교에 잘 있어요",  # what the message said
+    "사기 문자로 딸이 교통사고로 쓰러져서 의식이 없다고 왔는데 딸은 옆에 있어요",
+])
+def test_a_danger_told_by_a_phishing_message_is_asked_about(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
