@@ -1301,3 +1301,8 @@ def test_a_danger_beside_a_phishing_scam_is_escalated(rules: EmergencyRules, tex
 ])
 def test_a_danger_told_by_a_phishing_message_is_asked_about(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+def test_going_to_die_is_what_the_speaker_means_to_do() -> None:
+    assert _will("남자친구가 지금 죽으러 간다고 했어요", "죽")  # 죽으러 가: goes to do it, as 죽으려고
+    assert not _will("남자친구가 죽을 것 같대요", "죽")
