@@ -165,10 +165,12 @@ def _analysed(text: str) -> tuple[Morph, ...]:
         if t.form == "중" and t.tag == "NNB" and out:  # 훈련 중에
             out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
         j = _read_complex(tokens, i, r)
-        if iffy:
+        if iffy:  # until its 면, or the sentence's end
             r.unreal = True
-            iffy = not any(u.tag == "EC" and _IF_END.search(u.form) for u in tokens[i + 1:j])
-        iffy = iffy or (t.form in _IF and t.tag.startswith("N"))
+            iffy = not any(u.tag == "EF" or u.tag == "EC" and _IF_END.search(u.form) for u in tokens[i + 1:j])
+        # 만약에, 만약 ...; not 만약을 대비해 (just in case) nor 만약의 경우
+        iffy = iffy or (t.form in _IF and t.tag.startswith("N")
+                        and not (i + 1 < n and tokens[i + 1].form in {"을", "를", "의"}))
         _carry_back(out, tokens, i, r)
         out.append(Morph(t.form, t.tag, r.negated, r.unreal, r.during, r.will))
         at.append((t.start, t.start + t.len))

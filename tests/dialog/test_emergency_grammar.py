@@ -1224,8 +1224,12 @@ def test_what_ifs_trials_and_grills_are_not_escalated(rules: EmergencyRules, tex
     _not_escalated(rules, text)
 
 
-def test_a_danger_after_a_what_if_clause_still_escalates(rules: EmergencyRules) -> None:
-    _escalates_as(rules, "만약 민원이면 죄송한데요 지금 아버지가 쓰러져서 숨을 안 쉬어요", "medical")
+@pytest.mark.parametrize("text", [
+    "만약 민원이면 죄송한데요 지금 아버지가 쓰러져서 숨을 안 쉬어요",  # after the clause's 면
+    "만약을 대비해서 전화드렸는데요 지금 할머니가 쓰러지셔서 숨을 안 쉬세요",  # 만약을 대비해: just in case, no clause
+])
+def test_a_danger_after_a_what_if_clause_still_escalates(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "medical")
 
 
 def test_a_lift_that_held_the_caller_and_was_opened_is_no_trapped_rule(rules: EmergencyRules) -> None:
