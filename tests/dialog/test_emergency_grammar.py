@@ -1294,6 +1294,7 @@ def test_a_gas_valve_that_will_not_close_is_no_break_in(rules: EmergencyRules) -
     # a phishing loss or a phishing gang is where the danger came from, not who told of it
     ("보이스피싱 당한 걸 알고 어머니가 갑자기 가슴을 움켜쥐고 쓰러지셨어요 숨을 안 쉬세요", "medical"),
     ("보이스피싱 일당 같은 남자들이 현관문을 발로 차고 있어요 저 혼자 있어요", "crime"),
+    ("피싱 문자로 돈을 다 뺏겼는데 지금 아버지가 쓰러지셔서 숨을 안 쉬세요", "medical"),  # what it did, not said
 ])
 def test_a_danger_beside_a_phishing_scam_is_escalated(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
