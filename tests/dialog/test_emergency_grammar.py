@@ -1311,3 +1311,63 @@ def test_a_danger_told_by_a_phishing_message_is_asked_about(rules: EmergencyRule
 def test_going_to_die_is_what_the_speaker_means_to_do() -> None:
     assert _will("남자친구가 지금 죽으러 간다고 했어요", "죽")  # 죽으러 가: goes to do it, as 죽으려고
     assert not _will("남자친구가 죽을 것 같대요", "죽")
+
+
+# --- round 27 (AZ: night and the small hours; BA: sport, leisure and hobbies) -------------------------------
+@pytest.mark.parametrize(("text", "kind"), [
+    # a child on the bike's back seat (태우고 가다가): the caller's ride, not a child taken away
+    ("아이를 자전거 뒤에 태우고 가다가 보니까 애가 열이 펄펄 나고 눈이 돌아가면서 몸을 떨어요", "medical"),
+    # a battery swallowed and the throat held: the child's own, not someone grabbing it
+    ("가게에서 손님 아이가 뭘 집어먹더니 건전지 같아요 목을 잡고 울어요", "medical"),
+    # a window's glass and blood like a fountain: the wound's, not a break-in's
+    ("자다 깨 보니 동생이 창문 깨진 유리에 팔을 베어서 피가 분수처럼 나요", "medical"),
+    # a fit that goes on and parents out of reach: the fit is the call
+    ("아이 봐주는 중인데 애가 열나면서 경련을 계속해요 십 분 넘었어요 부모님이랑 연락이 안 돼요", "medical"),
+    # pills saved up and taken together; poison bought and meant for tonight
+    ("동생이 그동안 처방받은 약을 다 모아서 먹었대요", "suicide"),
+    ("형이 농약을 사 놨다고 이따 마실 거라고 하고 전화를 끊었어요", "suicide"),
+    # 미안해 사랑해 sent, then silence
+    ("아들이 새벽에 엄마 미안해 사랑해 문자 보내고 전화를 안 받아요 위치가 학교 옥상이에요", "suicide"),
+    # a game lost is why he hits, not a story on a screen
+    ("남편이 게임하다 져서 화가 나서 저를 때리고 물건을 던져요", "crime"),
+    # the caller's trade said first; a named bridge is one word for Kiwi
+    ("택시 기사인데요 손님이 한강대교에서 내려 달라더니 난간 위로 올라가고 있어요", "suicide"),
+    # what is unknown is the cause or the place, not whether it happens
+    ("지진인지 모르겠는데 천장이 내려앉아서 할아버지가 갇혔어요 벽 두드리는 소리가 나요", "rescue"),
+    ("친구가 번개탄 피웠다고 그동안 고마웠다고 문자 왔어요 어디 공원 주차장인지 모르겠어요", "suicide"),
+])
+def test_night_and_leisure_emergencies_are_escalated_as_what_they_are(rules: EmergencyRules, text: str,
+                                                                      kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("아버지가 화장실에서 나오시다가 한쪽으로 픽 쓰러지시고 말을 못 알아들으세요", "stroke_sudden"),
+    # a habit and then now: the beating goes on (Kiwi reads 계세요 as a noun; the grammar reads 계셔요)
+    ("할아버지가 할머니를 밤마다 때리시는데 지금도 때리고 계세요", "beaten_still"),
+    # a wife with dementia gone for hours, whatever she went out for (연습장 is no story)
+    ("치매 걸린 아내가 골프 연습장 간다고 나갔어요 네 시간째 안 와요", "dementia_gone_a_while"),
+])
+def test_the_grammar_alone_reads_these_night_and_leisure_emergencies(rules: EmergencyRules, text: str,
+                                                                    rule: str) -> None:
+    assert rules.lemmas is not None
+    hit = rules.lemmas.classify(rules.standard(text))
+    assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
+
+
+@pytest.mark.parametrize("text", [
+    "할아버지가 잠꼬대로 웅얼웅얼 하시는데 깨우면 멀쩡하세요 수면 클리닉 있나요",  # asleep, not a stroke
+    "캠핑장에서 가스 냄새가 잠깐 났는데 밸브 잠그니까 없어졌어요 버너 수리 어디서 해요",  # valve shut, smell gone
+])
+def test_night_and_leisure_near_misses_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+def test_a_fall_brushed_off_is_no_robbery_not_even_asked(rules: EmergencyRules) -> None:
+    assert rules.classify("테니스장 예약 문의인데 아까 옆 코트에서 사람이 넘어졌는데 털고 일어나서 괜찮대요") is None
+
+
+def test_a_smell_or_smoke_that_comes_in_is_no_break_in(rules: EmergencyRules) -> None:
+    assert rules.lemmas is not None
+    hit = rules.lemmas.classify(rules.standard("밤에 아랫집에서 고기 굽는 냄새랑 연기가 베란다로 들어와요 냄새 민원이요"))
+    assert hit is None or hit.kind != "crime", hit.name
