@@ -1371,3 +1371,50 @@ def test_a_smell_or_smoke_that_comes_in_is_no_break_in(rules: EmergencyRules) ->
     assert rules.lemmas is not None
     hit = rules.lemmas.classify(rules.standard("밤에 아랫집에서 고기 굽는 냄새랑 연기가 베란다로 들어와요 냄새 민원이요"))
     assert hit is None or hit.kind != "crime", hit.name
+
+
+# --- round 28 (BB: travel and lodging; BC: family occasions and life events) ----------------------------------
+@pytest.mark.parametrize(("text", "kind"), [
+    # a husband with dementia gone when the caller woke
+    ("치매 있는 아버지랑 여행 왔는데 펜션에서 자다가 깨 보니 없어요", "missing_child"),
+    # a chair brought down on a head, a head banged on a wall: a beating now
+    ("피로연에서 손님끼리 싸움 붙었는데 한 명이 의자로 사람 머리를 계속 내려쳐요 피가 나요", "crime"),
+    ("모텔 복도에서 남자가 여자 머리를 벽에 박고 있어요", "crime"),
+    # a chain being cut by someone who says he delivers: whoever they say they are
+    ("혼자 있는데 택배 기사라면서 문을 억지로 열려고 체인을 끊으려 해요", "crime"),
+    # a wrong liquid in a baby's formula; a week's pills taken at once
+    ("신생아 분유에 식초 원액을 넣은 것 같아요 애가 계속 토해요", "medical"),
+    ("할머니가 퇴원하시고 약을 한 봉지씩 챙겨드렸는데 일주일 치를 한꺼번에 다 드셨어요 자꾸 조세요", "medical"),
+    # a parent's pills with the children entrusted; charcoal and a letter beside a guest
+    ("아내가 수면제를 한 통 다 먹었다고 애들 잘 부탁한다고 전화했어요", "suicide"),
+    ("게스트하우스 방에 숯이랑 편지가 있고 손님이 안 일어나요", "suicide"),
+    # a child gone ahead to the lodging is a child out of contact, not a farewell
+    ("열한 살 아들이 먼저 숙소 간다고 했는데 숙소에 없어요 전화도 안 받아요", "missing_child"),
+    # a fever and a fit said in a tourist's English
+    ("baby 열이 너무 높고 shaking 해요 호텔이에요 빨리요", "medical"),
+])
+def test_travel_and_family_emergencies_are_escalated_as_what_they_are(rules: EmergencyRules, text: str,
+                                                                      kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    "펜션 청소하시는 분이 락스를 생수병에 담아 두셨어요 위험하다고 건의하려고요",  # no one drank it
+    "비행기에 캠핑 칼 들고 타도 되나요 짐에 있어서요",  # asked whether one may carry it
+    "터미널인데 방금 애가 없어졌다가 바로 옆에 있었네요 버스 시간표 알려 주세요",  # gone and found at once
+    "아이 여권이 여행 중에 없어졌어요 애는 옆에 있어요 재발급 어떻게 해요",  # the passport, not the child
+])
+def test_travel_and_family_near_misses_are_not_escalated(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    # carried off by the current after a request (요금 ... 저기): the water's, not a cry's crime
+    ("캠핑장 요금 문의인데 어 저기 개울에 아이가 빠졌어요 물살에 휩쓸려가요 살려주세요", "swept_away"),
+    # a last call said from a cliff is a farewell, not a fall into the sea
+    ("싸우고 나간 아내가 바닷가 절벽에서 마지막으로 전화한다고 했어요 파도 소리가 들려요", "last_call_at_the_edge"),
+])
+def test_the_grammar_alone_reads_these_travel_emergencies(rules: EmergencyRules, text: str, rule: str) -> None:
+    assert rules.lemmas is not None
+    hit = rules.lemmas.classify(rules.standard(text))
+    assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
