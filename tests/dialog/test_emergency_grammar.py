@@ -1418,3 +1418,24 @@ def test_the_grammar_alone_reads_these_travel_emergencies(rules: EmergencyRules,
     assert rules.lemmas is not None
     hit = rules.lemmas.classify(rules.standard(text))
     assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a knife held before another act asked about is the danger now, not a question about carrying one
+    ("남편이 칼 들고 서 있는데 도망가도 되나요", "crime"),
+    # gone and not found (아직 안 돌아왔어요), or found and gone again: no happy ending
+    ("애가 마트에서 없어졌다가 아직 안 돌아왔어요 한 시간째예요", "missing_child"),
+    ("아이가 없어졌다가 찾았는데 또 없어졌어요 지금 안 돌아왔어요", "missing_child"),
+    # the caller forcing a door to reach someone down inside: the ambulance's, not a break-in
+    ("할머니가 안에서 쓰러지셨는지 대답이 없어서 문을 억지로 열려고 해요 저 혼자예요", "medical"),
+])
+def test_round_28s_hedges_and_doors_keep_these_emergencies(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_car_swept_away_with_no_one_in_it_is_not_escalated(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "주차장 차가 빗물에 떠내려가요 아무도 안 타고 있어요")
+
+
+def test_something_stuck_on_a_car_is_no_sealed_car(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "누가 제 차에 뭘 붙여 놨어요")  # 붙여 놨어요 alone: no window or gap sealed
