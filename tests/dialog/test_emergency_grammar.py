@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.dialog.emergency import EmergencyRules
-from bot.dialog.emergency_grammar import Grammar, GrammarError, analyse, respace
+from bot.dialog.emergency_grammar import Grammar, GrammarError, GrammarRule, analyse, respace
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +106,17 @@ def _escalates_as(rules: EmergencyRules, text: str, kind: str) -> None:
 def _not_escalated(rules: EmergencyRules, text: str) -> None:
     verdict = rules.classify(text)
     assert verdict is None or not verdict.sure, (text, verdict and verdict.rule)
+
+
+def _grammar_reads(rules: EmergencyRules, text: str) -> GrammarRule | None:
+    """The lemma grammar's own hit for ``text`` (no regex net, no learned net), or None."""
+    assert rules.lemmas is not None
+    return rules.lemmas.classify(rules.standard(text))
+
+
+def _grammar_escalates_by(rules: EmergencyRules, text: str, rule: str) -> None:
+    hit = _grammar_reads(rules, text)
+    assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
 
 def _will(text: str, form: str) -> bool:
     return next(m for m in analyse(text) if m.form == form).will
@@ -513,8 +524,7 @@ def test_round_six_near_misses_of_the_new_rules_are_not_escalated(rules: Emergen
     "초등학교 사학년인데 학원 버스에서 내렸다는데 집에 안 왔어요 벌써 해가 졌어요",
 ])
 def test_round_six_a_child_named_by_school_year_out_overnight_is_missing(rules: EmergencyRules, text: str) -> None:
-    assert rules.lemmas is not None
-    hit = rules.lemmas.classify(rules.standard(text))
+    hit = _grammar_reads(rules, text)
     assert hit is not None and hit.sure and hit.kind == "missing_child", (text, hit)
 
 
@@ -1350,9 +1360,7 @@ def test_night_and_leisure_emergencies_are_escalated_as_what_they_are(rules: Eme
 ])
 def test_the_grammar_alone_reads_these_night_and_leisure_emergencies(rules: EmergencyRules, text: str,
                                                                     rule: str) -> None:
-    assert rules.lemmas is not None
-    hit = rules.lemmas.classify(rules.standard(text))
-    assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
+    _grammar_escalates_by(rules, text, rule)
 
 
 @pytest.mark.parametrize("text", [
@@ -1368,8 +1376,7 @@ def test_a_fall_brushed_off_is_no_robbery_not_even_asked(rules: EmergencyRules) 
 
 
 def test_a_smell_or_smoke_that_comes_in_is_no_break_in(rules: EmergencyRules) -> None:
-    assert rules.lemmas is not None
-    hit = rules.lemmas.classify(rules.standard("밤에 아랫집에서 고기 굽는 냄새랑 연기가 베란다로 들어와요 냄새 민원이요"))
+    hit = _grammar_reads(rules, "밤에 아랫집에서 고기 굽는 냄새랑 연기가 베란다로 들어와요 냄새 민원이요")
     assert hit is None or hit.kind != "crime", hit.name
 
 
@@ -1415,9 +1422,7 @@ def test_travel_and_family_near_misses_are_not_escalated(rules: EmergencyRules, 
     ("싸우고 나간 아내가 바닷가 절벽에서 마지막으로 전화한다고 했어요 파도 소리가 들려요", "last_call_at_the_edge"),
 ])
 def test_the_grammar_alone_reads_these_travel_emergencies(rules: EmergencyRules, text: str, rule: str) -> None:
-    assert rules.lemmas is not None
-    hit = rules.lemmas.classify(rules.standard(text))
-    assert hit is not None and hit.sure and hit.name.endswith(rule), hit and hit.name
+    _grammar_escalates_by(rules, text, rule)
 
 
 @pytest.mark.parametrize(("text", "kind"), [
