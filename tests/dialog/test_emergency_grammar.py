@@ -1444,3 +1444,35 @@ def test_a_car_swept_away_with_no_one_in_it_is_not_escalated(rules: EmergencyRul
 
 def test_something_stuck_on_a_car_is_no_sealed_car(rules: EmergencyRules) -> None:
     _not_escalated(rules, "누가 제 차에 뭘 붙여 놨어요")  # 붙여 놨어요 alone: no window or gap sealed
+
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a fit that goes on while the child does not answer: the ambulance's, never a missing child's (112)
+    ("다섯 살 아들이 열 경기를 하는데 십 분 넘게 계속돼요 불러도 대답이 없어요", "medical"),
+    ("우리 애가 경련을 일으켰는데 한참 지나도 안 멈추고 반응이 없어요", "medical"),
+    # a boat turned over (뒤집어지) with people in the water
+    ("보트가 뒤집어졌어요 친구들 물에 있어요 보트 잡고 있어요", "rescue"),
+    # a feverish baby that neither moves nor cries
+    ("아기가 열이 많이 나는데 지금 안 움직이고 안 울어요", "medical"),
+    # a latch broken off (떨어져 나갔어요) by someone who came back and kicked the door
+    ("전에 찾아왔던 사람이 또 와서 문을 차서 걸쇠가 떨어져 나갔어요 지금 들어와요", "crime"),
+    # a denial of wishing to die hides nothing that was taken
+    ("죽고 싶은 건 아닌데 지금 수면제를 한 통 다 먹었어요", "suicide"),
+])
+def test_round_29s_readings_escalate_these(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_smoke_told_then_the_corridor_it_fills_is_a_fire(rules: EmergencyRules) -> None:
+    _grammar_escalates_by(rules, "기계실에서 연기가 새 나와요 안에 직원들 있는데 통로가 뿌옇게 찼어요",
+                          "smoke_filled")
+
+
+@pytest.mark.parametrize("text", [
+    "요즘 너무 지쳐서 상담 좀 받고 싶어요 죽고 싶은 게 아니라 그냥 말할 데가 필요해서요",
+    "요즘 외로워서 그래요 죽고 싶은 건 아니고 상담 번호 알려 주세요",
+    "제가 없을 때 누가 제 방에 들어왔던데요 룸메이트 친구래요",
+])
+def test_round_29s_hedges_hold_these(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
