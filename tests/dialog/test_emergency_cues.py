@@ -476,3 +476,9 @@ def test_round_5_a_likeness_or_a_class_is_not_asked(rules, cues, text) -> None:
 ])
 def test_round_5_the_signs_a_condition_or_a_fire_explains(rules, cues, text, kind) -> None:
     assert cues.classify(said(rules, text)) == kind, text
+
+
+# Round 30: a vehicle the water takes with no one in it leaves no one to rescue; one with someone in it does.
+def test_no_one_in_what_the_water_carries_off_is_not_asked(rules, cues) -> None:
+    assert cues.classify(said(rules, "강변에 세워 둔 트럭이 물에 떠내려가요 사람은 안 타고 있어요")) is None
+    assert cues.classify(said(rules, "강변에 세워 둔 트럭이 물에 떠내려가요 안에 사람이 타고 있어요")) == "rescue"
