@@ -1476,3 +1476,20 @@ def test_smoke_told_then_the_corridor_it_fills_is_a_fire(rules: EmergencyRules) 
 ])
 def test_round_29s_hedges_hold_these(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a fist put through a mirror: the wound is the striker's own, the ambulance's (119), not a beating (112)
+    ("지적장애 딸이 화가 나서 거울을 주먹으로 쳤는데 손목이 찢어져서 피가 계속 나요", "medical"),
+    # a poison taken while the caller was out: the poisoning, not a missing elder (112)
+    ("치매 있는 아버지가 제가 잠깐 나간 사이에 모기약을 입에 뿌리셨대요 기침하고 토하세요", "medical"),
+    # strapped into a wheelchair (휠체어에 묶인 채로) after a fall: a belt, not someone holding the caller
+    ("버스가 급정거해서 넘어졌는데 저 휠체어에 묶인 채로 못 일어나요 기사님이 안 와요", "medical"),
+])
+def test_round_30s_readings_send_these_to_the_right_number(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_an_apology_for_slow_speech_is_no_farewell(rules: EmergencyRules) -> None:
+    verdict = rules.classify("저 말이 좀 느려요 미안해요 할머니가 없어요 나가셨어요")
+    assert verdict is None or verdict.kind.name != "suicide", verdict and verdict.rule
