@@ -225,6 +225,9 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             r.ended = r.during = True  # 잃으셨다가 (찾았어요): a state that ended (졸랐다가 놨어요: the act ended, its danger may not)
         elif u.tag == "EC" and u.form == "다가":
             r.during = True
+        elif (u.tag == "EC" and u.form == "고" and j + 2 < n and tokens[j + 1].form == "있"
+              and tokens[j + 1].tag == "VX" and tokens[j + 2].form in {"는데", "다가", "던"}):
+            r.during = True  # 드라마 보고 있는데 (불이 났어요): what was going on when it happened, as 보다가
         elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
             r.unreal = True  # 처음엔 괜찮다더니 지금 헛소리해요: fine before, not now
         elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:

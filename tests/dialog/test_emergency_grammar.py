@@ -1490,6 +1490,10 @@ def test_round_30s_readings_send_these_to_the_right_number(rules: EmergencyRules
     _escalates_as(rules, text, kind)
 
 
-def test_an_apology_for_slow_speech_is_no_farewell(rules: EmergencyRules) -> None:
-    verdict = rules.classify("저 말이 좀 느려요 미안해요 할머니가 없어요 나가셨어요")
-    assert verdict is None or verdict.kind.name != "suicide", verdict and verdict.rule
+@pytest.mark.parametrize(("text", "kind"), [
+    # watching something (보고 있는데) when it happened is what was going on, as 보다가: no story on a screen
+    ("예능 보고 있는데 윗집에서 불이 났어요 연기가 들어와요", "fire"),
+    ("드라마 보고 있는데 아버지가 갑자기 가슴을 잡고 쓰러지셨어요", "medical"),
+])
+def test_what_the_caller_was_watching_when_it_happened_is_no_story(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
