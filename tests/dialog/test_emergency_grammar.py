@@ -1497,3 +1497,17 @@ def test_round_30s_readings_send_these_to_the_right_number(rules: EmergencyRules
 ])
 def test_what_the_caller_was_watching_when_it_happened_is_no_story(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    # short at a count, whatever the group came back from or how the night went
+    "놀이터 갔다가 원에 돌아와서 인원 세 보니까 다섯 살 여자애가 없어요 놀이터에도 없어요",
+    "수련회 아침 점호했는데 남학생 세 명이 없어요 밤에 나간 흔적이 있고 전화를 안 받아요",
+])
+def test_short_at_a_count_is_a_missing_child(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "missing_child")
+    _grammar_escalates_by(rules, text, "short_at_the_count")  # the grammar's own reading, not the learned net's
+
+
+def test_short_at_a_count_for_a_known_reason_is_not(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "출석 확인했는데 두 명이 없어요 오늘 조퇴했대요")
