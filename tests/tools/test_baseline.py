@@ -343,7 +343,7 @@ def test_the_shipped_cpu_baseline_loads_and_covers_every_stage():
 
 def _bench(tmp_path, name: str, turns, whisper_dir, standin_tts_dir, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "3", "--turns", str(turns),
+        [sys.executable, str(ROOT / "run_bot.py"), "bench", "--calls", "1", "--rounds", "1", "--turns", str(turns),
          "--out", str(tmp_path / name), "--no-progress", "--answer-timeout", "60",
          "--set", f"stt.model='{whisper_dir}'", "--set", f"tts.model_dir='{standin_tts_dir}'",
          "--set", "tts.warmup_lengths=[5]", "--set", f"stt.window_s={GOODBYE_WINDOW_S}",
@@ -368,12 +368,13 @@ def test_a_slower_llm_fails_compare_naming_the_stage(tmp_path, whisper_dir, stan
     turns.write_text(
         f'[[turns]]\nid = "trash"\nwav = "{audio / "trash.wav"}"\nroute = "llm"\nlabel = "trash"\n\n'
         f'[[turns]]\nid = "bye"\nwav = "{audio / "bye.wav"}"\nroute = "shortcut"\nlabel = "bye"\n\n'
-        '[[calls]]\nturns = ["trash", "bye"]\n',
+        '[[calls]]\nturns = ["trash", "trash", "trash", "bye"]\n',
         encoding="utf-8",
     )
     saved = tmp_path / "base.json"
     first = _bench(tmp_path, "base", turns, whisper_dir, standin_tts_dir, "--save-baseline", str(saved))
     assert first.returncode == 0, first.stderr[-3000:]
+    # One call of three "trash" turns and a "bye" (one greeting and one hang-up per run, not three: 40 s less).
     # One first token per turn the model answered: the three "trash" turns, and a "bye" that real Whisper
     # misheard on a starved machine (CI once: "아만룡히 개 배용") goes to the model too and counts.
     base_llm = _model_turns(tmp_path / "base")
