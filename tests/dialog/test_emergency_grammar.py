@@ -1511,3 +1511,12 @@ def test_short_at_a_count_is_a_missing_child(rules: EmergencyRules, text: str) -
 
 def test_short_at_a_count_for_a_known_reason_is_not(rules: EmergencyRules) -> None:
     _not_escalated(rules, "출석 확인했는데 두 명이 없어요 오늘 조퇴했대요")
+
+
+def test_not_even_a_cough_past_what_is_stuck_is_choking(rules: EmergencyRules) -> None:
+    # 기침도 못 해요: the airway is shut; the grammar reads it, not only the learned net
+    _grammar_escalates_by(rules, "할아버지가 고기가 목에 걸렸는데 기침도 못 하세요", "choking")
+
+
+def test_a_burning_smell_and_an_alarm_ringing_is_a_fire(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "어디서 타는 냄새가 나는데 잘 모르겠고 아까부터 복도 화재경보기가 계속 울려요", "fire")
