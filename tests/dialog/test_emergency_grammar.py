@@ -1491,6 +1491,16 @@ def test_round_30s_readings_send_these_to_the_right_number(rules: EmergencyRules
 
 
 @pytest.mark.parametrize(("text", "kind"), [
+    # the hedges of rounds 29-30 hold none of these: a belt a partner will not let go of, an intruder still inside
+    ("남편이 저를 차에 가둬 놓고 안전벨트를 못 풀게 해요", "crime"),
+    ("저 없을 때 들어온 남자가 아직 작은방에 숨어 있어요", "crime"),
+    ("치매 할머니가 세제를 드시고 나가셨는데 한 시간째 안 보여요", "medical"),
+])
+def test_round_30s_hedges_keep_these_emergencies(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
     # watching something (보고 있는데) when it happened is what was going on, as 보다가: no story on a screen
     ("예능 보고 있는데 윗집에서 불이 났어요 연기가 들어와요", "fire"),
     ("드라마 보고 있는데 아버지가 갑자기 가슴을 잡고 쓰러지셨어요", "medical"),
