@@ -251,7 +251,7 @@ async def test_the_model_choosing_a_person_transfers_only_to_a_desk(fake, llm_ur
 async def test_the_model_flagging_an_emergency_escalates_instead_of_its_reply(fake, llm_url):
     # The flag is the first field (the schema's order): nothing of the reply is spoken.
     fake.script({"emergency": "crime"} | model("무슨 일인지 조금 더 말씀해 주시겠어요?", intent="other", category="none"))
-    text = "저기요 그게 말씀드리기가 좀 어려운데요"  # the model hears more than this turn says
+    text = "저기요 그게 말씀드리기가 좀 어려운데요"  # hesitant: no net of the rules reads it, only the model can
     stage = make_stage(llm_url)
     assert stage.policy.emergency.classify(text) is None, "a turn the rules leave to the model (pick another)"
     down = await run(stage, said(text))
