@@ -211,6 +211,8 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             r.unreal = True
             # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
             r.before = u.tag == "EP" or j + 1 < n and tokens[j + 1].form in {"거", "것", "일"}
+            # 수리하던 아버지가, 리모델링하던 벽이: the work going on when it happened, as 수리하다가
+            r.during = u.tag == "ETM" and not r.before
         elif ((t.form in _STARTLED or t.tag == "XSV" and i > 0 and tokens[i - 1].form in _STARTLED) and u.tag == "EP" and u.form in {"었", "았"} and j + 1 < n
               and (tokens[j + 1].form in {"는데", "지만"} or tokens[j + 1].form == "는" and j + 2 < n
                    and tokens[j + 2].form == "데")):
@@ -223,7 +225,10 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             r.unreal = True
         elif u.tag == "EC" and u.form == "다가" and tokens[j - 1].tag == "EP" and tokens[j - 1].form in {"었", "았", "였"}:
             r.ended = r.during = True  # 잃으셨다가 (찾았어요): a state that ended (졸랐다가 놨어요: the act ended, its danger may not)
-        elif u.tag == "EC" and u.form == "다가":
+        elif u.tag == "EC" and (u.form == "다가" or u.form == "다" and tokens[j - 1].tag in {"VV", "XSV"}
+                                and tokens[j - 1].form not in {"있", "없"}
+                                and not (j + 1 < n and tokens[j + 1].form in {"하", "카", "그러"})):
+            # 다 on a stem: 다가 said short (리모델링하다 천장이 내려앉았어요); not a quote (잘 있다 하드래요)
             r.during = True
         elif (u.tag == "EC" and u.form == "고" and j + 2 < n and tokens[j + 1].form == "있"
               and tokens[j + 1].tag == "VX" and tokens[j + 2].form in {"는데", "다가", "던"}):
@@ -723,11 +728,14 @@ class Grammar:
             far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
             overrides = source.value((*key, "overrides"), bool, "true or false", default=False)
             freed = source.value((*key, "freed"), bool, "true or false", default=False)
-            topics = () if own else items((*key, "unless"), ["@" + c for c in common])
+            # The topics (a service, the news) come first, the shared ones and a rule's own listing of them
+            # alike: what was only being done when it happened (집 수리 중이라) holds neither back.
+            topic_names = list(dict.fromkeys([*([] if own else common), *(c for c in unless if c in common)]))
+            topics = items((*key, "unless"), ["@" + c for c in topic_names])
             rules.append(GrammarRule(
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
-                topics + items((*key, "unless"), ["@" + c for c in unless]),
+                topics + items((*key, "unless"), ["@" + c for c in unless if c not in common]),
                 window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics),
                 tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed))
         return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now)

@@ -1530,3 +1530,54 @@ def test_not_even_a_cough_past_what_is_stuck_is_choking(rules: EmergencyRules) -
 
 def test_a_burning_smell_and_an_alarm_ringing_is_a_fire(rules: EmergencyRules) -> None:
     _escalates_as(rules, "어디서 타는 냄새가 나는데 잘 모르겠고 아까부터 복도 화재경보기가 계속 울려요", "fire")
+
+
+def test_work_going_on_when_it_happened_is_read_as_during() -> None:
+    # 다가 said short (리모델링하다) and a 던 clause (수리하던 삼촌) are the work going on, not a topic asked about;
+    # a quote (잘 있다 하네요, 넣었다 카던데) is neither
+    assert next(m for m in analyse("리모델링하다 천장이 내려앉았어요") if m.form == "리모델링").during
+    assert next(m for m in analyse("지붕 수리하던 삼촌이 못 내려와요") if m.form == "수리").during
+    assert not next(m for m in analyse("선생님께 물어보니 잘 있다 하네요") if m.form == "있").during
+    assert not next(m for m in analyse("이웃이 민원 넣었다 카던데") if m.form == "넣").during
+
+
+@pytest.mark.parametrize(("text", "kind", "rule"), [
+    # the repairs going on when it happened hold nothing back, said by the shared topics or a rule's own
+    ("지붕 수리하던 삼촌이 지붕 위에서 못 내려와요 다리가 떨려서 꼼짝 못 해요", "rescue", "stranded_on_an_edge"),
+    ("치매 있으신 어머니가 보일러 점검 중에 문 열어 놓은 사이 사라지셨어요", "missing_child", "vulnerable_gone"),
+    ("이모가 안 보여요 인지가 많이 떨어지신 분이에요", "missing_child", "vulnerable_gone"),
+    # a window ledge climbed with the will to end it; a lift basket someone hangs from
+    ("동생이 다 끝내겠다고 창틀에 올라섰어요 여기 십이 층이에요", "suicide", "at_an_edge_leaving"),
+    ("사다리차 바구니에 기사님이 매달려 계세요 바구니가 기울었어요", "rescue", "hanging"),
+    # a door held shut against someone breaking it; a tool aimed at the caller and about to be fired
+    ("옆집 아저씨가 술 먹고 문을 부순다고 해요 지금 못 들어오게 막고 있어요", "crime", "holding_the_door"),
+    ("작업용 타정기를 저한테 겨누고 쏜다고 해요", "crime", "aimed_at_me"),
+    ("깨진 보틀을 휘두르고 있어요", "crime", "weapon_used"),
+    # a child neither home nor where the day had them; slurred speech said as a loanword
+    ("아들이 학원에도 안 갔고 집에도 안 들어왔어요", "missing_child", "neither_home_nor_there"),
+    ("아빠가 갑자기 말이 슬러링 되고 손에 힘이 없대요", "medical", "stroke"),
+])
+def test_round_31_readings(rules: EmergencyRules, text: str, kind: str, rule: str) -> None:
+    _escalates_as(rules, text, kind)
+    _grammar_escalates_by(rules, text, rule)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a poison taken with the will to die said further on: the suicide line's (109, and 119 if hurt)
+    ("언니가 농약을 먹었대요 병이 옆에 굴러다니고 아직 말은 하는데 죽으려고 먹었대요", "suicide"),
+    ("우리 아들 방에 들어가 보니 시너를 먹고 토하고 있어요 죽고 싶었대요", "suicide"),
+    # the try to wake said after the silence
+    ("할아버지가 대답을 안 하세요 흔들어도요", "medical"),
+    # a tank on the roof is no pit: the worker down beside it is the ambulance's
+    ("옥상 물탱크 보던 관리인이 쓰러져서 숨을 안 쉬어요", "medical"),
+])
+def test_round_31_kinds(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_tank_worker_down_inside_is_still_a_rescue(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "물탱크 청소하던 아저씨가 탱크 안에서 쓰러졌어요", "rescue")
+
+
+def test_a_child_neither_home_nor_at_school_but_just_found_is_not_sent(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "딸이 학교 안 가고 집에 안 왔다고 선생님 전화 왔는데 방금 찾았어요")
