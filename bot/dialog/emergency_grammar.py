@@ -690,7 +690,7 @@ class Grammar:
         items = words.items
 
         source.table(("context",), default={})
-        source.no_unknown(("context",), {"unless", "reach", "anywhere", "veto", "thoughts", "then", "now"})
+        source.no_unknown(("context",), {"unless", "reach", "anywhere", "veto", "thoughts", "then", "now", "freed"})
         reach = source.value(("context", "reach"), int, "a whole number", default=4)
         common = source.value(("context", "unless"), list, "a list of concept names", default=[])
         anywhere = items(("context", "anywhere"),
@@ -698,9 +698,9 @@ class Grammar:
                                                         default=[])])
         veto = items(("context", "veto"), ["@" + c for c in source.value(("context", "veto"), list,
                                                                       "a list of concept names", default=[])])
-        then, now = (items(("context", key), ["@" + c for c in source.value(("context", key), list,
-                                                                           "a list of concept names", default=[])])
-                     for key in ("then", "now"))
+        then, now, out = (items(("context", key), ["@" + c for c in source.value(("context", key), list,
+                                                                                "a list of concept names", default=[])])
+                          for key in ("then", "now", "freed"))
         thoughts = frozenset(source.value(("context", "thoughts"), list, "a list of kind names", default=[],
                                           ok=lambda v: all(isinstance(k, str) and (kinds is None or k in kinds) for k in v)))
         rules = []
@@ -736,7 +736,8 @@ class Grammar:
                 kind, f"{kind}.{name}",
                 tuple(items((*key, "all"), [c if c.startswith("@") else "@" + c]) for c in needed),
                 topics + items((*key, "unless"), ["@" + c for c in unless if c not in common]),
-                window, sure, anywhere + items((*key, "anywhere"), ["@" + c for c in far]), overrides, len(topics),
+                window, sure, anywhere + (out if freed else ()) + items((*key, "anywhere"), ["@" + c for c in far]),
+                overrides, len(topics),
                 tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed))
         return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now)
 

@@ -1581,3 +1581,36 @@ def test_a_tank_worker_down_inside_is_still_a_rescue(rules: EmergencyRules) -> N
 
 def test_a_child_neither_home_nor_at_school_but_just_found_is_not_sent(rules: EmergencyRules) -> None:
     _not_escalated(rules, "딸이 학교 안 가고 집에 안 왔다고 선생님 전화 왔는데 방금 찾았어요")
+
+
+@pytest.mark.parametrize(("text", "kind", "rule"), [
+    # a baby seen not breathing; a child asked to mind and no answer since (a farewell, not a child gone)
+    ("아기 모니터로 보는데 애기 가슴이 안 움직여요 숨소리도 없어요", "medical", "seen_not_breathing"),
+    ("산후우울증 있는 아내가 아기 잘 부탁한다고 문자 보내고 연락이 안 돼요", "suicide", "giving_away"),
+    # shown at an edge and then the call cut; a knife shown for a wallet
+    ("동생이 다리 난간 끝에 서 있는 사진 보내고 전화를 끊었어요", "suicide", "on_the_edge_then_cut_off"),
+    ("편의점 앞에서 어떤 남자가 칼을 보여 주면서 지갑 달래요", "crime", "weapon_shown"),
+    # a roommate's own cut behind a locked door: self-harm, no partner who hurt and fled
+    ("룸메가 화장실 문 잠그고 손목 그었대요 피가 보인대요 남자친구랑 헤어지고 나서 그래요", "suicide", "self_harm"),
+    # swept away while the caller holds the baby: the water, not a little one gone
+    ("해수욕장에서 아내가 큰애 구하러 들어갔는데 둘 다 파도에 밀려 가요 저는 아기 안고 있어서 못 들어가요", "rescue", "water"),
+])
+def test_round_32_readings(rules: EmergencyRules, text: str, kind: str, rule: str) -> None:
+    _escalates_as(rules, text, kind)
+    _grammar_escalates_by(rules, text, rule)
+
+
+def test_a_child_unresponsive_and_blue_after_a_fit_is_no_child_gone(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "경기하던 아기가 멈췄는데 불러도 반응이 없고 입술이 새파래요 십 분 됐어요", "medical")
+
+
+@pytest.mark.parametrize("text", [
+    # a smell taken for gas that was cooking; a pillow thrown, calmed since; smoke from burnt noodles aired out;
+    # a lift someone was stuck in that has opened
+    "가스 냄새 나는 것 같았는데 남편이 생선 굽는 거였어요 검침일이 언제예요",
+    "아내가 화나서 베개를 벽에 던졌어요 지금은 진정했어요 부부 상담 있나요",
+    "재활용 봉투 문의요 잠깐만요 남친이 라면 태워서 연기 나는데 창문 열었어요 불은 아니에요",
+    "엘리베이터에 갇혔다고 동생이 전화 왔는데 방금 문 열렸대요 승강기 점검은 어디에 말해요",
+])
+def test_round_32_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
