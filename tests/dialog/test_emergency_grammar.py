@@ -1614,3 +1614,8 @@ def test_a_child_unresponsive_and_blue_after_a_fit_is_no_child_gone(rules: Emerg
 ])
 def test_round_32_near_misses(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+def test_a_child_called_for_with_no_response_for_half_an_hour_is_still_gone(rules: EmergencyRules) -> None:
+    # only lips gone blue hold the child-gone rule back: 불러도 반응이 없어요 is said of a child called for, too
+    _grammar_escalates_by(rules, "놀이터에서 애가 안 보여요 아무리 불러도 반응이 없어요 삼십 분 넘었어요", "child_vanished_a_while")
