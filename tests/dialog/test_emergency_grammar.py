@@ -1619,3 +1619,45 @@ def test_round_32_near_misses(rules: EmergencyRules, text: str) -> None:
 def test_a_child_called_for_with_no_response_for_half_an_hour_is_still_gone(rules: EmergencyRules) -> None:
     # only lips gone blue hold the child-gone rule back: 불러도 반응이 없어요 is said of a child called for, too
     _grammar_escalates_by(rules, "놀이터에서 애가 안 보여요 아무리 불러도 반응이 없어요 삼십 분 넘었어요", "child_vanished_a_while")
+
+
+@pytest.mark.parametrize(("text", "kind", "rule"), [
+    # a wrist cut with a wish not to live said: her own cut; a poison drunk beside a note wishing to die
+    ("딸이 손목을 칼로 그었어요 피가 많이 나요 살기 싫다고 해요", "suicide", "self_harm"),
+    ("아빠가 농약을 마시고 쓰러졌어요 옆에 죽고 싶다고 쓴 쪽지가 있어요", "suicide", "will_die"),
+    # a business that failed is no program asked about: a railing sat on with the will to stop living
+    ("할아버지가 옥상 난간에 앉아서 사업 망했다고 이제 그만 살겠대요", "suicide", "means_to_die"),
+    # a child's eyes rolled up with a fever; a stroke beside a fridge
+    ("애가 갑자기 털썩 주저앉더니 눈이 위로 올라갔어요 몸이 불덩이예요", "medical", "febrile_seizure"),
+    ("냉장고 옮기던 아저씨가 갑자기 말이 안 나오고 왼팔이 안 올라가요", "medical", "stroke"),
+    # a spray that caught fire is a fire, not a weapon
+    ("도색 부스에서 스프레이 뿌리다 불이 붙었어요 방 안에 시너 통도 있어요", "fire", "flames"),
+])
+def test_round_33_readings(rules: EmergencyRules, text: str, kind: str, rule: str) -> None:
+    _escalates_as(rules, text, kind)
+    _grammar_escalates_by(rules, text, rule)
+
+
+def test_a_farewell_thanks_and_going_in_peace_is_read_by_the_grammar(rules: EmergencyRules) -> None:
+    _grammar_escalates_by(rules, "학원 선생님한테 감사했어요 이제 편하게 갈게요 라고 문자가 왔어요", "farewell_message")
+
+
+def test_a_car_door_kicked_last_week_is_no_door_forced(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "주차장에서 누가 차 문을 발로 찼다고 블랙박스 영상 확인하려면 어디에 요청해요 지난주 일이에요")
+
+
+@pytest.mark.parametrize("text", [
+    # a review quoted; a cat stuck where no person is
+    "치킨이 너무 짜서 죽고 싶다는 댓글이 달렸어요 가게 사장인데 댓글 신고는 어디에 해요",
+    "강아지가 담장 틈에 끼어서 못 나와요 사람 말고 강아지요 동물 구조 연락처 있나요",
+])
+def test_round_33_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+def test_a_phones_last_place_is_no_last_word(rules: EmergencyRules) -> None:
+    # 위치가 마지막으로 ... 끊겼어요: where the phone was last, not a farewell and a line cut (no suicide)
+    text = "학원에 안 왔대요 아이 폰 위치가 마지막으로 공사장 근처에서 끊겼어요"
+    _escalates_as(rules, text, "missing_child")
+    hit = _grammar_reads(rules, text)
+    assert hit is None or hit.kind != "suicide", hit and hit.name
