@@ -97,6 +97,7 @@ def _after_ji(tokens: Sequence, k: int) -> bool:
 _SYLLABLE = re.compile(r"[가-힣]")
 _SPACED_SYLLABLES = 6  # a turn read out one syllable at a time: at least this many lone syllables ...
 _SPACED_SHARE = 0.6  # ... making at least this share of its words
+_ASKED = {"냐", "냐고", "니", "으냐", "으냐고", "냐며", "냐면서"}  # X고 싶냐(고): a question put to someone
 _FILLERS = {"어", "아", "음", "으", "그", "저", "에", "응", "뭐"}  # 어 그 저 구급함: hesitation, not spelling
 
 
@@ -207,6 +208,8 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             r.will = True  # 뛰어내릴 거예요 (뛰어내릴 것 같아요, 것처럼: how it looks, not what is meant)
         if u.tag == "VX" and u.form == "죽":
             r.unreal = True  # 더워 죽겠어요
+        elif u.tag in {"EC", "EF"} and u.form in _ASKED and tokens[j - 1].form in {"싶", "싫"}:
+            r.unreal = True  # 죽고 싶냐고, 살기 싫냐고: a threat put as a question to someone, no wish of the speaker's
         elif u.tag == "EP" and u.form in _PAST_PERFECT or u.tag == "ETM" and u.form == "던":
             r.unreal = True
             # 신고했던 건, 났었는데: a past act talked about (not 지나가던 학생, a passer-by, a relative clause)
@@ -287,6 +290,10 @@ def _carry_back(out: list[Morph], tokens: Sequence, i: int, r: _Reading) -> None
             and len(out) >= (2 if head < i else 1) and out[head - i - 1].tag.startswith("V")):
         k = head - i - 1
         out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
+        # 안 움직이는 것 같아서 놀랐는데 (괜찮았어요): what only seemed so, the fright's cause, with it
+        if out[k].form == "같" and len(out) >= 3 - k and out[k - 1].form == "것" and out[k - 2].tag.startswith("V"):
+            m = out[k - 2]
+            out[k - 2] = Morph(m.form, m.tag, m.negated, True, m.during, m.will)
     if r.during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
         out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
     # 게임 지고, 경기 이기고: a game lost or won was being played, no story on a screen (게임 지고 빡친

@@ -1661,3 +1661,33 @@ def test_a_phones_last_place_is_no_last_word(rules: EmergencyRules) -> None:
     _escalates_as(rules, text, "missing_child")
     hit = _grammar_reads(rules, text)
     assert hit is None or hit.kind != "suicide", hit and hit.name
+
+
+def test_an_elder_called_for_with_no_answer_is_still_gone(rules: EmergencyRules) -> None:
+    # 불러도 after the silence is a call for someone gone, not a hand's try to wake (a guard for round 31's regex)
+    verdict = rules.classify("할머니가 산책 나가셨는데 안 오세요 전화해도 대답이 없어요 불러도요")
+    assert verdict is not None and verdict.kind.name == "missing_child", verdict and verdict.rule
+
+
+@pytest.mark.parametrize("text", [
+    # "do you want to die?" put to the caller is a threat, not a wish to die (a guard for round 33's die_wish)
+    "남편이 칼을 휘두르면서 죽고 싶냐고 소리 질러요",
+    "남편이 칼로 저를 찔렀어요 죽고 싶냐고 해요",
+])
+def test_a_threat_put_as_do_you_want_to_die_is_a_crime(rules: EmergencyRules, text: str) -> None:
+    _escalates_as(rules, text, "crime")
+
+
+def test_a_wish_asked_of_someone_is_read_as_no_wish() -> None:
+    assert all(m.unreal for m in analyse("죽고 싶냐고 소리 질러요") if m.form in {"죽", "싶"})
+    assert not any(m.unreal for m in analyse("죽고 싶다고 했어요") if m.form in {"죽", "싶"})
+
+
+def test_a_baby_seen_not_breathing_who_was_fine_is_not_sent(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "어제 아기 가슴이 안 움직이는 것 같아서 놀랐는데 괜찮았어요")
+
+
+def test_what_only_seemed_so_before_a_fright_told_as_over_is_read_with_it() -> None:
+    morphs = analyse("아기 가슴이 안 움직이는 것 같아서 놀랐는데 괜찮았어요")
+    assert next(m for m in morphs if m.form == "움직이").unreal
+    assert not next(m for m in analyse("아기 가슴이 안 움직이는 것 같아요") if m.form == "움직이").unreal
