@@ -292,8 +292,7 @@ def _carry_back(out: list[Morph], tokens: Sequence, i: int, r: _Reading) -> None
         out[k] = Morph(out[k].form, out[k].tag, out[k].negated, True, out[k].during, out[k].will)
         # 안 움직이는 것 같아서 놀랐는데 (괜찮았어요): what only seemed so, the fright's cause, with it
         if out[k].form == "같" and len(out) >= 3 - k and out[k - 1].form == "것" and out[k - 2].tag.startswith("V"):
-            m = out[k - 2]
-            out[k - 2] = Morph(m.form, m.tag, m.negated, True, m.during, m.will)
+            out[k - 2] = dataclasses.replace(out[k - 2], unreal=True)
     if r.during and out and out[-1].tag.startswith("N"):  # 뉴스 보다가, 연습하다가: the activity's noun too
         out[-1] = Morph(out[-1].form, out[-1].tag, out[-1].negated, out[-1].unreal, True)
     # 게임 지고, 경기 이기고: a game lost or won was being played, no story on a screen (게임 지고 빡친
