@@ -282,8 +282,10 @@ def _carry_back(out: list[Morph], tokens: Sequence, i: int, r: _Reading) -> None
             and tokens[i - 1].start + tokens[i - 1].len == t.start and (r.negated or r.unreal)):
         root = out[-1]
         out[-1] = Morph(root.form, root.tag, root.negated or r.negated, root.unreal or r.unreal)
-    if r.negated and out and out[-1].form == "아무" and out[-1].tag == "NP":
-        r.unreal = True  # 아무도 안 와요: nobody came is no one's state (the help's, not a person's gone missing)
+    if r.negated and out and out[-1].form == "아무" and out[-1].tag == "NP" and t.form != "말리":
+        # 아무도 안 와요: nobody came is no one's state (the help's, not a person's gone missing); 아무도 못
+        # 말려요 is what goes on unstopped.
+        r.unreal = True
     # 냄새 나서 신고했던 건: the cause of what happened before happened before too.
     head = i - 1 if t.tag in {"XSV", "XSA"} and i > 0 and tokens[i - 1].tag in {"XR", "NNG"} else i
     if (r.before and head > 0 and tokens[head - 1].tag == "EC" and tokens[head - 1].form in _CAUSE_EC

@@ -1691,3 +1691,43 @@ def test_what_only_seemed_so_before_a_fright_told_as_over_is_read_with_it() -> N
     morphs = analyse("아기 가슴이 안 움직이는 것 같아서 놀랐는데 괜찮았어요")
     assert next(m for m in morphs if m.form == "움직이").unreal
     assert not next(m for m in analyse("아기 가슴이 안 움직이는 것 같아요") if m.form == "움직이").unreal
+
+
+# Round 34 (held-out tables BN and BO), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind", "rule"), [
+    # a shop worker's post said first introduces the caller; 매장 is where the father was lost, no inquiry
+    ("마트 직원인데 손님이 치매 아버지를 매장에서 놓쳤대요 이십 분째 찾는데 없어요", "missing_child", "vulnerable_gone"),
+    # Kiwi reads 주저앉으셨는데 after another verb as 주저 + 앉
+    ("할머니가 숨이 가쁘다고 하시면서 주저앉으셨는데 얼굴이 하얘요", "medical", "breathless_distress"),
+    # a partner who struck her waits outside the room
+    ("진료실 안에 있는데 남편이 밖에 서서 나오면 가만 안 둔대요 아까도 맞았어요", "crime", "partner_beaten_waiting"),
+    # still up on the roof's edge: a height's rescue, not a fall
+    ("지붕 고치던 아저씨가 끝에 걸려서 못 움직여요 떨어질 것 같아요", "rescue", "on_a_height"),
+    # a bottle brought down on heads is an assault over the one it felled
+    ("호프집에서 남자들이 맥주병으로 서로 머리를 치고 있어요 한 명은 쓰러졌어요", "crime", "weapon_blow"),
+    # blows nobody can stop
+    ("시장 골목에서 어떤 남자가 할머니 뺨을 때리고 밀치는데 아무도 못 말려요", "crime", "assault_unstopped"),
+    ("주방 창고에 가스 냄새가 자욱해요", "gas", "leak"),
+])
+def test_round_34_readings(rules: EmergencyRules, text: str, kind: str, rule: str) -> None:
+    _escalates_as(rules, text, kind)
+    _grammar_escalates_by(rules, text, rule)
+
+
+def test_charcoal_bought_and_brought_is_a_plan(rules: EmergencyRules) -> None:
+    _escalates_as(rules, "장사 접었어요 번개탄 사다 놨어요 그냥 누가 알아야 할 것 같아서요", "suicide")
+
+
+@pytest.mark.parametrize("text", [
+    # 타 is a ride on a board, not a shop burning; what fell was a mannequin; a head struck in one's own fall
+    "손자가 가게 앞에서 킥보드 타다가 친구랑 놀이터 갔대요",
+    "손님이 쓰러졌대서 봤더니 마네킹이 넘어진 거더라고요",
+    "할아버지가 지팡이 짚고 가시다 넘어져서 머리를 쳤어요",
+])
+def test_round_34_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+def test_nobody_can_stop_it_is_what_goes_on() -> None:
+    assert not next(m for m in analyse("아무도 못 말려요") if m.form == "말리").unreal
+    assert next(m for m in analyse("아무도 안 와요") if m.form == "오").unreal
