@@ -176,8 +176,7 @@ class EmergencyRules:
         if unsure is None and learned is not None and (kind := learned.classify(said)):
             if not hedged and learned.escalates(said, kind):  # nearly certain where no other net reads a thing
                 return Verdict(self.kinds[kind], True, f"learned:{kind}+alone")
-            if self.question_cues is None or not self.question_cues.doubted(said, kind):
-                unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")  # alone, not against a figure the cues read
+            unsure = Verdict(self.kinds[kind], False, f"learned:{kind}")
         elif unsure is not None and net and self._confirmed(unsure, said, hedged):
             return Verdict(unsure.kind, True, f"{unsure.rule}+learned")
         return unsure

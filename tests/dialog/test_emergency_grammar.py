@@ -1731,3 +1731,45 @@ def test_round_34_near_misses(rules: EmergencyRules, text: str) -> None:
 def test_nobody_can_stop_it_is_what_goes_on() -> None:
     assert not next(m for m in analyse("아무도 못 말려요") if m.form == "말리").unreal
     assert next(m for m in analyse("아무도 안 와요") if m.form == "오").unreal
+
+
+# Round 35 (held-out tables BP and BQ), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind", "rule"), [
+    # Kiwi reads 번개탄 before 냄새 as 번개 + 탄: the smell of a briquette at a sealed door
+    ("목욕탕 보일러실 옆방에서 번개탄 냄새가 나고 문틈이 막혀 있어요 안에서 대답이 없어요", "suicide", "sealed_smoke"),
+    ("하숙방에 들어가 보니 번개탄이랑 빈 약 봉투가 있고 동생이 안 깨어나요", "suicide", "briquette_and_no_waking"),
+    # Kiwi reads 두통 as 두 + 통; a carbon monoxide alarm ringing is the fumes' sign
+    ("찜질방 매점인데 손님들이 두통이랑 어지럼증을 호소하고 일산화탄소 경보기가 울려요", "gas", "carbon_monoxide"),
+    # a towel on a heater that caught fire is a fire, not a room sealed with towels; a lighter lit where it caught
+    ("헬스장 샤워실 히터에 수건을 올려놔서 불이 났어요 연기가 꽉 찼어요", "fire", "smoke_and_burning"),
+    ("미용실인데 손님이 스프레이 옆에서 라이터를 켰는데 확 불이 붙었어요 의자가 타고 있어요", "fire", "flames"),
+    # 불 켜도 되나요 asks about a light switch, no flame
+    ("식당 가스 배관에서 냄새가 진동해요 이층까지 올라와요 불 켜도 되나요", "gas", "leak"),
+    # went in, looked for everywhere, not there: gone, not shut in
+    ("딸이 목욕탕 탈의실 간다고 들어갔는데 이십 분째 안 나와요 탈의실 다 뒤졌어요", "missing_child", "not_where_they_went"),
+])
+def test_round_35_readings(rules: EmergencyRules, text: str, kind: str, rule: str) -> None:
+    _escalates_as(rules, text, kind)
+    _grammar_escalates_by(rules, text, rule)
+
+
+def test_a_fire_alarms_fault_is_no_fire_to_the_grammar(rules: EmergencyRules) -> None:
+    # The grammar's reading only: the learned net alone still escalates this wording (seen in round 35, left).
+    hit = _grammar_reads(rules, "기숙사 화재경보기가 또 오작동이에요 연기 하나 없는데 계속 울려요")
+    assert hit is None or hit.kind != "fire", hit.name
+
+
+@pytest.mark.parametrize("text", [
+    "마사지실 손님이 방 안에서 문 잠그고 안 나온다고 했는데 알고 보니 자고 계셨어요",
+])
+def test_round_35_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # guards: a baby found not breathing is no child gone; "알고 보니" before worse news takes nothing back
+    ("아기방에 들어가 봤는데 숨소리가 없어요 가슴이 안 움직여요", "medical"),
+    ("할머니가 방에서 안 나오셔서 자는 줄 알았는데 알고 보니 자고 계신 게 아니라 의식이 없으세요", "medical"),
+])
+def test_round_35_guards(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
