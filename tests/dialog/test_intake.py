@@ -7,6 +7,7 @@ PostgreSQL). The read-back, yes/no, ticket number and status are rules: no model
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -147,6 +148,10 @@ async def test_keypad_number_then_hash_reads_the_status_and_zero_transfers(fake,
 
 
 async def test_eight_calls_confirming_at_once_get_distinct_numbers(fake, config, records):
+    # Eight model turns at once: under CI's load (4 workers on 2 cores) all eight once missed the product's 1.5 s
+    # first-token limit together; the numbers are what is tested here, not that limit.
+    config = dataclasses.replace(config, llm=dataclasses.replace(config.llm, first_token_timeout_ms=15000,
+                                                                 total_timeout_ms=30000))
     fake.script(reply_json=turn("알겠습니다.", category="roads", location="시청 앞"))
     fake.script(reply_json=turn("알겠습니다.", category="roads", location="시청 앞"))
     sessions = [DialogSession(config, records=records, call_id=f"CA-{i}") for i in range(8)]
