@@ -52,6 +52,7 @@ _IF_END = re.compile(r"(?:면|거든)$")
 _FEELING = {"떨리", "미치", "웃기", "졸리", "배고프", "목마르"}  # X어 죽겠다 (adjectives: any)
 _FINE = {"괜찮", "멀쩡", "멀쩡하"}  # 괜찮았는데, 멀쩡하더니: how it was before
 _PERCEIVE = {"보이", "보", "들리", "느껴지"}  # 졸리는 게 보여요: seen or heard now
+_NONE_WHO = {"사람", "사람들", "분", "데"}  # 다친 사람은 없어요: the clause's verb is no one's
 _LIKENESS = {"기분", "느낌"}  # X은 기분이에요: a feeling likened to an event
 _STARTLED = {"놀라", "식겁", "철렁", "걱정"}
 _CAUSE_EC = {"서", "어서", "아서", "여서", "니까", "으니까"}
@@ -75,6 +76,7 @@ class Morph:
     unreal: bool = False  # past perfect (났었, 났던, 난 적, 난 뒤), hypothetical (나면, 날 때, 날까 봐), hyperbole (X 죽겠)
     during: bool = False  # what was being done when it happened (뉴스 보다가, 훈련 중에): no topic that holds a rule back
     will: bool = False  # what the speaker means to do: 죽을래요, 먹을라고, 끝낼게요, 뛰어내릴 거예요, 죽겠다
+    live: bool = False  # a screen that carries what happens now (게임 보이스챗): set by Grammar.read, no story
     # Where its word stands in the analysed text (characters, end excluded): a regex hit is located by it.
     start: int = field(default=-1, compare=False)
     end: int = field(default=-1, compare=False)
@@ -187,6 +189,14 @@ def _analysed(text: str) -> tuple[Morph, ...]:
                  for k, (m, (a, b)) in enumerate(zip(out, at, strict=True)))
 
 
+def _none_who(tokens: Sequence, k: int) -> bool:
+    """``tokens[k:]`` say there is none of whom a relative clause is said: 사람은 없, 분도 없, 데 없."""
+    if k >= len(tokens) or tokens[k].form not in _NONE_WHO:
+        return False
+    k += 1 + (k + 1 < len(tokens) and tokens[k + 1].tag in {"JX", "JKS"})
+    return k < len(tokens) and tokens[k].form == "없" and tokens[k].tag == "VA"
+
+
 def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
     """Read the endings, auxiliaries and a trailing 못 하 / 않 of the content word ``tokens[i]`` into
     ``r``, up to the next content word; returns that word's index."""
@@ -255,6 +265,9 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
               and not (j + 3 < n and tokens[j + 3].form in _PERCEIVE)):
             r.unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
             # (목 졸리고 있는 게 보여요: what the caller sees happen is an event)
+        elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and tokens[j - 1].tag != "EP" and _none_who(tokens, j + 1):
+            # (돌았는데 없어: 는데 read as 는 데, a connective after a past ending, no relative clause)
+            r.negated = True  # 갇힌 사람은 없고요, 다친 데는 없어요: nobody (nowhere) it is so
         elif u.tag == "ETM" and j + 2 < n and tokens[j + 1].form == "줄" and tokens[j + 2].form == "알":
             r.unreal = True  # 먹은 줄 알았는데, 갇힌 줄 알고: what was believed, not what happened
         elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
@@ -559,8 +572,8 @@ class GrammarRule:
                  if (spans := [s for s in self._spans(items, morphs, where, memo) if not s[2]])]
         if len(signs) < self.least:
             return False
-        if any(not s[2] for s in self._spans(self.anywhere, morphs, where, memo)):
-            return False  # 찾아 주실 수 있나요 is no 찾아 줬어요: only a real one holds it back
+        if any(not (s[2] or morphs[s[0]].live) for s in self._spans(self.anywhere, morphs, where, memo)):
+            return False  # 찾아 주실 수 있나요 is no 찾아 줬어요: only a real one holds it back (nor a live screen)
         # A topic that was only what the person was doing (뉴스 보다가, 훈련 중에) holds nothing back.
         # Nor does a "fine" that was only before (괜찮다더니 지금 ...).
         blocks = [s[0] for n, item in enumerate(self.unless) for s in _find(item, morphs, where, memo)
@@ -605,7 +618,7 @@ class Grammar:
     def __init__(self, rules: list[GrammarRule], reach: int,
                  dialect: tuple[tuple[re.Pattern[str], str], ...] = (),
                  anywhere: tuple[Item, ...] = (), veto: tuple[Item, ...] = (), thoughts: frozenset[str] = frozenset(),
-                 then: tuple[Item, ...] = (), now: tuple[Item, ...] = ()):
+                 then: tuple[Item, ...] = (), now: tuple[Item, ...] = (), live: tuple[Item, ...] = ()):
         # A sure rule marked ``overrides`` is tried first: it read who and what (a weapon used on someone
         # who now bleeds is a crime in progress, not only an injury), so it also wins over the other rules.
         self.rules = sorted(rules, key=lambda r: not (r.sure and r.overrides))
@@ -615,6 +628,7 @@ class Grammar:
         self.veto = veto  # [context].veto: a figure of speech, a threat of no harm, near a regex hit
         self.thoughts = thoughts  # [context].thoughts: kinds whose danger is a thought (suicide)
         self.then, self.now = then, now  # [context].then: a day gone by; [context].now: what says it is now
+        self.live = live  # [context].live: a channel that carries what happens now (보이스챗, 라이브, 영상 통화)
 
     def against(self, text: str, said: str, thought: bool = False) -> str | None:
         """Why a regex hit is no event now, as the grammar reads the turn; None when it sees nothing
@@ -629,11 +643,11 @@ class Grammar:
         ``thought``: a kind whose danger is a thought (뛰어내리면 다 끝날 것 같아요): a hypothetical or a
         wish is its danger, not a reading against it; only a state that ended is."""
         text = self.standard(text)
-        morphs = analyse(text)
+        morphs = self.read(text)
         if not (hit := _located(text, said, morphs)):
             return None  # the hit's words are not where the analysis can find them: no reading against it
         where = _index(morphs)
-        if any(not (morphs[s[0]].during or morphs[s[1]].during) for item in self.anywhere
+        if any(not (morphs[s[0]].during or morphs[s[1]].during or morphs[s[0]].live) for item in self.anywhere
                for s in _find(item, morphs, where)):
             return "story"
         lo, hi = hit[0], hit[-1]
@@ -655,6 +669,22 @@ class Grammar:
             return "past"
         return None
 
+    def read(self, text: str) -> list[Morph]:
+        """The analysis of a standard ``text``, a screen read as live where a [context].live channel
+        follows it (게임 보이스챗, 유튜브 라이브 보는데): what the caller was using, as 게임하다가, while a real
+        person on the other end is heard or seen now; no story on it."""
+        morphs = analyse(text)
+        where = _index(morphs)
+        lives = [s[0] for item in self.live for s in _find(item, morphs, where)]
+        if not lives:
+            return morphs
+        for item in self.anywhere:
+            for s in _find(item, morphs, where):
+                if any(s[0] < at <= s[1] + 2 for at in lives):
+                    for k in {s[0], s[1]}:
+                        morphs[k] = dataclasses.replace(morphs[k], live=True)
+        return morphs
+
     def standard(self, text: str) -> str:
         """The turn with the [dialect] rewrites applied (먹어부렀어라 -> 먹어버렸어요)."""
         for pattern, replacement in self.dialect:
@@ -664,7 +694,7 @@ class Grammar:
     def classify(self, text: str, overriding: bool = False, besides: str | None = None) -> GrammarRule | None:
         """The first sure rule that holds, else the first unsure one, else None (``overriding``: among
         the rules marked ``overrides`` only; ``besides``: among the rules of another kind than this)."""
-        morphs = analyse(self.standard(text))
+        morphs = self.read(self.standard(text))
         where = _index(morphs)
         memo: dict[int, list[Span]] = {}
         unsure = None
@@ -698,7 +728,8 @@ class Grammar:
         items = words.items
 
         source.table(("context",), default={})
-        source.no_unknown(("context",), {"unless", "reach", "anywhere", "veto", "thoughts", "then", "now", "freed"})
+        source.no_unknown(("context",), {"unless", "reach", "anywhere", "veto", "thoughts", "then", "now", "freed",
+                                         "live"})
         reach = source.value(("context", "reach"), int, "a whole number", default=4)
         common = source.value(("context", "unless"), list, "a list of concept names", default=[])
         anywhere = items(("context", "anywhere"),
@@ -706,9 +737,9 @@ class Grammar:
                                                         default=[])])
         veto = items(("context", "veto"), ["@" + c for c in source.value(("context", "veto"), list,
                                                                       "a list of concept names", default=[])])
-        then, now, out = (items(("context", key), ["@" + c for c in source.value(("context", key), list,
-                                                                                "a list of concept names", default=[])])
-                          for key in ("then", "now", "freed"))
+        then, now, out, live = (items(("context", key), ["@" + c for c in source.value(("context", key), list,
+                                                                                      "a list of concept names", default=[])])
+                                for key in ("then", "now", "freed", "live"))
         thoughts = frozenset(source.value(("context", "thoughts"), list, "a list of kind names", default=[],
                                           ok=lambda v: all(isinstance(k, str) and (kinds is None or k in kinds) for k in v)))
         rules = []
@@ -747,5 +778,5 @@ class Grammar:
                 window, sure, anywhere + (out if freed else ()) + items((*key, "anywhere"), ["@" + c for c in far]),
                 overrides, len(topics),
                 tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed))
-        return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now)
+        return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now, live)
 
