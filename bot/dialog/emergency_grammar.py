@@ -244,8 +244,12 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             # 다 on a stem: 다가 said short (리모델링하다 천장이 내려앉았어요); not a quote (잘 있다 하드래요)
             r.during = True
         elif (u.tag == "EC" and u.form == "고" and j + 2 < n and tokens[j + 1].form == "있"
-              and tokens[j + 1].tag == "VX" and tokens[j + 2].form in {"는데", "다가", "던"}):
-            r.during = True  # 드라마 보고 있는데 (불이 났어요): what was going on when it happened, as 보다가
+              and tokens[j + 1].tag == "VX" and (tokens[j + 2].form in {"는데", "다가", "던"}
+                                                 or tokens[j + 2].tag == "EP" and j + 3 < n
+                                                 and tokens[j + 3].form in {"는데", "는"})):
+            r.during = True  # 드라마 보고 있는데, 보고 있었는데 (불이 났어요): what was going on then, as 보다가
+        elif u.tag == "EC" and u.form == "더니" and t.tag in {"VV", "XSV"} and t.form in {"하", "보"}:
+            r.during = True  # 게임하더니 (경련했어요), 유튜브 보더니: what the person was doing when it began
         elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
             r.unreal = True  # 처음엔 괜찮다더니 지금 헛소리해요: fine before, not now
         elif u.tag == "ETM" and u.form in {"ᆯ", "을", "ㄹ"} and j + 1 < n and tokens[j + 1].form in _IRREALIS_NOUN:
