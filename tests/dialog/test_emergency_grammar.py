@@ -1773,3 +1773,71 @@ def test_round_35_near_misses(rules: EmergencyRules, text: str) -> None:
 ])
 def test_round_35_guards(rules: EmergencyRules, text: str, kind: str) -> None:
     _escalates_as(rules, text, kind)
+
+
+# Round 36 (held-out tables BR and BS), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind"), [
+    # a screen followed by a live channel (게임 보이스챗, 게임 채팅) carries a real person now: no story on a screen
+    ("게임 보이스챗으로 같이 하던 동생이 갑자기 숨을 못 쉬겠다더니 쿵 하고 조용해요", "medical"),
+    ("게임 채팅에서 알게 된 사람 만나러 간 아들이 밤까지 안 들어오고 폰이 꺼져 있어요", "missing_child"),
+    # 보고 있었는데, 게임하더니: what the person was doing when it began, as 보다가
+    ("옆에서 유튜브 보고 있었는데 동생이 없어졌어요 아무리 찾아도 없어요", "missing_child"),
+    ("딸이 게임하더니 갑자기 경련하고 눈이 돌아갔어요", "medical"),
+    # 일부러 is no dialect 부러 (해부러 -> 해 버려): a car driven at someone on purpose is an attack
+    ("주차장에서 어떤 남자가 일부러 차로 사람을 들이받고 또 후진해요", "crime"),
+    ("아이가 새우 먹고 입술이 붓더니 숨을 쉭쉭 쉬어요", "medical"),
+    ("대교 한가운데서 어떤 여자가 난간을 잡고 울고 있어요", "suicide"),
+    ("캠핑카에서 히터 틀고 주무시던 엄마가 흔들어도 안 깨요", "gas"),
+    ("차 시동 켜 놓고 자던 삼촌이 정신을 못 차려요", "gas"),
+])
+def test_round_36_readings(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("칠 개월 아기가 입술이 파래지고 몸이 흐물흐물해요", "infant_blue_and_floppy"),
+    ("아빠가 가슴이 답답하다고 하더니 쿵 소리가 나고 반응이 없어요", "heart_signs"),
+    ("유서 같은 카톡을 남기고 형이 수면제를 먹었대요", "note_and_dose"),
+])
+def test_round_36_grammar_reads(rules: EmergencyRules, text: str, rule: str) -> None:
+    _grammar_escalates_by(rules, text, rule)
+
+
+@pytest.mark.parametrize("text", [
+    # nobody who is trapped; a car ridden, not a house burning
+    "지하 주차장 엘리베이터 고장 민원인데요 지금 갇힌 사람은 없어요",
+    "할머니 모시고 차 타고 가다가 집에 가스 불 끈 게 기억이 안 나요",
+])
+def test_round_36_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+@pytest.mark.parametrize("text", [
+    # words said as a prank, those who once tried as a group a service is for, a pet's fit, a found child
+    "친구가 죽고 싶다고 장난으로 말해서 혼냈어요 상담 프로그램 있나요",
+    "자살 시도자 지원 사업 신청은 어디서 해요",
+    "우리 강아지가 산책하다 발작을 해서요 근처 동물병원 알려 주세요",
+    "미아 방지 팔찌 나눠 주는 데 있나요 작년에 조카가 없어졌다가 찾았거든요",
+])
+def test_round_36_quiet_near_misses(rules: EmergencyRules, text: str) -> None:
+    assert rules.classify(text) is None
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # guards: someone who IS hurt; a person's fit told after a dog's bark; a story inside a game stays a story
+    ("다친 사람이 있어요 피가 많이 나요", "medical"),
+    ("강아지가 짖어서 나가 보니 할머니가 경련을 하고 계세요", "medical"),
+])
+def test_round_36_guards(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_round_36_a_game_scene_is_still_a_story(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "게임에서 캐릭터가 칼에 찔려 쓰러졌어요")
+
+
+def test_nobody_who_negates_the_clause() -> None:
+    assert next(m for m in analyse("지금 갇힌 사람은 없고요") if m.form == "갇히").negated
+    assert not next(m for m in analyse("갇힌 사람이 있어요") if m.form == "갇히").negated
+    # 돌았는데 없어: 는데 after a past ending, no relative clause
+    assert not next(m for m in analyse("단지를 다 돌았는데 없어") if m.form == "돌").negated
