@@ -248,6 +248,8 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
                                                  or tokens[j + 2].tag == "EP" and j + 3 < n
                                                  and tokens[j + 3].form in {"는데", "는"})):
             r.during = True  # 드라마 보고 있는데, 보고 있었는데 (불이 났어요): what was going on then, as 보다가
+        elif u.tag == "ETM" and u.form in {"는", "ᆫ"} and j + 1 < n and tokens[j + 1].form in {"사이", "동안", "틈"}:
+            r.during = True  # 점검하는 사이에, 통화하는 동안 (애가 약을 먹었어요): what was going on meanwhile
         elif u.tag == "EC" and u.form == "더니" and t.tag in {"VV", "XSV"} and t.form in {"하", "보"}:
             r.during = True  # 게임하더니 (경련했어요), 유튜브 보더니: what the person was doing when it began
         elif t.form in _FINE and (u.tag == "EP" or u.tag == "EC" and u.form.endswith("더니")):
@@ -546,6 +548,7 @@ class GrammarRule:
     some: tuple[tuple[Item, ...], ...] = ()
     least: int = 0
     freed: bool = False  # a state said as ended (갇혔다가 열어 줬어요) is no match: the person is out
+    ordered: bool = False  # the `all` concepts said in their listed order (불이 나요, not 소리가 나요 불은 켜져 있고요)
     _index: dict[int, tuple[dict[str, list[Item]], tuple[Item, ...]]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -587,6 +590,8 @@ class GrammarRule:
             for combo in itertools.product(*found, *chosen):
                 if len({s[:2] for s in combo[len(found):]}) < self.least:
                     continue  # one phrase is one sign, however many pictures list it
+                if self.ordered and any(a[1] >= b[0] for a, b in itertools.pairwise(combo[:len(found)])):
+                    continue
                 lo, hi = min(s[0] for s in combo), max(s[1] for s in combo)
                 if hi - lo <= self.window and not any(lo - reach <= b <= hi + reach for b in blocks):
                     return True
@@ -750,7 +755,7 @@ class Grammar:
         for i, _ in enumerate(source.tables(("rule",))):
             key: tuple[str | int, ...] = ("rule", i)
             source.no_unknown(key, {"kind", "name", "all", "some", "least", "unless", "window", "sure", "own", "anywhere",
-                                    "overrides", "freed"})
+                                    "overrides", "freed", "ordered"})
             kind = source.value((*key, "kind"), str, "a kind name")
             if kinds is not None and kind not in kinds:
                 raise source.error((*key, "kind"), f"kind {kind!r} is not a kind of emergency.toml")
@@ -771,6 +776,7 @@ class Grammar:
             far = source.value((*key, "anywhere"), list, "a list of concept names", default=[])
             overrides = source.value((*key, "overrides"), bool, "true or false", default=False)
             freed = source.value((*key, "freed"), bool, "true or false", default=False)
+            ordered = source.value((*key, "ordered"), bool, "true or false", default=False)
             # The topics (a service, the news) come first, the shared ones and a rule's own listing of them
             # alike: what was only being done when it happened (집 수리 중이라) holds neither back.
             topic_names = list(dict.fromkeys([*([] if own else common), *(c for c in unless if c in common)]))
@@ -781,6 +787,7 @@ class Grammar:
                 topics + items((*key, "unless"), ["@" + c for c in unless if c not in common]),
                 window, sure, anywhere + (out if freed else ()) + items((*key, "anywhere"), ["@" + c for c in far]),
                 overrides, len(topics),
-                tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed))
+                tuple(items((*key, "some"), [c if c.startswith("@") else "@" + c]) for c in some), least, freed,
+                ordered))
         return cls(rules, reach, tuple(dialect), anywhere, veto, thoughts, then, now, live)
 
