@@ -1841,3 +1841,48 @@ def test_nobody_who_negates_the_clause() -> None:
     assert not next(m for m in analyse("갇힌 사람이 있어요") if m.form == "갇히").negated
     # 돌았는데 없어: 는데 after a past ending, no relative clause
     assert not next(m for m in analyse("단지를 다 돌았는데 없어") if m.form == "돌").negated
+
+
+# Round 37 (held-out tables BT and BU), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind"), [
+    # a knife that slipped while slicing fish is an injury; glue swallowed; soup running from one side of the mouth
+    ("엄마가 회 뜨다가 회칼에 손바닥을 찔렸어요 피가 바닥에 흥건해요", "medical"),
+    ("딸이 유치원 가방에서 순간접착제를 꺼내 먹었어요", "medical"),
+    ("할머니가 밥 드시다가 물이 입 한쪽으로 줄줄 흘러요 입이 비뚤어졌어요", "medical"),
+    # shut in with a dose, and a farewell with pills taken in plenty: 109 with the ambulance
+    ("아들이 방문 잠그고 수면제를 다 먹었다고 문자가 왔어요 문을 안 열어요", "suicide"),
+    ("엄마가 그동안 고마웠다고 하더니 약을 잔뜩 드셨다고 해요", "suicide"),
+])
+def test_round_37_readings(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize("text", [
+    # a report withdrawn (실종 신고 취소): the child is found
+    "아까 한 실종 신고 취소하려고요 애 찾았어요",
+])
+def test_round_37_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
+
+
+def test_a_sound_heard_with_the_lights_off_is_no_fire(rules: EmergencyRules) -> None:
+    # fire_broke_out is `ordered`: 불 then 나 (불이 나요), not 소리가 나요 불은 ...
+    assert rules.classify("밖에서 무슨 소리가 나요 불은 다 꺼져 있고요 관리실 번호 알려 주세요") is None
+    _escalates_as(rules, "부엌에서 불이 났어요 연기가 나요", "fire")
+
+
+def test_what_was_going_on_meanwhile_is_read_as_during() -> None:
+    # 점검하는 사이에, 수리하는 동안: a service that was only going on holds no rule back
+    assert next(m for m in analyse("가스 점검하는 사이에 애가 약을 먹었어요") if m.form == "점검").during
+    assert next(m for m in analyse("보일러 수리하는 동안 아기가 락스를 마셨어요") if m.form == "수리").during
+    assert not next(m for m in analyse("가스 점검 언제 와요") if m.form == "점검").during
+
+
+def test_an_ordered_rule_needs_its_concepts_in_order(tmp_path: Path) -> None:
+    (tmp_path / "g.toml").write_text(
+        '[concept]\nflame = ["불"]\nrise = ["나/VV"]\n'
+        '[[rule]]\nkind = "fire"\nname = "broke_out"\nall = ["flame", "rise"]\nwindow = 1\nordered = true\n',
+        encoding="utf-8")
+    grammar = Grammar.load(tmp_path / "g.toml")
+    assert grammar.classify("불이 났어요") is not None
+    assert grammar.classify("소리가 나요 불은 꺼져 있어요") is None
