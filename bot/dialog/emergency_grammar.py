@@ -272,8 +272,9 @@ def _read_complex(tokens: Sequence, i: int, r: _Reading) -> int:
             r.unreal = True  # 떨리는 건 오한인가요, 어눌해지는 게 증상: the thing talked about, not an event
             # (목 졸리고 있는 게 보여요: what the caller sees happen is an event)
         elif u.tag == "ETM" and u.form in {"은", "ᆫ", "는"} and tokens[j - 1].tag != "EP" and _none_who(tokens, j + 1):
-            # (돌았는데 없어: 는데 read as 는 데, a connective after a past ending, no relative clause)
-            r.negated = True  # 갇힌 사람은 없고요, 다친 데는 없어요: nobody (nowhere) it is so
+            # 갇힌 사람은 없고요, 다친 데는 없어요: nobody (nowhere) it is so; not 돌았는데 없어, where Kiwi cuts
+            # the connective 는데 after a past ending as 는 + 데
+            r.negated = True
         elif u.tag == "ETM" and j + 2 < n and tokens[j + 1].form == "줄" and tokens[j + 2].form == "알":
             r.unreal = True  # 먹은 줄 알았는데, 갇힌 줄 알고: what was believed, not what happened
         elif (u.tag == "ETM" and u.form in {"ᆯ", "을"} and j + 2 < n and tokens[j + 1].form in {"것", "거"}
