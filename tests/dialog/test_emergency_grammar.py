@@ -1886,3 +1886,46 @@ def test_an_ordered_rule_needs_its_concepts_in_order(tmp_path: Path) -> None:
     grammar = Grammar.load(tmp_path / "g.toml")
     assert grammar.classify("불이 났어요") is not None
     assert grammar.classify("소리가 나요 불은 꺼져 있어요") is None
+
+
+# Round 38 (held-out tables BV and BW), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind"), [
+    # a building come down is the backdrop: the danger named in the turn is the kind
+    ("집 천장이 무너져서 이모 댁에 와 있는데 아버지가 갑자기 말이 어눌하고 한쪽 팔을 못 드세요", "medical"),
+    ("무너진 축대 옆을 지나가는데 아저씨가 가슴을 움켜쥐고 쓰러지셨어요 숨을 안 쉬어요", "medical"),
+    # charcoal behind a door nobody answers; a height and a will to follow the dead; the means taken along
+    ("모텔 옆방 문틈으로 숯 타는 냄새가 나는데 아무리 불러도 대답이 없어요", "suicide"),
+    ("엄마 돌아가시고 동생이 육교 위에 서 있대요 엄마 따라가겠다고 문자 보냈어요", "suicide"),
+    ("삼촌이 제초제 들고 나가셨는데 지금 전화가 꺼져 있어요", "suicide"),
+    ("방금 약을 다 먹었어요 이제 더 못 하겠어요 아무것도", "suicide"),
+    # a claimed inspection with no card and the door kicked; an intruder through a flooded window
+    ("소방 점검 왔다는 사람이 신분증을 안 보여 주면서 문을 발로 차요", "crime"),
+    ("반지하가 침수돼서 창문이 깨졌는데 그 창문으로 모르는 남자가 들어왔어요 저 혼자예요", "crime"),
+    # a brick that fell and a swing pushed: no one struck anybody
+    ("공사장에서 떨어진 벽돌에 아저씨가 머리를 맞고 쓰러졌어요 피가 나요", "medical"),
+    ("할아버지가 손자 그네 밀어주시다가 가슴을 잡고 주저앉으셨어요", "medical"),
+    ("도로 공사장에서 도시가스 냄새가 확 나고 뭔가 새는 소리가 나요", "gas"),
+])
+def test_round_38_readings(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # someone in what came down still wins over the injury named beside it
+    ("건물이 무너졌는데 안에 사람이 있어요 피를 흘리고 있어요", "rescue"),
+    ("남편이 재떨이로 제 이마를 때렸어요 피가 나요 아직 집에 있어요", "crime"),
+])
+def test_round_38_guards(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_a_collapse_said_near_a_person_is_tried_last(rules: EmergencyRules) -> None:
+    assert rules.lemmas is not None
+    assert rules.lemmas.rules[-1].name == "rescue.collapsed"
+    assert not rules.lemmas.rules[-1].overrides
+
+
+def test_pretend_play_is_no_seizure(rules: EmergencyRules) -> None:
+    _not_escalated(rules, "애들이 좀비 놀이 한다고 눈 뒤집고 몸을 덜덜 떨어요 요즘 유행이래요")
+    _not_escalated(rules, "애들이 유령 놀이 한다고 눈을 뒤집고 부들부들 떠는 흉내를 내요")
+    _not_escalated(rules, "아이들이 지진 놀이 한다고 무너진다 하면서 소리 지르고 놀아요")
