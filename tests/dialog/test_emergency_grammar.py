@@ -1929,3 +1929,12 @@ def test_pretend_play_is_no_seizure(rules: EmergencyRules) -> None:
     _not_escalated(rules, "애들이 좀비 놀이 한다고 눈 뒤집고 몸을 덜덜 떨어요 요즘 유행이래요")
     _not_escalated(rules, "애들이 유령 놀이 한다고 눈을 뒤집고 부들부들 떠는 흉내를 내요")
     _not_escalated(rules, "아이들이 지진 놀이 한다고 무너진다 하면서 소리 지르고 놀아요")
+
+
+@pytest.mark.parametrize("text", [
+    # 더는 못 하겠어요 is no will to go on without the pills taken; a sauna's kiln smokes by trade
+    "지금 옥상에서 방수 작업하는데 더워서 더는 못 하겠어요 몇 시까지 해야 돼요",
+    "찜질방 숯가마에서 연기가 좀 나는데 문 두드려도 직원이 대답이 없어요 영업시간 끝났나요",
+])
+def test_round_38_near_misses(rules: EmergencyRules, text: str) -> None:
+    _not_escalated(rules, text)
