@@ -3,7 +3,7 @@
 
     python scripts/train_emergency_net.py            # write bot/data/emergency_learned.npz
     python scripts/train_emergency_net.py --check    # leave one table out: what it would add, per table
-    python scripts/train_emergency_net.py --curve 0,10,84 --read bench/emergency_heldout_bv.toml
+    python scripts/train_emergency_net.py --curve 0,10,86 --read bench/emergency_heldout_bz.toml
                                                      # trained on the first K tables, read on spent tables
 
 The rows are the shipped tables and the training tables below (emergencies and near misses) and the line's ordinary turns
@@ -71,7 +71,8 @@ TRAINING = [ROOT / "bench" / name for name in (
     "emergency_heldout_bj.toml", "emergency_heldout_bk.toml", "emergency_heldout_bl.toml",
     "emergency_heldout_bm.toml", "emergency_heldout_bn.toml", "emergency_heldout_bo.toml",
     "emergency_heldout_bp.toml", "emergency_heldout_bq.toml", "emergency_heldout_br.toml",
-    "emergency_heldout_bs.toml", "emergency_heldout_bt.toml", "emergency_heldout_bu.toml")]
+    "emergency_heldout_bs.toml", "emergency_heldout_bt.toml", "emergency_heldout_bu.toml",
+    "emergency_heldout_bv.toml", "emergency_heldout_bw.toml")]
 THRESHOLD = 0.95  # round 9, left out in turn: 0.9 asked 52 emergencies and 33 near misses, 0.95 51 and 26
 # Pass orders averaged (emergency_learned.train): with L and M one order's net asked a crime question on a
 # worry that ended well at 0.98 and another's held it at 1.00 none; eight orders' mean holds it (0.95 none).
