@@ -1938,3 +1938,18 @@ def test_pretend_play_is_no_seizure(rules: EmergencyRules) -> None:
 ])
 def test_round_38_near_misses(rules: EmergencyRules, text: str) -> None:
     _not_escalated(rules, text)
+
+
+# Round 39 (held-out tables BY and BZ), in words written for these tests.
+@pytest.mark.parametrize(("text", "kind"), [
+    # a burial asked for with the pills taken; a trip to church said beside a window forced is no leaving
+    ("언니가 약 다 먹었다고 엄마 옆에 묻어 달라고 하고 전화를 끊었어요 말이 점점 느려졌어요", "suicide"),
+    ("새벽에 모르는 남자가 베란다 창문을 뜯고 있어요 저 혼자예요 성당 간다고 일어났다가 봤어요", "crime"),
+])
+def test_round_39_readings(rules: EmergencyRules, text: str, kind: str) -> None:
+    _escalates_as(rules, text, kind)
+
+
+def test_thanks_and_sorry_then_silence_is_a_farewell(rules: EmergencyRules) -> None:
+    _grammar_escalates_by(rules, "아들이 고맙고 미안했다고 메시지 보냈는데 지금 전화가 꺼져 있어요 집에도 없어요",
+                          "farewell_then_silence")
