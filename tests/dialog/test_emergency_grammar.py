@@ -1893,7 +1893,8 @@ def test_an_ordered_rule_needs_its_concepts_in_order(tmp_path: Path) -> None:
     # a building come down is the backdrop: the danger named in the turn is the kind
     ("집 천장이 무너져서 이모 댁에 와 있는데 아버지가 갑자기 말이 어눌하고 한쪽 팔을 못 드세요", "medical"),
     ("무너진 축대 옆을 지나가는데 아저씨가 가슴을 움켜쥐고 쓰러지셨어요 숨을 안 쉬어요", "medical"),
-    # charcoal behind a door nobody answers; a height and a will to follow the dead; the means taken along
+    # charcoal behind a door nobody answers; a height and a will to follow the dead; the means taken along;
+    # a dose with no will to go on
     ("모텔 옆방 문틈으로 숯 타는 냄새가 나는데 아무리 불러도 대답이 없어요", "suicide"),
     ("엄마 돌아가시고 동생이 육교 위에 서 있대요 엄마 따라가겠다고 문자 보냈어요", "suicide"),
     ("삼촌이 제초제 들고 나가셨는데 지금 전화가 꺼져 있어요", "suicide"),
@@ -1904,6 +1905,7 @@ def test_an_ordered_rule_needs_its_concepts_in_order(tmp_path: Path) -> None:
     # a brick that fell and a swing pushed: no one struck anybody
     ("공사장에서 떨어진 벽돌에 아저씨가 머리를 맞고 쓰러졌어요 피가 나요", "medical"),
     ("할아버지가 손자 그네 밀어주시다가 가슴을 잡고 주저앉으셨어요", "medical"),
+    # a city gas smell that comes up at once, and a hiss
     ("도로 공사장에서 도시가스 냄새가 확 나고 뭔가 새는 소리가 나요", "gas"),
 ])
 def test_round_38_readings(rules: EmergencyRules, text: str, kind: str) -> None:
