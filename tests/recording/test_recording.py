@@ -152,6 +152,11 @@ def test_a_kill_9_mid_call_leaves_a_playable_file_up_to_the_last_second(tmp_path
     assert files.duration_secs(path) == pytest.approx(got, abs=0.05)
 
 
+# Two transports start their audio tasks before the pipeline is started: beside a loaded CPU that took more than
+# run_test's 1 s, and the pipeline its timeout left running hung the test's teardown (a CI run stopped there).
+_START_SECS = 10.0
+
+
 @dataclasses.dataclass
 class _Feed(DataFrame):
     """What the line brings: the input transport makes its own audio frame of it, as a real one does."""
@@ -190,7 +195,7 @@ async def test_the_observer_records_the_input_transport_and_what_the_output_tran
     await run_test(Pipeline([_Input(params), _Output(params)]),
                    frames_to_send=[*said, SleepFrame(0.3), *sent, SleepFrame(0.5), InterruptionFrame()],
                    expected_down_frames=None, observers=[RecordingObserver(rec)],
-                   pipeline_params=None)
+                   pipeline_params=None, start_timeout=_START_SECS)
     audio, _ = finish(rec)
     corr, _ = peak_correlation(audio[:, 0], soxr.resample(caller, 16000, RATE).astype(np.float32), max_lag=RATE)
     assert corr > MATCH, corr
@@ -204,7 +209,8 @@ async def test_a_goodbye_sent_just_before_the_call_ends_is_in_the_recording(tmp_
     line = [_Feed(audio=f) for f in frames(np.zeros(16000), 16000)]
     await run_test(Pipeline([_Input(params), _Output(params)]),
                    frames_to_send=[*line, SleepFrame(0.3), *[TTSAudioRawFrame(f, RATE, 1) for f in frames(goodbye, RATE)]],
-                   expected_down_frames=None, observers=[RecordingObserver(rec)])  # then the EndFrame
+                   expected_down_frames=None, observers=[RecordingObserver(rec)],
+                   start_timeout=_START_SECS)  # then the EndFrame
     audio, _ = finish(rec)
     corr, _ = peak_correlation(audio[:, 1], np.concatenate([np.zeros(RATE), goodbye, np.zeros(RATE)])[: len(audio)],
                                max_lag=RATE)
