@@ -152,8 +152,9 @@ def test_a_kill_9_mid_call_leaves_a_playable_file_up_to_the_last_second(tmp_path
     assert files.duration_secs(path) == pytest.approx(got, abs=0.05)
 
 
-# Two transports start their audio tasks before the pipeline is started: beside a loaded CPU that took more than
-# run_test's 1 s, and the pipeline its timeout left running hung the test's teardown (a CI run stopped there).
+# Two transports start their audio tasks before the pipeline is started. A CI run beside a loaded CPU hung in this
+# file's teardown, waiting on the runner run_test leaves going when its 1 s start timeout fires: the likely cause
+# (not reproduced), so the start gets 10 s.
 _START_SECS = 10.0
 
 
